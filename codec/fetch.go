@@ -1,0 +1,187 @@
+package codec
+
+import "github.com/twmb/franz-go/pkg/kbin"
+
+// FetchJudge decides the names of one Fetch request and its response.
+type FetchJudge interface {
+	// FetchTopic returns the broker's name of the client's topic, or a
+	// non-zero Kafka error code answering all its partitions.
+	FetchTopic(name []byte) (physical []byte, code int16)
+	// ClientTopic returns the client's name of a broker's topic; ok=false
+	// for a name outside the session (it is then left out of the answer).
+	ClientTopic(physical []byte) (name []byte, ok bool)
+}
+
+// FetchLimits bound what a forwarded Fetch may ask of the broker.
+type FetchLimits struct {
+	MaxWaitMs   int32 // max_fetch_wait
+	MaxBytes    int32 // the response bound (max_response_bytes / 2, less what the budget allows)
+}
+
+// FetchInfo is what the forward path needs to know of a Fetch request.
+type FetchInfo struct {
+	MaxBytes   int32 // the response bound forwarded: the largest answer to reserve
+	Partitions int   // partitions forwarded
+	Kept       int   // topics forwarded
+}
+
+// minFetchVersion: before v4 a Fetch has no isolation level and answers
+// message sets; the gateway announces Fetch from v4.
+const minFetchVersion = 4
+
+// FetchRequest rewrites a Fetch request (versions 4 to 12) into w.Vec: a
+// consumer's request (ReplicaID -1), full (no incremental session: session
+// id 0, epoch -1, no forgotten topics), its wait and size brought down to
+// lim, topic names mapped by j. Left-out topics are in w.Dropped.
+func (w *Rewriter) FetchRequest(h *RequestHeader, corr int32, clientID []byte, body []byte, j FetchJudge, lim FetchLimits) (FetchInfo, error) {
+	var info FetchInfo
+	w.resetScratch()
+	flex := h.Flexible
+	v := h.Version
+	if v < minFetchVersion || v > 12 {
+		return info, ErrCodecVersion
+	}
+	r := rd{Reader: kbin.Reader{Src: body}, flex: flex}
+	r.Int32() // replica id: forced to -1
+	maxWait := r.Int32()
+	minBytes := r.Int32()
+	maxBytes := r.Int32()
+	iso := r.Int8()
+	if v >= 7 {
+		r.Int32() // session id
+		r.Int32() // session epoch
+	}
+	topicsStart := r.Src
+	n := r.arr()
+	for i := 0; i < n && r.ok(); i++ {
+		name := r.str()
+		np := r.arr()
+		for p := 0; p < np && r.ok(); p++ {
+			skipFetchPartition(&r, v)
+		}
+		r.tags()
+		if !r.ok() {
+			break
+		}
+		phys, code := j.FetchTopic(name)
+		w.names = append(w.names, phys)
+		w.codes = append(w.codes, code)
+		if code == 0 {
+			info.Kept++
+			info.Partitions += np
+		}
+	}
+	topicsEnd := r.Src
+	if v >= 7 { // forgotten topics: dropped, every Fetch is full
+		nf := r.arr()
+		for i := 0; i < nf && r.ok(); i++ {
+			r.str()
+			np := r.arr()
+			for p := 0; p < np && r.ok(); p++ {
+				r.Int32()
+			}
+			r.tags()
+		}
+	}
+	var rack []byte
+	if v >= 11 {
+		rack = r.str()
+	}
+	r.tags()
+	if !r.ok() {
+		return info, ErrCodecShort
+	}
+	if len(r.Src) != 0 {
+		return info, ErrCodecTrailing
+	}
+	_ = topicsEnd
+
+	if lim.MaxWaitMs > 0 && (maxWait > lim.MaxWaitMs || maxWait < 0) {
+		maxWait = lim.MaxWaitMs
+	}
+	if lim.MaxBytes > 0 && (maxBytes > lim.MaxBytes || maxBytes <= 0) {
+		maxBytes = lim.MaxBytes
+	}
+	if minBytes > maxBytes {
+		minBytes = maxBytes
+	}
+	info.MaxBytes = maxBytes
+
+	w.Vec.Reset()
+	o := AppendRequestHeader(w.Vec.Own, h.Key, v, corr, clientID, h.ClientNull, flex)
+	o = kbin.AppendInt32(o, -1)
+	o = kbin.AppendInt32(o, maxWait)
+	o = kbin.AppendInt32(o, minBytes)
+	o = kbin.AppendInt32(o, maxBytes)
+	o = kbin.AppendInt8(o, iso)
+	if v >= 7 {
+		o = kbin.AppendInt32(o, 0)
+		o = kbin.AppendInt32(o, -1)
+	}
+	o = appendArr(o, flex, info.Kept)
+	r = rd{Reader: kbin.Reader{Src: topicsStart}, flex: flex}
+	r.arr()
+	for i := 0; i < n; i++ {
+		name := r.str()
+		np := r.arr()
+		keep := w.codes[i] == 0
+		var d *DroppedTopic
+		if keep {
+			o = appendStr(o, flex, w.names[i])
+			o = appendArr(o, flex, np)
+		} else {
+			d = w.Dropped.add(name, w.codes[i])
+		}
+		for p := 0; p < np; p++ {
+			start := r.Src
+			part := r.Int32()
+			r.Src = start
+			skipFetchPartition(&r, v)
+			if !keep {
+				d.Partitions = append(d.Partitions, part)
+				continue
+			}
+			// Fixed-width fields are copied as they are; the partition's tag
+			// section (unknown tags) is written empty.
+			fixed := len(start) - len(r.Src)
+			if flex {
+				fixed = fetchPartitionFixed(v)
+			}
+			o = append(o, start[:fixed]...)
+			o = appendEmptyTags(o, flex)
+		}
+		r.tags()
+		if keep {
+			o = appendEmptyTags(o, flex)
+		}
+	}
+	if v >= 7 {
+		o = appendArr(o, flex, 0)
+	}
+	if v >= 11 {
+		o = appendStr(o, flex, rack)
+	}
+	o = appendEmptyTags(o, flex)
+	w.Vec.Own = o
+	return info, nil
+}
+
+// fetchPartitionFixed is the size of a Fetch request partition's fixed fields.
+func fetchPartitionFixed(v int16) int {
+	n := 4 + 8 + 4 // partition, fetch offset, partition max bytes
+	if v >= 9 {
+		n += 4 // current leader epoch
+	}
+	if v >= 12 {
+		n += 4 // last fetched epoch
+	}
+	if v >= 5 {
+		n += 8 // log start offset
+	}
+	return n
+}
+
+func skipFetchPartition(r *rd, v int16) {
+	r.Span(fetchPartitionFixed(v))
+	r.tags()
+}

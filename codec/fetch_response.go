@@ -1,0 +1,218 @@
+package codec
+
+import "github.com/twmb/franz-go/pkg/kbin"
+
+// FetchResponse rewrites a broker's Fetch response body (after the header)
+// of the given version into w.Vec, as the answer to the client's
+// correlation id: topic names mapped back by j (a topic outside the session
+// is left out), session id 0, throttle_time_ms raised to at least
+// throttleMs, unknown tagged fields dropped, the dropped topics of the
+// request appended with their codes. Record batches are referenced, never
+// copied.
+func (w *Rewriter) FetchResponse(version int16, corr int32, body []byte, j FetchJudge, dropped *Dropped, throttleMs int32) error {
+	w.names = w.names[:0]
+	flex := version >= 12
+	v := version
+	if v < minFetchVersion || v > 12 {
+		return ErrCodecVersion
+	}
+	r := rd{Reader: kbin.Reader{Src: body}, flex: flex}
+	throttle := r.Int32()
+	var errCode int16
+	if v >= 7 {
+		errCode = r.Int16()
+		r.Int32() // session id
+	}
+	topicsStart := r.Src
+	n := r.arr()
+	kept := 0
+	for i := 0; i < n && r.ok(); i++ {
+		phys := r.str()
+		np := r.arr()
+		for p := 0; p < np && r.ok(); p++ {
+			readFetchRespPartition(&r, v, nil)
+		}
+		r.tags()
+		if !r.ok() {
+			break
+		}
+		name, ok := j.ClientTopic(phys)
+		if ok {
+			kept++
+			w.names = append(w.names, name)
+		} else {
+			w.names = append(w.names, nil)
+		}
+	}
+	r.tags()
+	if !r.ok() {
+		return ErrCodecShort
+	}
+	if len(r.Src) != 0 {
+		return ErrCodecTrailing
+	}
+	if throttleMs > throttle {
+		throttle = throttleMs
+	}
+	nd := 0
+	if dropped != nil {
+		nd = len(dropped.Topics)
+	}
+
+	w.Vec.Reset()
+	w.Vec.Own = AppendResponseHeader(w.Vec.Own, 1, v, corr)
+	w.Vec.Own = kbin.AppendInt32(w.Vec.Own, throttle)
+	if v >= 7 {
+		w.Vec.Own = kbin.AppendInt16(w.Vec.Own, errCode)
+		w.Vec.Own = kbin.AppendInt32(w.Vec.Own, 0)
+	}
+	w.Vec.Own = appendArr(w.Vec.Own, flex, kept+nd)
+	r = rd{Reader: kbin.Reader{Src: topicsStart}, flex: flex}
+	r.arr()
+	for i := 0; i < n; i++ {
+		r.str()
+		np := r.arr()
+		keep := w.names[i] != nil
+		if keep {
+			w.Vec.Own = appendStr(w.Vec.Own, flex, w.names[i])
+			w.Vec.Own = appendArr(w.Vec.Own, flex, np)
+		}
+		for p := 0; p < np; p++ {
+			if keep {
+				readFetchRespPartition(&r, v, &w.Vec)
+			} else {
+				readFetchRespPartition(&r, v, nil)
+			}
+		}
+		r.tags()
+		if keep {
+			w.Vec.Own = appendEmptyTags(w.Vec.Own, flex)
+		}
+	}
+	for i := 0; i < nd; i++ {
+		d := &dropped.Topics[i]
+		o := appendStr(w.Vec.Own, flex, d.Name)
+		o = appendArr(o, flex, len(d.Partitions))
+		for _, p := range d.Partitions {
+			o = appendFetchErrPartition(o, v, p, d.Code)
+		}
+		w.Vec.Own = appendEmptyTags(o, flex)
+	}
+	w.Vec.Own = appendEmptyTags(w.Vec.Own, flex)
+	return nil
+}
+
+// readFetchRespPartition reads one partition of a Fetch response and, when
+// out is not nil, writes it there: fixed fields copied, aborted transactions
+// re-encoded without tags, records referenced, only the known tags of v12
+// (0 diverging epoch, 1 current leader, 2 snapshot id) kept.
+func readFetchRespPartition(r *rd, v int16, out *Vec) {
+	fixedLen := 4 + 2 + 8 + 8 // partition, error, high watermark, last stable offset
+	if v >= 5 {
+		fixedLen += 8 // log start offset
+	}
+	fixed := r.Span(fixedLen)
+	var o []byte
+	if out != nil {
+		o = append(out.Own, fixed...)
+	}
+	// Aborted transactions: a nullable array.
+	var na int
+	null := false
+	if r.flex {
+		na = int(r.Uvarint()) - 1
+	} else {
+		na = int(r.Int32())
+	}
+	if na < 0 {
+		null = true
+		na = 0
+	}
+	if na > len(r.Src)/16 {
+		r.Span(len(r.Src) + 1) // invalidate: cannot hold that many
+		return
+	}
+	if out != nil {
+		if null {
+			if r.flex {
+				o = append(o, 0)
+			} else {
+				o = kbin.AppendInt32(o, -1)
+			}
+		} else {
+			o = appendArr(o, r.flex, na)
+		}
+	}
+	for i := 0; i < na && r.ok(); i++ {
+		a := r.Span(16)
+		r.tags()
+		if out != nil {
+			o = append(o, a...)
+			o = appendEmptyTags(o, r.flex)
+		}
+	}
+	if v >= 11 {
+		prr := r.Span(4)
+		if out != nil {
+			o = append(o, prr...)
+		}
+	}
+	recs, rnull := r.nbytes()
+	if out != nil {
+		o = appendBytesLen(o, r.flex, len(recs), rnull)
+		out.Own = o
+		out.Ref(recs)
+		o = out.Own
+	}
+	if r.flex {
+		nt := r.Uvarint()
+		// Count and keep the known tags.
+		save := r.Src
+		keep := 0
+		for i := uint32(0); i < nt && r.ok(); i++ {
+			t := r.Uvarint()
+			l := r.Uvarint()
+			r.Span(int(l))
+			if t <= 2 {
+				keep++
+			}
+		}
+		if out != nil {
+			o = kbin.AppendUvarint(o, uint32(keep))
+			tr := kbin.Reader{Src: save}
+			for i := uint32(0); i < nt && tr.Ok(); i++ {
+				start := tr.Src
+				t := tr.Uvarint()
+				l := tr.Uvarint()
+				tr.Span(int(l))
+				if t <= 2 {
+					o = append(o, start[:len(start)-len(tr.Src)]...)
+				}
+			}
+		}
+	}
+	if out != nil {
+		out.Own = o
+	}
+}
+
+func appendFetchErrPartition(o []byte, v int16, part int32, code int16) []byte {
+	flex := v >= 12
+	o = kbin.AppendInt32(o, part)
+	o = kbin.AppendInt16(o, code)
+	o = kbin.AppendInt64(o, -1) // high watermark
+	o = kbin.AppendInt64(o, -1) // last stable offset
+	if v >= 5 {
+		o = kbin.AppendInt64(o, -1) // log start offset
+	}
+	if flex { // aborted transactions: null
+		o = append(o, 0)
+	} else {
+		o = kbin.AppendInt32(o, -1)
+	}
+	if v >= 11 {
+		o = kbin.AppendInt32(o, -1) // preferred read replica
+	}
+	o = appendBytesLen(o, flex, 0, false)
+	return appendEmptyTags(o, flex)
+}

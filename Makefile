@@ -1,0 +1,43 @@
+# flexway — the two commands of a fresh machine: `make run` and `make test`.
+GO      ?= go
+BIN     := bin/flexway
+CONFIG  ?= configs/quickstart/flexway.yaml
+
+include mk/deps.mk
+
+.PHONY: all build run check test test-go test-real fuzz bench vet install clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/flexway
+
+# The gateway on the embedded default: an in-process Kafka (kfake, three
+# brokers) behind the quickstart's cluster "shop" on ports 19092-19095.
+run: build
+	./$(BIN) -config $(CONFIG)
+
+check: build
+	./$(BIN) -check -config $(CONFIG)
+
+# Installs what the tests need (Debian packages, idempotently), then runs them.
+test: deps
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 20m ./...
+
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test ./codec -run '^$$' -fuzz '^FuzzRequestHeader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./codec -run '^$$' -fuzz '^FuzzProduceRewrite$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./codec -run '^$$' -fuzz '^FuzzFetchResponseRewrite$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./engine -run '^$$' -fuzz '^FuzzRequestPath$$' -fuzztime $(FUZZTIME)
+
+bench:
+	$(GO) test ./codec -run '^$$' -bench . -benchmem
+	$(GO) test ./bench -run '^$$' -bench . -benchtime 1x -timeout 10m
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,185 @@
+// Command flexway is the multi-tenant Kafka gateway.
+//
+//	flexway -config flexway.yaml          serve
+//	flexway -check -config flexway.yaml   validate and exit
+//	flexway keys new --id ID --tenant T --operations a,b [--expires 90d]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "keys" {
+		os.Exit(runKeys(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("flexway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "flexway.yaml", "the configuration file")
+	check := fs.Bool("check", false, "validate the configuration and exit")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	snap, err := configs.Load(*path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if *check {
+		fmt.Fprintf(stdout, "%s: configuration valid\n", *path)
+		return 0
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	e, err := engine.New(ctx, snap, engine.WithLogger(log))
+	if err != nil {
+		fmt.Fprintln(stderr, "flexway:", err)
+		return 1
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- e.Serve() }()
+	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+	err = e.Ready(rctx)
+	rcancel()
+	if err != nil {
+		fmt.Fprintln(stderr, "flexway:", err)
+		return 1
+	}
+	if adm := snap.File.Server.Admin; adm != nil && adm.Address != "" {
+		go serveAdmin(adm.Address, e, log)
+	}
+	banner(stdout, snap, e)
+	log.Info("flexway started", "listeners", len(e.Addrs()))
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if err != nil {
+			fmt.Fprintln(stderr, "flexway:", err)
+			return 1
+		}
+	}
+	log.Info("flexway stopping: draining requests in flight")
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	_ = e.Stop(sctx)
+	return 0
+}
+
+// serveAdmin serves /metrics and /healthz (O4).
+func serveAdmin(addr string, e *engine.Engine, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		e.Metrics().WritePrometheus(w)
+		metrics.WriteProcessMetrics(w)
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	if err := srv.ListenAndServe(); err != nil {
+		log.Error("admin endpoint stopped", "address", addr, "error", err.Error())
+	}
+}
+
+// banner prints how to reach the gateway: the kcat commands that produce
+// and consume each cluster's first topic, and the embedded brokers' own
+// addresses (so a user can look at the physical names they hold).
+func banner(w io.Writer, snap *configs.Snapshot, e *engine.Engine) {
+	fmt.Fprintf(w, "flexway: serving %d listener ports\n", len(e.Addrs()))
+	l := snap.Listener
+	names := make([]string, 0, len(snap.Clusters))
+	for n := range snap.Clusters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	keyDir := ""
+	if ak := snap.File.Auth.APIKeys; ak != nil {
+		p := strings.TrimPrefix(ak.Store, "file:")
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(snap.Path), p)
+		}
+		keyDir = filepath.Dir(p)
+	}
+	for _, name := range names {
+		cl := snap.Clusters[name]
+		pc := l.Plaintext.Clusters[name]
+		if pc == nil {
+			continue
+		}
+		boot := net.JoinHostPort(l.Plaintext.AdvertisedHost, fmt.Sprint(pc.Ports.From))
+		topics := make([]string, 0, len(cl.Topics))
+		for t := range cl.Topics {
+			topics = append(topics, t)
+		}
+		sort.Strings(topics)
+		if len(topics) == 0 {
+			continue
+		}
+		topic := topics[0]
+		fmt.Fprintf(w, "\ncluster %s: bootstrap %s\n", name, boot)
+		var prod, cons *configs.APIKey
+		ids := make([]string, 0, len(snap.Keys))
+		for id := range snap.Keys {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			k := snap.Keys[id]
+			for _, op := range k.Operations {
+				o := snap.Operations[op]
+				if o == nil || o.Cluster != name || o.Channel != topic {
+					continue
+				}
+				if o.Action == "send" && prod == nil {
+					prod = k
+				}
+				if o.Action == "receive" && cons == nil {
+					cons = k
+				}
+			}
+		}
+		pass := func(k *configs.APIKey) string {
+			if keyDir != "" {
+				f := filepath.Join(keyDir, k.ID+".key")
+				if _, err := os.Stat(f); err == nil {
+					return "$(cat " + f + ")"
+				}
+			}
+			return "<the key of " + k.ID + ">"
+		}
+		sasl := func(k *configs.APIKey) string {
+			return fmt.Sprintf("-X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=PLAIN -X sasl.username=%s -X sasl.password=%s", k.ID, pass(k))
+		}
+		if prod != nil {
+			fmt.Fprintf(w, "  produce: echo hello | kcat -P -b %s %s -t %s\n", boot, sasl(prod), topic)
+		}
+		if cons != nil {
+			fmt.Fprintf(w, "  consume: kcat -C -b %s %s -t %s -o beginning -e\n", boot, sasl(cons), topic)
+		}
+	}
+	for up, addrs := range e.EmbeddedBrokers() {
+		fmt.Fprintf(w, "\nembedded upstream %s (the broker itself, physical names): kcat -L -b %s\n", up, strings.Join(addrs, ","))
+	}
+	fmt.Fprintln(w)
+}

@@ -1,0 +1,566 @@
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// path is a place in a YAML document: string segments are mapping keys, int
+// segments sequence indexes. It is kept as segments (not as a goccy path
+// string) because contract keys hold characters that a path string must
+// quote ("$ref", "x-flexway-kafka-proxy", channel names with dots).
+type path []any
+
+// at returns p extended by more segments, never sharing p's backing array.
+func (p path) at(more ...any) path {
+	q := make(path, 0, len(p)+len(more))
+	return append(append(q, p...), more...)
+}
+
+func (p path) String() string {
+	var b strings.Builder
+	for _, s := range p {
+		switch v := s.(type) {
+		case int:
+			fmt.Fprintf(&b, "[%d]", v)
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			if v == "" || strings.ContainsAny(v, ". []") {
+				b.WriteString(strconv.Quote(v))
+			} else {
+				b.WriteString(v)
+			}
+		}
+	}
+	return b.String()
+}
+
+// hasPrefix reports whether q is p or a place under it.
+func (p path) hasPrefix(q path) bool {
+	if len(q) > len(p) {
+		return false
+	}
+	for i := range q {
+		if p[i] != q[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// doc is one YAML file being loaded: its name (as errors show it), its AST and
+// the problems found in it.
+type doc struct {
+	name    string
+	body    ast.Node // nil for an empty file
+	anchors map[string]ast.Node
+	r       *report
+	// failed holds the places whose value could not be decoded: a semantic
+	// check at or under one of them would only repeat the decode error
+	// ("required" about a value that is present but mistyped), so it is dropped.
+	failed []path
+}
+
+// report collects every problem of one Load, in all its files.
+type report struct {
+	errs []FieldError
+}
+
+func (r *report) ok() bool { return len(r.errs) == 0 }
+
+// parseDoc parses data into a doc; a syntax error is reported and leaves the
+// doc without a body.
+func parseDoc(name string, data []byte, r *report) (*doc, bool) {
+	d := &doc{name: name, r: r, anchors: map[string]ast.Node{}}
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		d.addYAMLError(nil, err)
+		return d, false
+	}
+	if len(f.Docs) > 1 {
+		r.errs = append(r.errs, FieldError{File: name, Msg: "one YAML document expected, found " + strconv.Itoa(len(f.Docs))})
+		return d, false
+	}
+	if len(f.Docs) == 1 {
+		d.body = f.Docs[0].Body
+	}
+	if d.body != nil {
+		ast.Walk(anchorCollector(d.anchors), d.body)
+	}
+	return d, true
+}
+
+type anchorCollector map[string]ast.Node
+
+func (a anchorCollector) Visit(n ast.Node) ast.Visitor {
+	if an, ok := n.(*ast.AnchorNode); ok && an.Name != nil {
+		a[an.Name.GetToken().Value] = an.Value
+	}
+	return a
+}
+
+// errorf reports a problem at p; its line is looked up in the AST.
+func (d *doc) errorf(p path, format string, args ...any) {
+	for _, f := range d.failed {
+		if p.hasPrefix(f) {
+			return
+		}
+	}
+	d.r.errs = append(d.r.errs, FieldError{File: d.name, Line: d.line(p), Path: p.String(), Msg: fmt.Sprintf(format, args...)})
+}
+
+// addYAMLError reports an error of goccy's parser or decoder at p, with the
+// line of its token when it has one.
+func (d *doc) addYAMLError(p path, err error) {
+	fe := FieldError{File: d.name, Path: p.String(), Msg: err.Error()}
+	var ye yaml.Error
+	if errors.As(err, &ye) {
+		fe.Msg = ye.GetMessage()
+		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+			fe.Line = tk.Position.Line
+		}
+	}
+	if fe.Line == 0 && p != nil {
+		fe.Line = d.line(p)
+	}
+	d.r.errs = append(d.r.errs, fe)
+}
+
+// resolve looks through anchors, aliases and tags to the node that holds the value.
+func (d *doc) resolve(n ast.Node) ast.Node {
+	for i := 0; i < 16 && n != nil; i++ { // bounded: an alias cycle must not hang Load
+		switch v := n.(type) {
+		case *ast.AnchorNode:
+			n = v.Value
+		case *ast.TagNode:
+			n = v.Value
+		case *ast.AliasNode:
+			if v.Value == nil {
+				return nil
+			}
+			a, ok := d.anchors[v.Value.GetToken().Value]
+			if !ok {
+				return nil
+			}
+			n = a
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+// pairs returns the key/value pairs of a mapping node, nil if n is no mapping.
+func pairs(n ast.Node) ([]*ast.MappingValueNode, bool) {
+	switch v := n.(type) {
+	case *ast.MappingNode:
+		return v.Values, true
+	case *ast.MappingValueNode:
+		return []*ast.MappingValueNode{v}, true
+	}
+	return nil, false
+}
+
+func keyText(k ast.Node) string {
+	if s, ok := k.(*ast.StringNode); ok {
+		return s.Value
+	}
+	if k == nil || k.GetToken() == nil {
+		return ""
+	}
+	return k.GetToken().Value
+}
+
+func nodeLine(n ast.Node) int {
+	if n == nil || n.GetToken() == nil || n.GetToken().Position == nil {
+		return 0
+	}
+	return n.GetToken().Position.Line
+}
+
+// find returns the pair of key in mapping n, looking into merge keys (<<) too.
+func (d *doc) find(n ast.Node, key string) *ast.MappingValueNode {
+	ps, ok := pairs(d.resolve(n))
+	if !ok {
+		return nil
+	}
+	for _, mv := range ps {
+		if _, merge := mv.Key.(*ast.MergeKeyNode); !merge && keyText(mv.Key) == key {
+			return mv
+		}
+	}
+	for _, mv := range ps {
+		if _, merge := mv.Key.(*ast.MergeKeyNode); merge {
+			if found := d.find(mv.Value, key); found != nil {
+				return found
+			}
+		}
+	}
+	return nil
+}
+
+// lookup walks p down the AST. It returns the deepest node reached, the line
+// of its key (a mapping value) or of itself (a sequence item), and whether all
+// of p was found. Reporting the key's line rather than the value's matters for
+// block values: "kafka:" is where the operator looks, not its first child.
+func (d *doc) lookup(p path) (node ast.Node, line int, found bool) {
+	node = d.body
+	for _, seg := range p {
+		switch s := seg.(type) {
+		case string:
+			mv := d.find(node, s)
+			if mv == nil {
+				return node, line, false
+			}
+			node, line = mv.Value, nodeLine(mv.Key)
+		case int:
+			seq, ok := d.resolve(node).(*ast.SequenceNode)
+			if !ok || s < 0 || s >= len(seq.Values) {
+				return node, line, false
+			}
+			node = seq.Values[s]
+			line = nodeLine(node)
+		}
+	}
+	return node, line, true
+}
+
+// line is the line of p, or of its deepest ancestor present in the file, or 0.
+func (d *doc) line(p path) int {
+	_, l, _ := d.lookup(p)
+	return l
+}
+
+// has reports whether p is written in the file (even with a null value).
+func (d *doc) has(p path) bool {
+	_, _, found := d.lookup(p)
+	return found
+}
+
+// keys returns the keys written in the mapping at p, in file order.
+func (d *doc) keys(p path) []string {
+	n, _, found := d.lookup(p)
+	if !found {
+		return nil
+	}
+	ps, _ := pairs(d.resolve(n))
+	out := make([]string, 0, len(ps))
+	for _, mv := range ps {
+		out = append(out, keyText(mv.Key))
+	}
+	return out
+}
+
+// decode fills v (a pointer) from the document. goccy decodes the whole
+// document first: when that succeeds, its result is used as is. When it fails
+// it stops at its first error, so the document is decoded again field by field
+// (decodeNode) to report every unknown key and mistyped value at once, each at
+// its line, and to keep what could be decoded for the semantic checks.
+func (d *doc) decode(v any, strict bool) bool {
+	if d.body == nil {
+		return true
+	}
+	var opts []yaml.DecodeOption
+	if strict {
+		opts = append(opts, yaml.Strict())
+	}
+	err := yaml.NodeToValue(d.body, v, opts...)
+	if err == nil {
+		return true
+	}
+	before := len(d.r.errs)
+	rv := reflect.ValueOf(v).Elem()
+	rv.Set(reflect.Zero(rv.Type()))
+	d.decodeNode(d.body, rv, nil, strict)
+	if len(d.r.errs) == before {
+		// The walk found nothing goccy did (a construct it does not follow):
+		// goccy's own error, with its line, is the report.
+		d.addYAMLError(nil, err)
+	}
+	return false
+}
+
+var (
+	ifaceUnmarshaler = reflect.TypeFor[yaml.InterfaceUnmarshaler]()
+	bytesUnmarshaler = reflect.TypeFor[yaml.BytesUnmarshaler]()
+	nodeUnmarshaler  = reflect.TypeFor[yaml.NodeUnmarshaler]()
+)
+
+// walked reports whether decodeNode descends into values of type t itself
+// (structs, and maps and slices of them) rather than handing them to goccy.
+func walked(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	pt := reflect.PointerTo(t)
+	if pt.Implements(ifaceUnmarshaler) || pt.Implements(bytesUnmarshaler) || pt.Implements(nodeUnmarshaler) {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return true
+	case reflect.Map:
+		return t.Key().Kind() == reflect.String && walked(t.Elem())
+	case reflect.Slice:
+		return walked(t.Elem())
+	}
+	return false
+}
+
+// decodeNode decodes n into rv (settable) and reports every problem under p.
+func (d *doc) decodeNode(n ast.Node, rv reflect.Value, p path, strict bool) {
+	n = d.resolve(n)
+	if n == nil || n.Type() == ast.NullType {
+		return // absent: the zero value
+	}
+	t := rv.Type()
+	if !walked(t) {
+		ptr := reflect.New(t)
+		var opts []yaml.DecodeOption
+		if strict {
+			opts = append(opts, yaml.Strict())
+		}
+		if err := yaml.NodeToValue(n, ptr.Interface(), opts...); err != nil {
+			d.failed = append(d.failed, p)
+			d.addLeafError(n, p, t, err)
+			return
+		}
+		rv.Set(ptr.Elem())
+		return
+	}
+	if t.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			rv.Set(reflect.New(t.Elem()))
+		}
+		d.decodeNode(n, rv.Elem(), p, strict)
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		ps, ok := pairs(n)
+		if !ok {
+			d.failed = append(d.failed, p)
+			d.r.errs = append(d.r.errs, FieldError{File: d.name, Line: nodeLine(n), Path: p.String(), Msg: "expected a mapping of keys, found " + describeNode(n)})
+			return
+		}
+		fields := yamlFields(t)
+		for _, mv := range ps {
+			if _, merge := mv.Key.(*ast.MergeKeyNode); merge {
+				d.decodeMerge(mv.Value, rv, p, strict)
+				continue
+			}
+			k := keyText(mv.Key)
+			idx, known := fields[k]
+			if !known {
+				if strict {
+					d.r.errs = append(d.r.errs, FieldError{File: d.name, Line: nodeLine(mv.Key), Path: p.at(k).String(), Msg: "unknown key" + suggest(k, fields)})
+				}
+				continue
+			}
+			d.decodeNode(mv.Value, rv.Field(idx), p.at(k), strict)
+		}
+	case reflect.Map:
+		ps, ok := pairs(n)
+		if !ok {
+			d.failed = append(d.failed, p)
+			d.r.errs = append(d.r.errs, FieldError{File: d.name, Line: nodeLine(n), Path: p.String(), Msg: "expected a mapping, found " + describeNode(n)})
+			return
+		}
+		if rv.IsNil() {
+			rv.Set(reflect.MakeMap(t))
+		}
+		for _, mv := range ps {
+			k := keyText(mv.Key)
+			elem := reflect.New(t.Elem()).Elem()
+			d.decodeNode(mv.Value, elem, p.at(k), strict)
+			rv.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), elem)
+		}
+	case reflect.Slice:
+		seq, ok := n.(*ast.SequenceNode)
+		if !ok {
+			d.failed = append(d.failed, p)
+			d.r.errs = append(d.r.errs, FieldError{File: d.name, Line: nodeLine(n), Path: p.String(), Msg: "expected a list, found " + describeNode(n)})
+			return
+		}
+		out := reflect.MakeSlice(t, len(seq.Values), len(seq.Values))
+		for i, item := range seq.Values {
+			d.decodeNode(item, out.Index(i), p.at(i), strict)
+		}
+		rv.Set(out)
+	}
+}
+
+// decodeMerge applies a merge key (<<: *base, or a list of them) to a struct.
+func (d *doc) decodeMerge(n ast.Node, rv reflect.Value, p path, strict bool) {
+	n = d.resolve(n)
+	if seq, ok := n.(*ast.SequenceNode); ok {
+		for _, item := range seq.Values {
+			d.decodeNode(item, rv, p, strict)
+		}
+		return
+	}
+	d.decodeNode(n, rv, p, strict)
+}
+
+func (d *doc) addLeafError(n ast.Node, p path, t reflect.Type, err error) {
+	fe := FieldError{File: d.name, Line: nodeLine(n), Path: p.String()}
+	var te *yaml.TypeError
+	var ye yaml.Error
+	switch {
+	case errors.As(err, &te):
+		// goccy names Go types ("Go struct field K.N of type int"); the
+		// operator wrote YAML: say what is expected in YAML words.
+		fe.Msg = "expected " + describeType(t) + ", found " + describeNode(n)
+	case errors.As(err, &ye):
+		fe.Msg = ye.GetMessage()
+		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+			fe.Line = tk.Position.Line
+		}
+	default:
+		fe.Msg = err.Error()
+	}
+	if fe.Line == 0 {
+		fe.Line = d.line(p)
+	}
+	d.r.errs = append(d.r.errs, fe)
+}
+
+func describeType(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice:
+		return "a list of " + strings.TrimPrefix(strings.TrimPrefix(describeType(t.Elem()), "an "), "a ") + "s"
+	case reflect.Map, reflect.Struct:
+		return "a mapping"
+	}
+	return t.String()
+}
+
+func describeNode(n ast.Node) string {
+	switch n.Type() {
+	case ast.MappingType, ast.MappingValueType:
+		return "a mapping"
+	case ast.SequenceType:
+		return "a list"
+	case ast.IntegerType:
+		return "an integer"
+	case ast.FloatType:
+		return "a number"
+	case ast.BoolType:
+		return "a boolean"
+	case ast.StringType:
+		return "a string"
+	case ast.NullType:
+		return "nothing"
+	}
+	return strings.ToLower(n.Type().String())
+}
+
+var fieldCache = map[reflect.Type]map[string]int{}
+
+// yamlFields maps the yaml keys of struct t to field indexes. Load runs
+// single-threaded per call, but several Loads may run at once (tests, the
+// keys command), so the cache is filled only from package init (see init).
+func yamlFields(t reflect.Type) map[string]int {
+	if m, ok := fieldCache[t]; ok {
+		return m
+	}
+	return computeFields(t)
+}
+
+func computeFields(t reflect.Type) map[string]int {
+	m := map[string]int{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		m[name] = i
+	}
+	return m
+}
+
+func init() {
+	// Warm the cache for every struct Load walks, so that yamlFields never
+	// writes the map after init (it is read by concurrent Loads).
+	var fill func(t reflect.Type)
+	fill = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || !walked(t) {
+			return
+		}
+		if _, done := fieldCache[t]; done {
+			return
+		}
+		fieldCache[t] = computeFields(t)
+		for i := 0; i < t.NumField(); i++ {
+			fill(t.Field(i).Type)
+		}
+	}
+	fill(reflect.TypeFor[File]())
+	fill(reflect.TypeFor[asyncDoc]())
+	fill(reflect.TypeFor[keyStore]())
+}
+
+// suggest names the known key closest to a mistyped one ("did you mean").
+func suggest(k string, fields map[string]int) string {
+	best, bestD := "", 3 // at most two edits away
+	for name := range fields {
+		if dd := editDistance(k, name); dd < bestD || (dd == bestD && name < best && best != "") {
+			best, bestD = name, dd
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

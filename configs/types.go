@@ -1,0 +1,272 @@
+// Package configs loads flexway.yaml, the AsyncAPI contract it names and the
+// API-key store into one immutable Snapshot. A reload builds a new Snapshot;
+// every request is judged on the Snapshot in force (engine swaps it atomically).
+//
+// Concurrency: a *Snapshot is never modified after Load returns; share it freely.
+package configs
+
+import "time"
+
+// File is flexway.yaml as written (seed 001 example). Unknown keys are errors.
+//
+// After Load: defaults are applied, every file path (certificates, keys, CA
+// files, "file:" references) is resolved against flexway.yaml's folder, so it
+// opens the same file whatever the working directory, and every Secret holds
+// the secret itself ("file:" references read).
+type File struct {
+	Version       int                  `yaml:"version"`
+	Contracts     Contracts            `yaml:"contracts"`
+	Upstreams     map[string]*Upstream `yaml:"upstreams"`
+	Auth          Auth                 `yaml:"auth"`
+	Listeners     Listeners            `yaml:"listeners"`
+	Observability Observability        `yaml:"observability"`
+	Server        Server               `yaml:"server"`
+	Policies      Policies             `yaml:"policies"`
+	Audit         Audit                `yaml:"audit"`
+}
+
+type Contracts struct {
+	AsyncAPI string `yaml:"asyncapi"` // relative to flexway.yaml's folder
+}
+
+// Upstream is upstreams.<name> (seed 001 "Les amonts").
+type Upstream struct {
+	Protocol string        `yaml:"protocol"` // "kafka"
+	Brokers  []string      `yaml:"brokers"`
+	TLS      *UpstreamTLS  `yaml:"tls"`
+	SASL     *UpstreamSASL `yaml:"sasl"`
+	Timeout  Duration      `yaml:"timeout"` // a connection to a broker, TLS and SASL included; default 5s
+	// Embedded runs an in-process Kafka (franz-go's kfake) as this upstream:
+	// the quickstart's upstream; brokers must then be empty.
+	Embedded *Embedded `yaml:"embedded"`
+}
+
+type UpstreamTLS struct {
+	CAFile     string `yaml:"ca_file"`
+	CertFile   string `yaml:"cert_file"`
+	KeyFile    string `yaml:"key_file"`
+	ServerName string `yaml:"server_name"`
+}
+
+type UpstreamSASL struct {
+	Mechanism string `yaml:"mechanism"` // PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+	Username  string `yaml:"username"`
+	Password  Secret `yaml:"password"` // "file:/path" or a literal; after Load, the password itself
+}
+
+// Embedded is our own option (not in the seeds): an in-process kfake cluster.
+type Embedded struct {
+	Brokers    int    `yaml:"brokers"`    // default 3
+	Host       string `yaml:"host"`       // default 127.0.0.1
+	Port       int    `yaml:"port"`       // first broker's port, the next ones follow; 0 = any free ports
+	Partitions int32  `yaml:"partitions"` // partitions of the seeded topics, default 3
+	// SeedTopics: create <prefix><tenant>.<channel> for every served channel of
+	// this upstream and every tenant named in auth (keys, mtls clients). Default true.
+	SeedTopics *bool `yaml:"seed_topics"`
+}
+
+type Auth struct {
+	Issuers []Issuer `yaml:"issuers"`
+	APIKeys *APIKeys `yaml:"api_keys"`
+	MTLS    *MTLS    `yaml:"mtls"`
+}
+
+type Issuer struct {
+	Name        string `yaml:"name"`
+	Discovery   string `yaml:"discovery"` // https://…/.well-known/openid-configuration
+	JWKS        string `yaml:"jwks"`      // "file:/path" of a static JWKS, instead of discovery
+	Issuer      string `yaml:"issuer"`    // expected iss; default: the discovery document's
+	Audience    string `yaml:"audience"`
+	TenantClaim string `yaml:"tenant_claim"`
+	CAFile      string `yaml:"ca_file"` // extra roots for discovery over HTTPS (tests)
+}
+
+type APIKeys struct {
+	Store string `yaml:"store"` // "file:./api-keys.yaml", relative to flexway.yaml's folder
+}
+
+type MTLS struct {
+	Clients []MTLSClient `yaml:"clients"`
+}
+
+type MTLSClient struct {
+	ID         string   `yaml:"id"`
+	Subject    string   `yaml:"subject"` // "CN=billing-app"
+	Tenant     string   `yaml:"tenant"`
+	Operations []string `yaml:"operations"`
+}
+
+type Listeners struct {
+	Kafka *KafkaListener `yaml:"kafka"`
+}
+
+// KafkaListener is listeners.kafka; zero values are replaced by the seeds'
+// defaults in Load (see defaults.go).
+type KafkaListener struct {
+	Address        string       `yaml:"address"`
+	TLS            *ListenerTLS `yaml:"tls"`
+	SNIDomain      string       `yaml:"sni_domain"`
+	AdvertisedPort int          `yaml:"advertised_port"`
+	Plaintext      *Plaintext   `yaml:"plaintext"`
+
+	MaxRequestBytes               ByteSize `yaml:"max_request_bytes"`               // 16MiB
+	MaxResponseBytes              ByteSize `yaml:"max_response_bytes"`              // 64MiB
+	MaxConnections                int      `yaml:"max_connections"`                 // a gauge, never a refusal; default 4096
+	AuthTimeout                   Duration `yaml:"auth_timeout"`                    // 10s
+	IdleTimeout                   Duration `yaml:"idle_timeout"`                    // 10m
+	MaxUnauthenticatedConnections *int     `yaml:"max_unauthenticated_connections"` // 256
+	MaxConnectionsPerIP           *int     `yaml:"max_connections_per_ip"`          // 16; 0 = off
+	MaxConnectionsPerTenant       *int     `yaml:"max_connections_per_tenant"`      // 1024
+	MaxConnectionRatePerTenant    *int     `yaml:"max_connection_rate_per_tenant"`  // 100; 0 = off
+	MaxFetchWait                  Duration `yaml:"max_fetch_wait"`                  // 30s
+	MaxInFlightBytes              ByteSize `yaml:"max_in_flight_bytes"`             // 64MiB
+	MaxTenantInFlightBytes        ByteSize `yaml:"max_tenant_in_flight_bytes"`      // total/8
+	MaxTotalInFlightBytes         ByteSize `yaml:"max_total_in_flight_bytes"`       // 1GiB
+	MaxSessionLifetime            Duration `yaml:"max_session_lifetime"`            // 1h, 1m..24h
+	MaxTopicPartitions            int      `yaml:"max_topic_partitions"`            // 64
+	OnTenantBudgetExceeded        string   `yaml:"on_tenant_budget_exceeded"`       // wait | close
+	Quotas                        *Quotas  `yaml:"quotas"`
+}
+
+type ListenerTLS struct {
+	CertFile     string `yaml:"cert_file"`
+	KeyFile      string `yaml:"key_file"`
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+type Plaintext struct {
+	MeshOnly       bool   `yaml:"mesh_only"`
+	AdvertisedHost string `yaml:"advertised_host"`
+	// BindHost is our own key: the address the fallback ports listen on
+	// (default all interfaces; the quickstart and tests use 127.0.0.1).
+	BindHost string                       `yaml:"bind_host"`
+	Clusters map[string]*PlaintextCluster `yaml:"clusters"`
+}
+
+type PlaintextCluster struct {
+	Ports       PortRange `yaml:"ports"`
+	FirstNodeID int32     `yaml:"first_node_id"`
+}
+
+type PortRange struct {
+	From int `yaml:"from"`
+	To   int `yaml:"to"`
+}
+
+type Quotas struct {
+	Client      *Rates   `yaml:"client"`
+	Tenant      *Rates   `yaml:"tenant"`
+	Window      Duration `yaml:"window"`       // 1s, 100ms..10s
+	MaxThrottle Duration `yaml:"max_throttle"` // 10s, 100ms..30s
+	Quota       string   `yaml:"quota"`        // a policies.definitions name of type quota
+}
+
+type Rates struct {
+	ProducerByteRate ByteSize `yaml:"producer_byte_rate"`
+	ConsumerByteRate ByteSize `yaml:"consumer_byte_rate"`
+	RequestRate      int      `yaml:"request_rate"`
+}
+
+type Observability struct {
+	Kafka *ObservabilityKafka `yaml:"kafka"`
+}
+
+type ObservabilityKafka struct {
+	BudgetWaitBuckets []Duration `yaml:"budget_wait_buckets"`
+	Closures          *bool      `yaml:"closures"`
+}
+
+type Server struct {
+	Counters *Counters `yaml:"counters"`
+	// Admin is our own key (O4): the HTTP endpoint serving /metrics, /healthz, /config.
+	Admin *Admin `yaml:"admin"`
+}
+
+type Counters struct {
+	Store string   `yaml:"store"` // redis://…
+	Sync  Duration `yaml:"sync"`
+}
+
+type Admin struct {
+	Address string `yaml:"address"` // e.g. 127.0.0.1:9464; empty = no endpoint
+}
+
+type Policies struct {
+	Definitions map[string]*Policy `yaml:"definitions"`
+}
+
+type Policy struct {
+	Type   string         `yaml:"type"`
+	Config map[string]any `yaml:"config"`
+}
+
+type Audit struct {
+	Decisions string `yaml:"decisions"` // refusals | all
+}
+
+// ---- The resolved, validated view that the data plane reads. ----
+
+// Snapshot is one loaded configuration. Built by Load; never modified after.
+type Snapshot struct {
+	Path     string         // flexway.yaml
+	File     *File          // as read, defaults applied
+	Listener *KafkaListener // == File.Listeners.Kafka, never nil after Load
+
+	Clusters   map[string]*Cluster   // virtual clusters by name
+	Operations map[string]*Operation // served operations by id
+	Upstreams  map[string]*Upstream
+
+	Keys     map[string]*APIKey // by key id (empty map without auth.api_keys); the store is re-read on every reload
+	Clients  []*MTLSClient      // auth.mtls.clients
+	LoadedAt time.Time
+
+	// ContractPath and KeyStorePath are the files Load read besides Path
+	// (KeyStorePath is "" without auth.api_keys): reload logs name them.
+	ContractPath string
+	KeyStorePath string
+}
+
+// Cluster is a virtual cluster: the operations of the contract that name it.
+type Cluster struct {
+	Name     string
+	Upstream string // the one upstream serving it
+	Prefix   string // "" or ending with "."
+	// Topics by short name (the channel key).
+	Topics map[string]*Topic
+	// Plaintext is the fallback range, nil if none.
+	Plaintext *PlaintextCluster
+	// Mechanisms served on this cluster: true if some operation has such an alternative.
+	Plain, OAuth, X509 bool
+}
+
+// Topic is a served channel as the cluster sees it.
+type Topic struct {
+	Name    string       // short name, the channel key
+	Send    []*Operation // operations with action send on it
+	Receive []*Operation // operations with action receive on it
+}
+
+// Operation is a served AsyncAPI operation: one with x-flexway-kafka-proxy.
+// (The seeds also refuse an AsyncAPI operation id equal to an OpenAPI one's:
+// that check does not apply here, this product has no OpenAPI contract.)
+type Operation struct {
+	ID           string
+	Action       string // send | receive
+	Channel      string // the channel key = topic short name
+	Cluster      string
+	Upstream     string
+	Transactions bool
+	AdminScope   string
+	Plain        bool       // a plain (or apiKey in: password) alternative
+	X509         bool       // an X509 alternative
+	OAuthScopes  [][]string // one entry per oauth2/openIdConnect alternative: the scopes it requires
+}
+
+// APIKey is one entry of the key store (SPEC I1).
+type APIKey struct {
+	ID         string
+	Hash       [32]byte // SHA-256 of the key
+	Tenant     string
+	Operations []string
+	ExpiresAt  time.Time // zero = no expiry
+}

@@ -1,0 +1,86 @@
+package decide
+
+// ListOffsets (key 2), versions 1-10: a receive operation opens a topic;
+// a consumer's request (ReplicaID -1); refused topics answered by the
+// gateway, merged into the broker's answer.
+
+import (
+	"github.com/flexway/flexway/codec"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { reg(2, Served, 1, 10, listOffsetsRequest, listOffsetsResponse) }
+
+func listOffsetsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
+	r, err := decodeRequest(h, body)
+	if err != nil {
+		p.Cause = "malformed ListOffsets"
+		return Disconnect, nil
+	}
+	req := r.(*kmsg.ListOffsetsRequest)
+	req.ReplicaID = -1
+	kept := req.Topics[:0]
+	for _, t := range req.Topics {
+		phys, code := s.View.FetchTopic([]byte(t.Topic))
+		if code != 0 {
+			d := addDropped(&p.Dropped, t.Topic, code)
+			for _, pp := range t.Partitions {
+				d.Partitions = append(d.Partitions, pp.Partition)
+			}
+			continue
+		}
+		t.Topic = string(phys)
+		kept = append(kept, t)
+	}
+	req.Topics = kept
+	p.Reserve = answerReserve
+	if len(kept) == 0 {
+		resp := kmsg.NewPtrListOffsetsResponse()
+		resp.Version = h.Version
+		mergeListOffsetsDropped(resp, &p.Dropped)
+		s.answerKmsg(p, resp)
+		return Answer, nil
+	}
+	s.forwardKmsg(h, p.UpCorr, req)
+	return Forward, nil
+}
+
+func mergeListOffsetsDropped(resp *kmsg.ListOffsetsResponse, d *codec.Dropped) {
+	for _, t := range d.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = string(t.Name)
+		for _, part := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = part
+			rp.ErrorCode = t.Code
+			rp.Offset, rp.Timestamp, rp.LeaderEpoch = -1, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+}
+
+func listOffsetsResponse(s *Session, p *Pending, body []byte) error {
+	r, err := decodeResponse(p, body)
+	if err != nil {
+		return err
+	}
+	resp := r.(*kmsg.ListOffsetsResponse)
+	kept := resp.Topics[:0]
+	for _, t := range resp.Topics {
+		if short, ok := s.View.Short(t.Topic); ok {
+			t.Topic = short
+			kept = append(kept, t)
+		}
+	}
+	resp.Topics = kept
+	mergeListOffsetsDropped(resp, &p.Dropped)
+	s.answerKmsg(p, resp)
+	return nil
+}
+
+// addDropped records a topic the gateway answers itself.
+func addDropped(d *codec.Dropped, name string, code int16) *codec.DroppedTopic {
+	d.Topics = append(d.Topics, codec.DroppedTopic{Name: []byte(name), Code: code})
+	return &d.Topics[len(d.Topics)-1]
+}

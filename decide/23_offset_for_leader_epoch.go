@@ -1,0 +1,79 @@
+package decide
+
+// OffsetForLeaderEpoch (key 23), versions 2-4: a receive operation opens a
+// topic; a consumer's request (ReplicaID -1).
+
+import (
+	"github.com/flexway/flexway/codec"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { reg(23, Served, 2, 4, offsetForLeaderEpochRequest, offsetForLeaderEpochResponse) }
+
+func offsetForLeaderEpochRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
+	r, err := decodeRequest(h, body)
+	if err != nil {
+		p.Cause = "malformed OffsetForLeaderEpoch"
+		return Disconnect, nil
+	}
+	req := r.(*kmsg.OffsetForLeaderEpochRequest)
+	req.ReplicaID = -1
+	kept := req.Topics[:0]
+	for _, t := range req.Topics {
+		phys, code := s.View.FetchTopic([]byte(t.Topic))
+		if code != 0 {
+			d := addDropped(&p.Dropped, t.Topic, code)
+			for _, pp := range t.Partitions {
+				d.Partitions = append(d.Partitions, pp.Partition)
+			}
+			continue
+		}
+		t.Topic = string(phys)
+		kept = append(kept, t)
+	}
+	req.Topics = kept
+	p.Reserve = answerReserve
+	if len(kept) == 0 {
+		resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+		resp.Version = h.Version
+		mergeEpochDropped(resp, &p.Dropped)
+		s.answerKmsg(p, resp)
+		return Answer, nil
+	}
+	s.forwardKmsg(h, p.UpCorr, req)
+	return Forward, nil
+}
+
+func mergeEpochDropped(resp *kmsg.OffsetForLeaderEpochResponse, d *codec.Dropped) {
+	for _, t := range d.Topics {
+		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		rt.Topic = string(t.Name)
+		for _, part := range t.Partitions {
+			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			rp.Partition = part
+			rp.ErrorCode = t.Code
+			rp.LeaderEpoch, rp.EndOffset = -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+}
+
+func offsetForLeaderEpochResponse(s *Session, p *Pending, body []byte) error {
+	r, err := decodeResponse(p, body)
+	if err != nil {
+		return err
+	}
+	resp := r.(*kmsg.OffsetForLeaderEpochResponse)
+	kept := resp.Topics[:0]
+	for _, t := range resp.Topics {
+		if short, ok := s.View.Short(t.Topic); ok {
+			t.Topic = short
+			kept = append(kept, t)
+		}
+	}
+	resp.Topics = kept
+	mergeEpochDropped(resp, &p.Dropped)
+	s.answerKmsg(p, resp)
+	return nil
+}

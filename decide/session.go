@@ -1,0 +1,110 @@
+package decide
+
+import (
+	"github.com/flexway/flexway/codec"
+)
+
+// Outcome is the verdict on one request.
+type Outcome uint8
+
+const (
+	// Forward: s.RW.Vec holds the request to write to the broker; the
+	// Pending describes how to rewrite its answer.
+	Forward Outcome = iota
+	// Answer: s.RW.Vec holds the gateway's own answer for the client.
+	Answer
+	// Drop: nothing to write, nothing to answer (an acks=0 Produce whose
+	// topics were all refused).
+	Drop
+	// Disconnect: close the client's connection (a never-announced API, a
+	// version not announced, a malformed request).
+	Disconnect
+)
+
+// Brokers names the brokers as the client must see them (L1, L2).
+type Brokers interface {
+	// Advertise returns the host and port announced for a broker's node id.
+	Advertise(nodeID int32) (host string, port int32)
+	// Learn records a broker's real address, read from a Metadata answer
+	// before it is renamed (the upstream's address book stays current).
+	Learn(nodeID int32, host string, port int32)
+}
+
+// Limits are the bounds in force for the session's requests.
+type Limits struct {
+	MaxFetchWaitMs int32 // max_fetch_wait
+	FetchMaxBytes  int32 // max_response_bytes / 2
+}
+
+// Session is the decision state of one authenticated connection.
+// Not safe for concurrent use: it belongs to its connection's loop.
+type Session struct {
+	View     *View
+	Versions *Versions
+	Brokers  Brokers
+	Limits   Limits
+	RW       codec.Rewriter
+	cid      []byte
+}
+
+// Pending is what the relay keeps of a forwarded request to rewrite its answer.
+type Pending struct {
+	Key, Version int16
+	ClientCorr   int32
+	UpCorr       int32 // the correlation id towards the broker
+	// NoResponse: the broker will not answer (Produce with acks=0).
+	NoResponse bool
+	// Reserve is the largest answer expected, in bytes (B2).
+	Reserve int64
+	// Dropped are the topics the gateway answers itself, merged into the broker's answer.
+	Dropped codec.Dropped
+	// Local is set when the gateway answered: the relay then holds the
+	// answer's bytes until the answers before it are written.
+	Local []byte
+	// Cause: why a request was refused or disconnected, for the log.
+	Cause string
+	// extra state of kmsg-rewritten APIs
+	unknownTopics []string
+}
+
+// reset empties p for reuse.
+func (p *Pending) reset() {
+	*p = Pending{Dropped: codec.Dropped{Topics: p.Dropped.Topics[:0]}}
+}
+
+// Request judges one request of an authenticated session. frame is the
+// request after its size prefix, h its parsed header; upCorr is the
+// correlation id to give it towards the broker. On Forward and Answer,
+// s.RW.Vec holds the frame to write.
+func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr int32, p *Pending) (Outcome, error) {
+	p.reset()
+	p.Key, p.Version, p.ClientCorr, p.UpCorr = h.Key, h.Version, h.Correlation, upCorr
+	kind, why := KindOf(h.Key)
+	if kind != Served {
+		if kind == Local {
+			p.Cause = "unexpected " + Name(h.Key)
+		} else {
+			p.Cause = "API " + Name(h.Key) + " is never announced (" + why + ")"
+		}
+		return Disconnect, nil
+	}
+	if !s.Versions.Has(h.Key, h.Version) {
+		p.Cause = "version not announced"
+		return Disconnect, nil
+	}
+	s.cid = s.View.AppendClientID(s.cid[:0], h.ClientID)
+	return table[h.Key].req(s, h, frame[h.BodyOffset:], p)
+}
+
+// upstreamHeader returns the client id to write towards the broker.
+func (s *Session) clientID() []byte { return s.cid }
+
+// Response rewrites the broker's answer to a forwarded request (frame
+// after the size prefix) into s.RW.Vec for the client.
+func (s *Session) Response(p *Pending, frame []byte) error {
+	_, body, err := codec.ParseResponseHeader(frame, p.Key, p.Version)
+	if err != nil {
+		return err
+	}
+	return table[p.Key].resp(s, p, body)
+}

@@ -1,0 +1,38 @@
+package engine
+
+import (
+	"github.com/flexway/flexway/configs"
+)
+
+// brokerNames renames brokers for one cluster's clients (L2): node n is
+// announced at advertised_host:from+1+(n-first_node_id); a node outside the
+// range as broker-<n>.<cluster>.unmapped.invalid, logged once per node.
+type brokerNames struct {
+	e       *Engine
+	cluster *configs.Cluster
+	up      *upstreamState
+}
+
+// Advertise implements decide.Brokers.
+func (b *brokerNames) Advertise(node int32) (string, int32) {
+	l := b.e.snap.Load().Listener
+	pc := l.Plaintext.Clusters[b.cluster.Name]
+	host := l.Plaintext.AdvertisedHost
+	idx := int64(node) - int64(pc.FirstNodeID)
+	port := int64(pc.Ports.From) + 1 + idx
+	if idx < 0 || port > int64(pc.Ports.To) {
+		b.e.logUnmapped(b.cluster.Name, node)
+		return "broker-" + itoa(node) + "." + b.cluster.Name + ".unmapped.invalid", int32(pc.Ports.From)
+	}
+	return host, int32(port)
+}
+
+// Learn implements decide.Brokers.
+func (b *brokerNames) Learn(node int32, host string, port int32) { b.up.learn(node, host, port) }
+
+func (e *Engine) logUnmapped(cluster string, node int32) {
+	key := cluster + "/" + itoa(node)
+	if _, seen := e.unmappedSeen.LoadOrStore(key, true); !seen {
+		e.log.Warn("kafka broker outside the fallback range: announced as unmapped.invalid", "cluster", cluster, "node", node)
+	}
+}

@@ -1,0 +1,335 @@
+package engine
+
+import (
+	"net"
+	"time"
+
+	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/relay"
+	"github.com/panjf2000/gnet/v2"
+)
+
+// preAuthMaxRequest bounds a request before authentication (L3).
+const preAuthMaxRequest = 64 << 10
+
+type authState uint8
+
+const (
+	stPreAuth authState = iota
+	stAuthing           // the worker pool holds the credentials; nothing is read
+	stAuthed
+)
+
+type upState uint8
+
+const (
+	upNone upState = iota
+	upDialing
+	upReady
+)
+
+// client is one client connection and everything it owns: its session, its
+// broker connection, its queue of answers and its budget. All of it lives
+// on the connection's loop: no lock.
+type client struct {
+	e      *Engine
+	c      gnet.Conn
+	lp     *loop
+	closed bool
+	route  portRoute
+	ip     string
+	opened time.Time
+
+	state      authState
+	mech       string // the mechanism chosen by SaslHandshake
+	legacySASL bool   // SaslHandshake v0: the next frame is a raw SASL token
+	ident      *identity
+	sess       *decide.Session
+	snap       *configs.Snapshot
+
+	up     *upstreamConn
+	upSt   upState
+	upCorr int32
+	queue  relay.Queue
+	budget relay.Budget
+	held   bool
+
+	lastActive time.Time
+	outLast    int
+	outSince   time.Time
+	scratch    []byte
+}
+
+func newClient(e *Engine, c gnet.Conn, route portRoute) *client {
+	now := time.Now()
+	cl := &client{e: e, c: c, route: route, opened: now, lastActive: now}
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		cl.ip = a.IP.String()
+	}
+	snap := e.snap.Load()
+	l := snap.Listener
+	if max := intOr(l.MaxUnauthenticatedConnections, 256); max > 0 && e.unauth.Load() >= int64(max) {
+		e.refuse("max_unauthenticated_connections", "")
+		return nil
+	}
+	e.unauth.Add(1)
+	cl.lp = e.loopOf(c.EventLoop())
+	cl.lp.clients[cl] = struct{}{}
+	cl.snap = snap
+	e.m.connOpened()
+	return cl
+}
+
+func intOr(p *int, d int) int {
+	if p == nil {
+		return d
+	}
+	return *p
+}
+
+// onTraffic: the client sent bytes.
+func (cl *client) onTraffic() {
+	cl.lastActive = time.Now()
+	cl.process()
+}
+
+// process handles every whole frame the connection holds, in order, until
+// it must wait: for the worker pool, for its broker connection, or for its
+// budget. gnet keeps reading while we wait; what a client may pipeline is
+// bounded by its own in-flight limit (and closed past a bound, see limits).
+func (cl *client) process() {
+	for !cl.closed && !cl.held && cl.state != stAuthing && cl.upSt != upDialing {
+		n := cl.c.InboundBuffered()
+		if n < codec.SizeLen {
+			return
+		}
+		hb, err := cl.c.Peek(codec.SizeLen)
+		if err != nil {
+			return
+		}
+		size := codec.FrameSize(hb)
+		limit := int32(preAuthMaxRequest)
+		if cl.state == stAuthed {
+			limit = int32(cl.snap.Listener.MaxRequestBytes)
+		}
+		if size < 0 || size > limit {
+			cl.frameTooLarge(size, limit)
+			return
+		}
+		total := codec.SizeLen + int(size)
+		if n < total {
+			return
+		}
+		frame, err := cl.c.Peek(total)
+		if err != nil {
+			return
+		}
+		if !cl.handle(frame[codec.SizeLen:]) {
+			return // waiting: the frame stays in the buffer
+		}
+		if cl.closed {
+			return
+		}
+		_, _ = cl.c.Discard(total)
+	}
+}
+
+func (cl *client) frameTooLarge(size, limit int32) {
+	if codec.LooksLikeTLS(size) {
+		cl.e.refusedLine("kafka connection refused", "cause", "a TLS client on a plaintext port", "cluster", cl.route.cluster.Name)
+		cl.close("tls on plaintext port")
+		return
+	}
+	if cl.state != stAuthed {
+		cl.e.refusedLine("kafka connection refused", "cause", "request larger than allowed before authentication", "size", size, "max_request_bytes", limit)
+	} else {
+		cl.e.log.Warn("kafka connection closed: request larger than max_request_bytes", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "size", size, "max_request_bytes", limit)
+	}
+	cl.close("max_request_bytes")
+}
+
+// handle judges one frame; it returns false when the frame must wait.
+func (cl *client) handle(frame []byte) bool {
+	if cl.legacySASL {
+		cl.legacySASL = false
+		cl.authenticate(frame, nil)
+		return true
+	}
+	h, err := codec.ParseRequestHeader(frame)
+	if err != nil {
+		cl.protocolError(h, err)
+		return true
+	}
+	if cl.state != stAuthed {
+		cl.handlePreAuth(&h, frame)
+		return true
+	}
+	switch h.Key {
+	case 18: // ApiVersions: answered by the gateway, in order
+		cl.scratch = cl.e.versions[cl.route.cluster.Name].AppendAnswer(cl.scratch[:0], &h)
+		cl.answerLocal(cl.scratch)
+		cl.e.m.request(h.Key, decAllowed)
+		return true
+	}
+	if cl.upSt == upNone {
+		cl.dial()
+		return false
+	}
+	// B2: what the broker may answer must fit the budget, except one answer alone.
+	want := int64(answerReserveGuess)
+	if h.Key == 1 {
+		want = int64(cl.fetchCap())
+	}
+	grant := cl.budget.Grant(int64(cl.c.OutboundBuffered()), want)
+	if grant == 0 || (h.Key == 1 && grant < minFetchGrant && grant < want) {
+		cl.hold()
+		return false
+	}
+	cl.sess.Limits.FetchMaxBytes = int32(min(grant, int64(cl.fetchCap())))
+	p := cl.queue.Get()
+	out, _ := cl.sess.Request(&h, frame, cl.upCorr+1, p)
+	switch out {
+	case decide.Forward:
+		cl.upCorr++
+		cl.up.write(cl.sess.RW.Vec.Slices())
+		if cl.closed {
+			return true
+		}
+		if p.NoResponse {
+			cl.queue.Put(p)
+		} else {
+			cl.budget.Reserve(p.Reserve)
+			cl.queue.Push(p)
+			cl.lp.pending.Add(1)
+		}
+		cl.e.m.request(h.Key, decAllowed)
+	case decide.Answer:
+		cl.e.m.request(h.Key, decRefused)
+		cl.answerPending(p)
+	case decide.Drop:
+		cl.e.m.request(h.Key, decRefused)
+		cl.queue.Put(p)
+	case decide.Disconnect:
+		cl.e.m.request(h.Key, decRefused)
+		cl.e.log.Warn("kafka connection closed: request refused", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", p.Cause)
+		cl.queue.Put(p)
+		cl.close("refused api")
+	}
+	return true
+}
+
+// answerReserveGuess is what a request without records may bring back.
+const answerReserveGuess = 4 << 10
+
+// minFetchGrant: below this, a Fetch waits for the budget rather than ask
+// for crumbs (unless the connection is idle: one answer crosses alone).
+const minFetchGrant = 64 << 10
+
+func (cl *client) fetchCap() int32 {
+	return int32(min(int64(cl.snap.Listener.MaxResponseBytes)/2, int64(1<<31-1)))
+}
+
+// answerLocal writes (or queues behind the answers owed before it) one of
+// the gateway's own answers, given as a whole frame.
+func (cl *client) answerLocal(frame []byte) {
+	if cl.queue.Len() == 0 {
+		_, _ = cl.c.Write(frame)
+		return
+	}
+	p := cl.queue.Get()
+	p.Local = append(p.Local[:0], frame...)
+	cl.queue.Push(p)
+}
+
+// answerPending writes the answer decide built in the session's Vec.
+func (cl *client) answerPending(p *decide.Pending) {
+	sl := cl.sess.RW.Vec.Slices()
+	if cl.queue.Len() == 0 {
+		_, _ = cl.c.Writev(sl)
+		cl.queue.Put(p)
+		return
+	}
+	p.Local = p.Local[:0]
+	for _, s := range sl {
+		p.Local = append(p.Local, s...)
+	}
+	cl.queue.Push(p)
+}
+
+// flushLocal writes the gateway's own answers now at the head of the queue.
+func (cl *client) flushLocal() {
+	for !cl.closed {
+		p := cl.queue.Front()
+		if p == nil || len(p.Local) == 0 {
+			return
+		}
+		cl.queue.Pop()
+		_, _ = cl.c.Write(p.Local)
+		cl.queue.Put(p)
+	}
+}
+
+// hold parks the connection until its budget allows the next request.
+func (cl *client) hold() {
+	if cl.held {
+		return
+	}
+	cl.held = true
+	cl.lp.held = append(cl.lp.held, cl)
+}
+
+// resume retries a held connection (from the sweep, or when an answer frees bytes).
+func (cl *client) resume() {
+	if !cl.held || cl.closed {
+		return
+	}
+	cl.held = false
+	cl.process()
+}
+
+func (cl *client) protocolError(h codec.RequestHeader, err error) {
+	if cl.state != stAuthed {
+		cl.e.refusedLine("kafka connection refused", "cause", "malformed request before authentication", "api_key", h.Key, "error", err.Error())
+	} else {
+		cl.e.log.Warn("kafka connection closed: malformed or unknown request", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "api_key", h.Key, "version", h.Version, "error", err.Error())
+	}
+	cl.e.m.request(-1, decRefused)
+	cl.close("malformed")
+}
+
+// close closes the connection (and its broker connection) once.
+func (cl *client) close(why string) {
+	if cl.closed {
+		return
+	}
+	_ = cl.c.Close()
+	cl.release()
+}
+
+// release gives back everything the connection holds; idempotent.
+func (cl *client) release() {
+	if cl.closed {
+		return
+	}
+	cl.closed = true
+	delete(cl.lp.clients, cl)
+	if cl.state != stAuthed {
+		cl.e.unauth.Add(-1)
+	}
+	n := 0
+	cl.queue.Each(func(p *decide.Pending) {
+		if len(p.Local) == 0 {
+			n++
+		}
+	})
+	cl.lp.pending.Add(-int64(n))
+	cl.budget.Release(cl.budget.Reserved)
+	if cl.up != nil {
+		cl.up.closeFromClient()
+	}
+	cl.e.m.connClosed()
+}
+
+func (cl *client) onClose(error) { cl.release() }

@@ -1,0 +1,313 @@
+// Package engine owns the sockets: one gnet engine serves every listener
+// port, and each client connection's broker connection is enrolled on the
+// same event loop, so that a connection pair's state needs no lock. It is
+// the only package that imports gnet.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/decide"
+	"github.com/panjf2000/ants/v2"
+	"github.com/panjf2000/gnet/v2"
+)
+
+// Engine is a running gateway.
+type Engine struct {
+	gnet.BuiltinEventEngine
+	opts Options
+	log  *slog.Logger
+
+	snap      atomic.Pointer[configs.Snapshot]
+	upstreams map[string]*upstreamState
+	versions  map[string]*decide.Versions // by cluster
+	ports     map[int]portRoute
+	addrs     []string
+
+	eng      gnet.Engine
+	pool     *ants.Pool
+	loopsMu  sync.Mutex
+	loops    map[gnet.EventLoop]*loop
+	started  chan error
+	stopped  chan struct{}
+	stopping atomic.Bool
+	lastSweep time.Time
+
+	refusedLog   rateLimiter
+	unmappedSeen sync.Map
+	m          *metricsSet
+	unauth     atomic.Int64
+}
+
+// portRoute says what a listener port serves.
+type portRoute struct {
+	cluster *configs.Cluster
+	node    int32 // -1: the bootstrap
+}
+
+// New prepares an engine for snap: it starts the embedded upstreams and
+// reads every upstream's brokers and versions. Serve starts listening.
+func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, error) {
+	e := &Engine{
+		upstreams: map[string]*upstreamState{},
+		versions:  map[string]*decide.Versions{},
+		ports:     map[int]portRoute{},
+		loops:     map[gnet.EventLoop]*loop{},
+		started:   make(chan error, 1),
+		stopped:   make(chan struct{}),
+	}
+	e.opts = Options{WriteTimeout: 30 * time.Second, ReadBufferCap: 256 << 10, AuthWorkers: 64}
+	for _, o := range opt {
+		o(&e.opts)
+	}
+	if e.opts.Logger == nil {
+		e.opts.Logger = slog.Default()
+	}
+	if e.opts.Loops <= 0 {
+		e.opts.Loops = runtime.GOMAXPROCS(0)
+	}
+	e.log = e.opts.Logger
+	e.refusedLog.perSecond = 10
+	l := snap.Listener
+	if l == nil || l.Plaintext == nil {
+		return nil, fmt.Errorf("%w: only the plaintext fallback (listeners.kafka.plaintext) is served by this version", ErrEngineConfig)
+	}
+	if l.TLS != nil {
+		return nil, fmt.Errorf("%w: listeners.kafka.tls is not served by this version", ErrEngineConfig)
+	}
+	for name, u := range snap.Upstreams {
+		if u.TLS != nil || u.SASL != nil {
+			return nil, fmt.Errorf("%w: upstreams.%s: tls and sasl towards the brokers are not served by this version", ErrEngineConfig, name)
+		}
+	}
+	e.snap.Store(snap)
+	e.m = newMetrics()
+
+	// Upstreams: only those that serve a cluster.
+	for _, cl := range snap.Clusters {
+		if _, ok := e.upstreams[cl.Upstream]; ok {
+			continue
+		}
+		cfg := snap.Upstreams[cl.Upstream]
+		if cfg == nil {
+			return nil, fmt.Errorf("%w: cluster %s: no upstream %q", ErrEngineConfig, cl.Name, cl.Upstream)
+		}
+		u, err := startUpstream(ctx, cl.Upstream, cfg, seedTopics(snap, cl.Upstream))
+		if err != nil {
+			e.closeUpstreams()
+			return nil, err
+		}
+		e.upstreams[cl.Upstream] = u
+	}
+	for _, cl := range snap.Clusters {
+		e.versions[cl.Name] = decide.NewVersions(e.upstreams[cl.Upstream].versions)
+	}
+
+	// Listener ports: the fallback range of each cluster.
+	host := l.Plaintext.BindHost
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	names := make([]string, 0, len(l.Plaintext.Clusters))
+	for name := range l.Plaintext.Clusters {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		pc := l.Plaintext.Clusters[name]
+		cl := snap.Clusters[name]
+		if cl == nil {
+			continue // refused at load; kept safe here
+		}
+		for port := pc.Ports.From; port <= pc.Ports.To; port++ {
+			node := int32(-1)
+			if port > pc.Ports.From {
+				node = pc.FirstNodeID + int32(port-pc.Ports.From-1)
+			}
+			e.ports[port] = portRoute{cluster: cl, node: node}
+			e.addrs = append(e.addrs, "tcp://"+net.JoinHostPort(host, strconv.Itoa(port)))
+		}
+	}
+	pool, err := ants.NewPool(e.opts.AuthWorkers, ants.WithNonblocking(true))
+	if err != nil {
+		e.closeUpstreams()
+		return nil, err
+	}
+	e.pool = pool
+	return e, nil
+}
+
+// seedTopics lists the physical topics the embedded upstream creates: every
+// served channel of the upstream, for every tenant named by a key or a
+// client certificate.
+func seedTopics(snap *configs.Snapshot, upstream string) []string {
+	cfg := snap.Upstreams[upstream]
+	if cfg == nil || cfg.Embedded == nil || (cfg.Embedded.SeedTopics != nil && !*cfg.Embedded.SeedTopics) {
+		return nil
+	}
+	tenants := map[string]bool{}
+	for _, k := range snap.Keys {
+		tenants[k.Tenant] = true
+	}
+	for _, c := range snap.Clients {
+		tenants[c.Tenant] = true
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, cl := range snap.Clusters {
+		if cl.Upstream != upstream {
+			continue
+		}
+		for name := range cl.Topics {
+			for t := range tenants {
+				if !validTenant(t) {
+					continue
+				}
+				p := cl.Prefix + t + "." + name
+				if !seen[p] {
+					seen[p] = true
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Addrs returns the listener addresses.
+func (e *Engine) Addrs() []string { return e.addrs }
+
+// EmbeddedBrokers returns, for each embedded upstream, its brokers' addresses.
+func (e *Engine) EmbeddedBrokers() map[string][]string {
+	out := map[string][]string{}
+	for name, u := range e.upstreams {
+		if u.embedded != nil {
+			out[name] = u.embedded.ListenAddrs()
+		}
+	}
+	return out
+}
+
+// Snapshot returns the configuration in force.
+func (e *Engine) Snapshot() *configs.Snapshot { return e.snap.Load() }
+
+// Serve listens and serves until Stop; it returns once the engine stopped.
+// Ready is closed (or sent an error) once listening.
+func (e *Engine) Serve() error {
+	err := gnet.Rotate(e, e.addrs,
+		gnet.WithMulticore(true),
+		gnet.WithNumEventLoop(e.opts.Loops),
+		gnet.WithReadBufferCap(e.opts.ReadBufferCap),
+		gnet.WithWriteBufferCap(e.opts.ReadBufferCap),
+		gnet.WithTicker(true),
+		gnet.WithReuseAddr(true),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		gnet.WithLogger(gnetLogger{e.log}),
+	)
+	select {
+	case e.started <- err:
+	default:
+	}
+	e.closeUpstreams()
+	close(e.stopped)
+	return err
+}
+
+// Ready waits until the engine listens (nil) or failed to.
+func (e *Engine) Ready(ctx context.Context) error {
+	select {
+	case err := <-e.started:
+		if err == nil {
+			return errors.New("engine stopped")
+		}
+		return err
+	case <-e.bootCh():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var bootOnce sync.Map
+
+func (e *Engine) bootCh() chan struct{} {
+	ch, _ := bootOnce.LoadOrStore(e, make(chan struct{}))
+	return ch.(chan struct{})
+}
+
+// OnBoot implements gnet.EventHandler.
+func (e *Engine) OnBoot(eng gnet.Engine) gnet.Action {
+	e.eng = eng
+	close(e.bootCh())
+	return gnet.None
+}
+
+// Stop drains and stops the engine: requests in flight are answered (up
+// to timeout), then every connection is closed (U4).
+func (e *Engine) Stop(ctx context.Context) error {
+	if !e.stopping.CompareAndSwap(false, true) {
+		<-e.stopped
+		return nil
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	if d, ok := ctx.Deadline(); ok {
+		deadline = d
+	}
+	for time.Now().Before(deadline) && e.inFlight() > 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	err := e.eng.Stop(ctx)
+	<-e.stopped
+	e.pool.Release()
+	return err
+}
+
+// inFlight counts the requests waiting for a broker, on every loop.
+func (e *Engine) inFlight() int {
+	e.loopsMu.Lock()
+	defer e.loopsMu.Unlock()
+	n := 0
+	for _, l := range e.loops {
+		n += int(l.pending.Load())
+	}
+	return n
+}
+
+func (e *Engine) closeUpstreams() {
+	for _, u := range e.upstreams {
+		u.close()
+	}
+}
+
+// loopOf returns the engine's state of a gnet loop (created on first use).
+func (e *Engine) loopOf(el gnet.EventLoop) *loop {
+	e.loopsMu.Lock()
+	defer e.loopsMu.Unlock()
+	l := e.loops[el]
+	if l == nil {
+		l = &loop{el: el, clients: map[*client]struct{}{}}
+		e.loops[el] = l
+	}
+	return l
+}
+
+// gnetLogger sends gnet's own logs to slog.
+type gnetLogger struct{ l *slog.Logger }
+
+func (g gnetLogger) Debugf(f string, a ...any) {}
+func (g gnetLogger) Infof(f string, a ...any)  { g.l.Debug(fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Warnf(f string, a ...any)  { g.l.Warn(fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Errorf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Fatalf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...)) }

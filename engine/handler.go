@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+)
+
+// loop is the engine's state of one event loop; touched on that loop only,
+// except pending (read by Stop).
+type loop struct {
+	el      gnet.EventLoop
+	clients map[*client]struct{}
+	held    []*client
+	pending atomic.Int64
+	lastFull time.Time
+}
+
+// OnOpen implements gnet.EventHandler: a client connection on a listener
+// port, or a broker connection enrolled for a client (its context set).
+func (e *Engine) OnOpen(c gnet.Conn) (out []byte, action gnet.Action) {
+	defer e.recoverConn(c, "open")
+	if u, ok := c.Context().(*upstreamConn); ok {
+		u.opened(c)
+		return nil, gnet.None
+	}
+	port := 0
+	if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
+		port = a.Port
+	}
+	route, ok := e.ports[port]
+	if !ok {
+		return nil, gnet.Close
+	}
+	cl := newClient(e, c, route)
+	if cl == nil {
+		return nil, gnet.Close
+	}
+	c.SetContext(cl)
+	return nil, gnet.None
+}
+
+// OnTraffic implements gnet.EventHandler.
+func (e *Engine) OnTraffic(c gnet.Conn) gnet.Action {
+	defer e.recoverConn(c, "traffic")
+	switch x := c.Context().(type) {
+	case *client:
+		x.onTraffic()
+	case *upstreamConn:
+		x.onTraffic()
+	default:
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+// OnClose implements gnet.EventHandler. It may run inside another
+// connection's callback (a failed write closes at once): it only marks and
+// releases, never writes.
+func (e *Engine) OnClose(c gnet.Conn, err error) gnet.Action {
+	defer e.recoverConn(nil, "close")
+	switch x := c.Context().(type) {
+	case *client:
+		x.onClose(err)
+	case *upstreamConn:
+		x.onClose(err)
+	}
+	return gnet.None
+}
+
+// OnTick implements gnet.EventHandler: it runs on its own goroutine, so it
+// hands a sweep to each loop.
+func (e *Engine) OnTick() (time.Duration, gnet.Action) {
+	e.loopsMu.Lock()
+	loops := make([]*loop, 0, len(e.loops))
+	for _, l := range e.loops {
+		loops = append(loops, l)
+	}
+	e.loopsMu.Unlock()
+	for _, l := range loops {
+		l := l
+		_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(_ context.Context) error {
+			defer e.recoverConn(nil, "sweep")
+			e.sweep(l)
+			return nil
+		}))
+	}
+	return sweepEvery, gnet.None
+}
+
+// recoverConn turns a panic in a callback into the close of that one
+// connection, logged loudly with its stack: gnet has no recover of its own,
+// and one panic would otherwise end every tenant's connections.
+func (e *Engine) recoverConn(c gnet.Conn, where string) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	e.m.panics.Inc()
+	e.log.Error("kafka connection closed: internal error", "where", where, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	if c == nil {
+		return
+	}
+	switch x := c.Context().(type) {
+	case *client:
+		x.close("internal error")
+	case *upstreamConn:
+		x.cl.close("internal error")
+	default:
+		_ = c.Close()
+	}
+}

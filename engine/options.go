@@ -1,0 +1,37 @@
+package engine
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Options tune the engine beyond flexway.yaml; tests use them, production
+// keeps the defaults.
+type Options struct {
+	Logger *slog.Logger
+	// WriteTimeout closes a client that reads none of its answers for that
+	// long (B3). The seeds fix it at 30 s; tests shorten it.
+	WriteTimeout time.Duration
+	// Loops is the number of event loops (default: GOMAXPROCS).
+	Loops int
+	// ReadBufferCap is each loop's read buffer (default 256 KiB: the size of
+	// each read is the main lever of a relay's CPU cost).
+	ReadBufferCap int
+	// AuthWorkers bounds the authentication pool (default 64).
+	AuthWorkers int
+}
+
+// Option sets an option.
+type Option func(*Options)
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(o *Options) { o.Logger = l } }
+
+// WithWriteTimeout sets the delay after which a client that reads nothing is closed.
+func WithWriteTimeout(d time.Duration) Option { return func(o *Options) { o.WriteTimeout = d } }
+
+// WithLoops sets the number of event loops.
+func WithLoops(n int) Option { return func(o *Options) { o.Loops = n } }
+
+// WithReadBufferCap sets the loops' read buffer size.
+func WithReadBufferCap(n int) Option { return func(o *Options) { o.ReadBufferCap = n } }

@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// sweepEvery is the tick: held connections are retried at each tick, the
+// deadlines (auth_timeout, idle_timeout, the write timeout) checked once a
+// second. No timer per connection: an idle connection costs nothing.
+const sweepEvery = 20 * time.Millisecond
+
+// sweep runs on loop l.
+func (e *Engine) sweep(l *loop) {
+	if len(l.held) > 0 {
+		held := l.held
+		l.held = nil
+		for _, cl := range held {
+			cl.resume()
+		}
+	}
+	now := time.Now()
+	if now.Sub(l.lastFull) < time.Second {
+		return
+	}
+	l.lastFull = now
+	snap := e.snap.Load()
+	lim := snap.Listener
+	for cl := range l.clients {
+		switch {
+		case cl.state != stAuthed:
+			if now.Sub(cl.opened) > lim.AuthTimeout.D() {
+				e.m.closed("auth_timeout")
+				cl.close("auth_timeout")
+			}
+			continue
+		case cl.queue.Len() == 0 && cl.c.OutboundBuffered() == 0 && now.Sub(cl.lastActive) > lim.IdleTimeout.D():
+			e.m.closed("idle_timeout")
+			cl.close("idle_timeout")
+			continue
+		}
+		// B3: a client that reads none of its answers for WriteTimeout is closed.
+		out := cl.c.OutboundBuffered()
+		if out == 0 {
+			cl.outLast = 0
+			continue
+		}
+		if cl.outLast == 0 || out < cl.outLast {
+			cl.outSince = now
+		}
+		cl.outLast = out
+		if now.Sub(cl.outSince) >= e.opts.WriteTimeout {
+			e.log.Warn("kafka connection closed: the client does not read its answers", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "unread_bytes", out, "after", e.opts.WriteTimeout.String())
+			cl.close("write timeout")
+		}
+	}
+}
+
+// rateLimiter bounds the log lines written before authentication
+// (10 a second, O2): an anonymous flood cannot flood the logs.
+type rateLimiter struct {
+	mu        sync.Mutex
+	perSecond int
+	second    int64
+	n         int
+	dropped   int
+}
+
+func (r *rateLimiter) allow() (ok bool, dropped int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := time.Now().Unix()
+	if s != r.second {
+		dropped = r.dropped
+		r.second, r.n, r.dropped = s, 0, 0
+	}
+	if r.n >= r.perSecond {
+		r.dropped++
+		return false, 0
+	}
+	r.n++
+	return true, dropped
+}
+
+// refusedLine logs a refusal before authentication, rate limited.
+func (e *Engine) refusedLine(msg string, args ...any) {
+	ok, dropped := e.refusedLog.allow()
+	if !ok {
+		return
+	}
+	if dropped > 0 {
+		args = append(args, "lines_dropped", dropped)
+	}
+	e.log.LogAttrs(nil, slog.LevelWarn, msg, argsToAttrs(args)...)
+}
+
+// refuse counts and logs a connection refused by a bound.
+func (e *Engine) refuse(bound, tenant string) {
+	e.m.refused(bound)
+	e.refusedLine("kafka connection refused", "bound", bound)
+}
+
+func argsToAttrs(args []any) []slog.Attr {
+	var out []slog.Attr
+	for i := 0; i+1 < len(args); i += 2 {
+		k, _ := args[i].(string)
+		out = append(out, slog.Any(k, args[i+1]))
+	}
+	return out
+}

@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/flexway/flexway/codec"
+	"github.com/panjf2000/gnet/v2"
+)
+
+// upstreamConn is a client's own broker connection (U2: a Kafka session —
+// idempotence, transactions, broker throttling — is never shared). It is
+// enrolled on the client's loop, so both sides are handled by one goroutine.
+type upstreamConn struct {
+	cl     *client
+	c      gnet.Conn
+	closed bool
+	ready  bool
+}
+
+// dial opens the client's broker connection off the loop: the dialer blocks
+// (with the upstream's timeout), then the socket is enrolled on the
+// client's own loop. Frames wait in the client's buffer meanwhile.
+func (cl *client) dial() {
+	u := cl.e.upstreams[cl.route.cluster.Upstream]
+	addr, ok := u.addr(cl.route.node)
+	if !ok {
+		cl.e.log.Warn("kafka connection closed: the broker of this port is unknown to the upstream", "cluster", cl.route.cluster.Name, "node", cl.route.node)
+		cl.close("unknown broker")
+		return
+	}
+	cl.upSt = upDialing
+	up := &upstreamConn{cl: cl}
+	cl.up = up
+	timeout := u.cfg.Timeout.D()
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	el := cl.c.EventLoop()
+	broker := "bootstrap"
+	if cl.route.node >= 0 {
+		broker = itoa(cl.route.node)
+	}
+	cluster := cl.route.cluster.Name
+	fail := func(err error) {
+		cl.e.m.upstream(cluster, broker, false)
+		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			if !cl.closed {
+				cl.e.log.Warn("kafka connection closed: broker unreachable", "cluster", cluster, "broker", broker, "error", err.Error())
+				cl.close("upstream dial")
+			}
+			return nil
+		}))
+	}
+	go func() {
+		d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+		nc, err := d.Dial("tcp", addr)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		ch, err := el.Enroll(gnet.NewContext(context.Background(), up), nc)
+		if err != nil {
+			_ = nc.Close()
+			fail(err)
+			return
+		}
+		if res := <-ch; res.Err != nil {
+			fail(res.Err)
+			return
+		}
+		cl.e.m.upstream(cluster, broker, true)
+	}()
+}
+
+// opened runs on the loop when the enrolled broker connection opens.
+func (u *upstreamConn) opened(c gnet.Conn) {
+	u.c = c
+	if u.cl.closed {
+		u.closed = true
+		_ = c.Close()
+		return
+	}
+	u.ready = true
+	u.cl.upSt = upReady
+	u.cl.process()
+}
+
+// write sends a frame to the broker.
+func (u *upstreamConn) write(bs [][]byte) {
+	if u.closed {
+		return
+	}
+	_, _ = u.c.Writev(bs)
+}
+
+// onTraffic matches each broker answer with the request at the head of
+// the client's queue, by the correlation id the gateway gave it, rewrites
+// it and writes it to the client at once (answers go back in order).
+func (u *upstreamConn) onTraffic() {
+	cl := u.cl
+	if cl.closed {
+		return
+	}
+	maxResp := int32(cl.snap.Listener.MaxResponseBytes)
+	for !cl.closed && !u.closed {
+		n := u.c.InboundBuffered()
+		if n < codec.SizeLen {
+			break
+		}
+		hb, _ := u.c.Peek(codec.SizeLen)
+		size := codec.FrameSize(hb)
+		if size < 4 || size > maxResp {
+			cl.e.log.Warn("kafka connection closed: broker answer larger than max_response_bytes", "cluster", cl.route.cluster.Name, "size", size, "max_response_bytes", maxResp)
+			cl.close("max_response_bytes")
+			return
+		}
+		total := codec.SizeLen + int(size)
+		if n < total {
+			break
+		}
+		frame, _ := u.c.Peek(total)
+		frame = frame[codec.SizeLen:]
+		corr, _ := codec.ResponseCorrelation(frame)
+		p := cl.queue.Front()
+		if p == nil || len(p.Local) > 0 || p.UpCorr != corr {
+			cl.e.log.Warn("kafka connection closed: broker answer out of order", "cluster", cl.route.cluster.Name)
+			cl.close("upstream protocol")
+			return
+		}
+		if err := cl.sess.Response(p, frame); err != nil {
+			cl.e.log.Warn("kafka connection closed: malformed broker answer", "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
+			cl.close("upstream protocol")
+			return
+		}
+		_, _ = cl.c.Writev(cl.sess.RW.Vec.Slices())
+		_, _ = u.c.Discard(total)
+		if cl.closed {
+			return
+		}
+		cl.queue.Pop()
+		cl.lp.pending.Add(-1)
+		cl.budget.Release(p.Reserve)
+		cl.queue.Put(p)
+		cl.flushLocal()
+	}
+	if cl.held {
+		cl.resume()
+	}
+}
+
+// closeFromClient closes the broker side when the client goes.
+func (u *upstreamConn) closeFromClient() {
+	if u.closed {
+		return
+	}
+	u.closed = true
+	if u.c != nil {
+		_ = u.c.Close()
+	}
+}
+
+// onClose: the broker closed (or the gateway did): the client goes too,
+// it reconnects (its session cannot continue on another broker connection).
+func (u *upstreamConn) onClose(err error) {
+	wasClosed := u.closed
+	u.closed = true
+	if !wasClosed && !u.cl.closed {
+		msg := "closed by the broker"
+		if err != nil {
+			msg = err.Error()
+		}
+		u.cl.e.log.Info("kafka connection closed: broker connection ended", "cluster", u.cl.route.cluster.Name, "error", msg)
+		u.cl.close("upstream closed")
+	}
+}
+
+func itoa(n int32) string {
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	var b [12]byte
+	i := len(b)
+	for n != 0 {
+		d := n % 10
+		if d < 0 {
+			d = -d
+		}
+		i--
+		b[i] = byte('0' + d)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

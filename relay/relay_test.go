@@ -1,0 +1,60 @@
+package relay
+
+import (
+	"testing"
+
+	"github.com/flexway/flexway/decide"
+)
+
+func TestQueueOrderAndReuse(t *testing.T) {
+	var q Queue
+	for i := 0; i < 20; i++ {
+		p := q.Get()
+		p.ClientCorr = int32(i)
+		q.Push(p)
+	}
+	for i := 0; i < 20; i++ {
+		if p := q.Pop(); p.ClientCorr != int32(i) {
+			t.Fatalf("answer %d out of order: %d", i, p.ClientCorr)
+		} else {
+			q.Put(p)
+		}
+	}
+	if q.Len() != 0 || q.Front() != nil {
+		t.Fatal("queue not empty")
+	}
+	n := testing.AllocsPerRun(100, func() { p := q.Get(); q.Push(p); q.Put(q.Pop()) })
+	if n != 0 {
+		t.Fatalf("queue allocates %v", n)
+	}
+	_ = decide.Pending{}
+}
+
+// B2: past the bound nothing more is granted; an idle connection is always granted (one answer crosses alone).
+func TestBudgetAtTheBound(t *testing.T) {
+	b := Budget{Limit: 1000}
+	if g := b.Grant(0, 5000); g != 5000 {
+		t.Fatalf("idle connection must be granted one answer alone, got %d", g)
+	}
+	b.Reserve(600)
+	if g := b.Grant(0, 5000); g != 400 {
+		t.Fatalf("grant = %d, want 400", g)
+	}
+	if g := b.Grant(400, 5000); g != 0 {
+		t.Fatalf("at the bound grant = %d, want 0", g)
+	}
+	b.Release(600)
+	if g := b.Grant(999, 5000); g != 1 {
+		t.Fatalf("grant = %d, want 1", g)
+	}
+	ten := &Shared{Limit: 100}
+	b2 := Budget{Limit: 1000, Tenant: ten}
+	b2.Reserve(50)
+	if g := b2.Grant(0, 5000); g != 50 {
+		t.Fatalf("tenant share: grant = %d, want 50", g)
+	}
+	b2.Release(50)
+	if ten.Used() != 0 {
+		t.Fatal("tenant bytes not given back")
+	}
+}

@@ -321,7 +321,7 @@ func (m mapJudge) ProduceTopic(n []byte) ([]byte, int16) {
 	return nil, kerr.UnknownTopicOrPartition.Code
 }
 func (m mapJudge) FetchTopic(n []byte) ([]byte, int16) { return m.ProduceTopic(n) }
-func (m mapJudge) TxnID(id []byte) []byte             { return id }
+func (m mapJudge) TxnID(id []byte) []byte              { return id }
 func (m mapJudge) ClientTopic(p []byte) ([]byte, bool) {
 	if bytes.HasPrefix(p, []byte("acme.")) {
 		return p[5:], true

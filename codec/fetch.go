@@ -14,8 +14,8 @@ type FetchJudge interface {
 
 // FetchLimits bound what a forwarded Fetch may ask of the broker.
 type FetchLimits struct {
-	MaxWaitMs   int32 // max_fetch_wait
-	MaxBytes    int32 // the response bound (max_response_bytes / 2, less what the budget allows)
+	MaxWaitMs int32 // max_fetch_wait
+	MaxBytes  int32 // the response bound (max_response_bytes / 2, less what the budget allows)
 }
 
 // FetchInfo is what the forward path needs to know of a Fetch request.

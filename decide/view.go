@@ -27,9 +27,9 @@ type View struct {
 }
 
 type topicAccess struct {
-	short, physical   []byte
-	send, receive     bool
-	transactions      bool
+	short, physical []byte
+	send, receive   bool
+	transactions    bool
 }
 
 // NewView builds the view of tenant with the given operation ids on cluster.

@@ -89,9 +89,16 @@ func intOr(p *int, d int) int {
 	return *p
 }
 
+// testHookTraffic, when set by a test, runs at each client traffic event
+// (the panic test uses it). Always nil in production.
+var testHookTraffic func(cl *client)
+
 // onTraffic: the client sent bytes.
 func (cl *client) onTraffic() {
 	cl.lastActive = time.Now()
+	if testHookTraffic != nil {
+		testHookTraffic(cl)
+	}
 	cl.process()
 }
 

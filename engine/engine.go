@@ -35,19 +35,19 @@ type Engine struct {
 	ports     map[int]portRoute
 	addrs     []string
 
-	eng      gnet.Engine
-	pool     *ants.Pool
-	loopsMu  sync.Mutex
-	loops    map[gnet.EventLoop]*loop
-	started  chan error
-	stopped  chan struct{}
-	stopping atomic.Bool
+	eng       gnet.Engine
+	pool      *ants.Pool
+	loopsMu   sync.Mutex
+	loops     map[gnet.EventLoop]*loop
+	started   chan error
+	stopped   chan struct{}
+	stopping  atomic.Bool
 	lastSweep time.Time
 
 	refusedLog   rateLimiter
 	unmappedSeen sync.Map
-	m          *metricsSet
-	unauth     atomic.Int64
+	m            *metricsSet
+	unauth       atomic.Int64
 }
 
 // portRoute says what a listener port serves.

@@ -21,13 +21,13 @@ import (
 // testEnv is a whole gateway booted from configuration files on free
 // ports, in front of an embedded kfake upstream.
 type testEnv struct {
-	t     *testing.T
-	e     *Engine
-	dir   string
-	boot  string
-	keys  map[string]string // key id -> key
-	direct []string         // the embedded brokers
-	logs  *syncBuf
+	t      *testing.T
+	e      *Engine
+	dir    string
+	boot   string
+	keys   map[string]string // key id -> key
+	direct []string          // the embedded brokers
+	logs   *syncBuf
 }
 
 const testContract = `asyncapi: 3.0.0

@@ -14,10 +14,10 @@ import (
 // loop is the engine's state of one event loop; touched on that loop only,
 // except pending (read by Stop).
 type loop struct {
-	el      gnet.EventLoop
-	clients map[*client]struct{}
-	held    []*client
-	pending atomic.Int64
+	el       gnet.EventLoop
+	clients  map[*client]struct{}
+	held     []*client
+	pending  atomic.Int64
 	lastFull time.Time
 }
 

@@ -8,9 +8,9 @@ import "github.com/flexway/flexway/decide"
 // Pendings are recycled: the steady state allocates nothing.
 // Call on the connection's loop only.
 type Queue struct {
-	ring       []*decide.Pending
-	head, n    int
-	free       []*decide.Pending
+	ring    []*decide.Pending
+	head, n int
+	free    []*decide.Pending
 }
 
 // Get returns an empty Pending to fill (recycled when possible).

@@ -29,7 +29,7 @@ func (w *Rewriter) Produce(h *RequestHeader, corr int32, clientID []byte, body [
 	w.resetScratch()
 	flex := h.Flexible
 	v := h.Version
-	if v > 12 {
+	if v < 0 || v > 12 {
 		return info, ErrCodecVersion
 	}
 	r := rd{Reader: kbin.Reader{Src: body}, flex: flex}

@@ -13,7 +13,11 @@ import (
 // "La convention du contrat", SPEC C1, C2). It is read leniently: a contract
 // carries info, messages, payload schemas, OAuth flows... that are not ours to
 // judge. Only the x-flexway-kafka-proxy extension is ours, so its keys are
-// checked strictly (checkProxyKeys).
+// checked strictly (unknown keys in it are errors).
+//
+// Seed 002 also refuses a served AsyncAPI operation whose id equals an OpenAPI
+// operation's (a key bound to one would open the other): that check does not
+// apply here, this product has no OpenAPI contract.
 
 type asyncDoc struct {
 	AsyncAPI   string                     `yaml:"asyncapi"`
@@ -99,8 +103,10 @@ func (l *loader) loadContract() {
 	}
 	l.contract = d
 	var a asyncDoc
-	d.decode(&a, false)
-	l.contractOK = true
+	// A contract that did not decode whole still has its operations judged,
+	// but the checks that need the full list of served operations (a key's
+	// operations, undeclared fallback ports) would only add false reports.
+	l.contractOK = d.decode(&a, false)
 	l.checkContract(d, &a)
 }
 
@@ -114,7 +120,6 @@ func (l *loader) checkContract(d *doc, a *asyncDoc) {
 	l.clusters = map[string]*Cluster{}
 	prefixes := map[string]string{} // channel key -> its checked prefix
 	checked := map[string]bool{}
-	noListener := false
 
 	for _, id := range sortedKeys(a.Operations) {
 		o := a.Operations[id]
@@ -140,10 +145,6 @@ func (l *loader) checkContract(d *doc, a *asyncDoc) {
 			Transactions: proxy.Transactions,
 			AdminScope:   proxy.AdminScope,
 		}
-		if l.f.Listeners.Kafka == nil && !noListener {
-			noListener = true
-			d.errorf(pp, "served to Kafka clients, but flexway.yaml declares no listeners.kafka")
-		}
 		switch o.Action {
 		case "send", "receive":
 		case "":
@@ -159,6 +160,7 @@ func (l *loader) checkContract(d *doc, a *asyncDoc) {
 			d.errorf(pp.at("cluster"), "required: the virtual cluster serving the operation (a DNS label)")
 		case !isDNSLabel(proxy.Cluster):
 			d.errorf(pp.at("cluster"), "%q is not a DNS label (lower-case letters, digits and '-', at most 63): clients reach it as bootstrap.<cluster>.<sni_domain>", proxy.Cluster)
+			op.Cluster = "" // judged once: no cluster is built under a bad name
 		}
 		switch {
 		case o.Upstream == "":
@@ -189,6 +191,16 @@ func (l *loader) checkContract(d *doc, a *asyncDoc) {
 		l.ops[id] = op
 	}
 
+	if l.f.Listeners.Kafka == nil && len(l.ops) > 0 {
+		// Said once, at the first served operation in the file.
+		first, firstLine := "", 0
+		for id := range l.ops {
+			if line := d.line(path{"operations", id, "x-flexway-kafka-proxy"}); first == "" || line < firstLine || (line == firstLine && id < first) {
+				first, firstLine = id, line
+			}
+		}
+		d.errorf(path{"operations", first, "x-flexway-kafka-proxy"}, "served to Kafka clients, but flexway.yaml declares no listeners.kafka")
+	}
 	l.checkUpstreamsOfContract(d, prefixes)
 	l.buildClusters(prefixes)
 }
@@ -330,15 +342,15 @@ func (l *loader) checkUpstreamsOfContract(d *doc, prefixes map[string]string) {
 	confusable := map[string]map[string]string{}
 	for _, id := range sortedKeys(l.ops) {
 		op := l.ops[id]
-		if op.Cluster != "" && op.Upstream != "" {
+		if op.Upstream == "" || l.f.Upstreams[op.Upstream] == nil {
+			continue // reported: nothing to join
+		}
+		if op.Cluster != "" {
 			if u, seen := clusterUpstream[op.Cluster]; seen && u != op.Upstream {
 				d.errorf(path{"operations", id, "x-flexway-upstream"}, "cluster %q is served by upstream %q already: a virtual cluster has one upstream", op.Cluster, u)
 			} else if !seen {
 				clusterUpstream[op.Cluster] = op.Upstream
 			}
-		}
-		if op.Upstream == "" || l.f.Upstreams[op.Upstream] == nil {
-			continue
 		}
 		if prefix, ok := prefixes[op.Channel]; ok {
 			if pr, seen := l.upstreamPrefix[op.Upstream]; seen && pr != prefix {

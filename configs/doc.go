@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"encoding"
 	"errors"
 	"fmt"
 	"reflect"
@@ -293,6 +294,7 @@ var (
 	ifaceUnmarshaler = reflect.TypeFor[yaml.InterfaceUnmarshaler]()
 	bytesUnmarshaler = reflect.TypeFor[yaml.BytesUnmarshaler]()
 	nodeUnmarshaler  = reflect.TypeFor[yaml.NodeUnmarshaler]()
+	textUnmarshaler  = reflect.TypeFor[encoding.TextUnmarshaler]() // time.Time and the like: scalars
 )
 
 // walked reports whether decodeNode descends into values of type t itself
@@ -302,7 +304,7 @@ func walked(t reflect.Type) bool {
 		t = t.Elem()
 	}
 	pt := reflect.PointerTo(t)
-	if pt.Implements(ifaceUnmarshaler) || pt.Implements(bytesUnmarshaler) || pt.Implements(nodeUnmarshaler) {
+	if pt.Implements(ifaceUnmarshaler) || pt.Implements(bytesUnmarshaler) || pt.Implements(nodeUnmarshaler) || pt.Implements(textUnmarshaler) {
 		return false
 	}
 	switch t.Kind() {

@@ -300,6 +300,9 @@ func (l *loader) checkPlaintext(k *KafkaListener, pt *Plaintext, p path) {
 	case net.ParseIP(pt.AdvertisedHost) == nil && !isDNSName(pt.AdvertisedHost):
 		d.errorf(p.at("advertised_host"), "%q is neither an IP address nor a host name", pt.AdvertisedHost)
 	}
+	if h := pt.BindHost; h != "" && net.ParseIP(h) == nil && !isDNSName(h) {
+		d.errorf(p.at("bind_host"), "%q is neither an IP address nor a host name", h)
+	}
 	if len(pt.Clusters) == 0 {
 		d.errorf(p.at("clusters"), "required: at least one virtual cluster's port range")
 	}
@@ -400,9 +403,9 @@ func (l *loader) checkBounds(k *KafkaListener, p path) {
 		d.errorf(p.at("max_in_flight_bytes"), "%s: must be positive", k.MaxInFlightBytes)
 	}
 	if k.MaxTotalInFlightBytes < k.MaxInFlightBytes {
+		// Said once: the tenant's range below would be empty too.
 		d.errorf(p.at("max_total_in_flight_bytes"), "%s is below max_in_flight_bytes %s", k.MaxTotalInFlightBytes, k.MaxInFlightBytes)
-	}
-	if t := k.MaxTenantInFlightBytes; t < k.MaxInFlightBytes || t > k.MaxTotalInFlightBytes {
+	} else if t := k.MaxTenantInFlightBytes; t < k.MaxInFlightBytes || t > k.MaxTotalInFlightBytes {
 		d.errorf(p.at("max_tenant_in_flight_bytes"), "%s is outside max_in_flight_bytes..max_total_in_flight_bytes (%s..%s)", t, k.MaxInFlightBytes, k.MaxTotalInFlightBytes)
 	}
 	checkRange(d, p.at("max_session_lifetime"), k.MaxSessionLifetime, time.Minute, 24*time.Hour)

@@ -56,6 +56,10 @@ type client struct {
 	budget relay.Budget
 	held   bool
 
+	// orphan holds the whole frames a client sent before it closed, copied
+	// at its close: what a broker would still handle (see drainOrphans).
+	orphan []byte
+
 	lastActive time.Time
 	outLast    int
 	outSince   time.Time
@@ -316,7 +320,11 @@ func (cl *client) close(why string) {
 }
 
 // release gives back everything the connection holds; idempotent.
-func (cl *client) release() {
+// peerClosed: the client closed its side (not the gateway): the requests
+// it sent before closing are still owed to the broker.
+func (cl *client) release() { cl.releaseAs(false) }
+
+func (cl *client) releaseAs(peerClosed bool) {
 	if cl.closed {
 		return
 	}
@@ -334,9 +342,39 @@ func (cl *client) release() {
 	cl.lp.pending.Add(-int64(n))
 	cl.budget.Release(cl.budget.Reserved)
 	if cl.up != nil {
+		if peerClosed && cl.state == stAuthed && cl.keepForDrain() {
+			cl.e.m.connClosed()
+			return
+		}
 		cl.up.closeFromClient()
 	}
 	cl.e.m.connClosed()
 }
 
-func (cl *client) onClose(error) { cl.release() }
+// keepForDrain decides, at a client's own close, whether its broker
+// connection must live on: requests it sent and the gateway read but did
+// not forward yet (waiting for the dial or the budget — an acks=0 Produce
+// has no answer to wait for, a client may close right after it), or
+// requests forwarded but not yet flushed to the broker. A broker handles
+// what it read; so does the gateway. Only Produce is forwarded then:
+// nothing else has an effect without its answer.
+func (cl *client) keepForDrain() bool {
+	if n := cl.c.InboundBuffered(); n > 0 {
+		if b, err := cl.c.Peek(n); err == nil {
+			cl.orphan = append([]byte(nil), b...)
+		}
+	}
+	u := cl.up
+	if len(cl.orphan) == 0 && (u.c == nil || u.c.OutboundBuffered() == 0) {
+		return false
+	}
+	u.draining = true
+	u.drainSince = time.Now()
+	cl.lp.draining = append(cl.lp.draining, u)
+	if u.ready {
+		u.drainOrphans()
+	}
+	return true
+}
+
+func (cl *client) onClose(error) { cl.releaseAs(true) }

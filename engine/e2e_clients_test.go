@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,13 +54,19 @@ func needPython(t *testing.T, module string) {
 // runExt runs an external client with a timeout (30 s max), stdin as given.
 func runExt(t *testing.T, d time.Duration, stdin string, name string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	return runExtR(t, d, strings.NewReader(stdin), name, args...)
+}
+
+// runExtR is runExt with stdin as a reader (a pipe keeps the client alive).
+func runExtR(t *testing.T, d time.Duration, stdin io.Reader, name string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	if d > 30*time.Second {
 		d = 30 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Stdin = stdin
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err = cmd.Run()
@@ -88,9 +95,9 @@ func directValues(t *testing.T, env *testEnv, topic string, n int, d time.Durati
 	return consumeAll(t, direct, n, d)
 }
 
-// I1, N1, D4, D5: kcat produces with acks=all/1/0 and every compression
+// I1, N1, D4, D5: kcat produces with acks=all/1 and every compression
 // codec, consumes back through the gateway under the short name; the
-// broker holds acme.orders.
+// broker holds acme.orders. (kcat with acks=0: TestKcatAcks0ThenExit.)
 func TestKcatProduceConsume(t *testing.T) {
 	needBin(t, "/usr/bin/kcat")
 	env := newTestEnv(t, "")
@@ -101,7 +108,6 @@ func TestKcatProduceConsume(t *testing.T) {
 	}{
 		{"acks-all", []string{"-X", "acks=all"}},
 		{"acks-1", []string{"-X", "acks=1"}},
-		{"acks-0", []string{"-X", "acks=0"}},
 		{"gzip", []string{"-z", "gzip"}},
 		{"snappy", []string{"-z", "snappy"}},
 		{"lz4", []string{"-z", "lz4"}},
@@ -124,8 +130,7 @@ func TestKcatProduceConsume(t *testing.T) {
 	}
 	total := len(want)
 
-	// N1: the broker holds them under the physical name (waiting here also
-	// lets the acks=0 records land before kcat reads to the end).
+	// N1: the broker holds them under the physical name.
 	got := directValues(t, env, "acme.orders", total, 15*time.Second)
 	held := map[string]int{}
 	for _, r := range got {
@@ -180,6 +185,34 @@ func TestKcatProduceConsume(t *testing.T) {
 			t.Fatalf("key %s of %s out of order: %d after %d", key, val[:i], seq, s)
 		}
 		lastSeq[ck] = seq
+	}
+}
+
+// D4: acks=0 records a client wrote before closing its connection still
+// reach the broker (as with a real broker, which handles what it has read).
+// kcat -P with acks=0 exits as soon as its Produce is written.
+func TestKcatAcks0ThenExit(t *testing.T) {
+	needBin(t, "/usr/bin/kcat")
+	env := newTestEnv(t, "")
+	const runs, n = 5, 10
+	for r := 0; r < runs; r++ {
+		var in strings.Builder
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&in, "run%d-%d\n", r, i)
+		}
+		args := env.kcatArgs("acme-app", "-P", "-t", "orders", "-p", "0", "-X", "acks=0")
+		if _, stderr, err := runExt(t, 30*time.Second, in.String(), "/usr/bin/kcat", args...); err != nil {
+			t.Fatalf("kcat produce acks=0: %v\nstderr:\n%s", err, stderr)
+		}
+	}
+	got := directValues(t, env, "acme.orders", runs*n, 5*time.Second)
+	if len(got) != runs*n {
+		held := map[string]int{}
+		for _, rec := range got {
+			v := string(rec.Value)
+			held[v[:strings.IndexByte(v, '-')]]++
+		}
+		t.Fatalf("acks=0 records written just before the client closed are lost: the broker's acme.orders holds %d of %d (per kcat run: %v)", len(got), runs*n, held)
 	}
 }
 
@@ -254,13 +287,17 @@ func TestKcatProduceRefused(t *testing.T) {
 }
 
 const kafkaPythonScript = `
-import sys, time
+import sys, time, logging, os
+if os.environ.get("FLEXWAY_PYDEBUG"):
+    logging.basicConfig(level=logging.DEBUG)
 from kafka import KafkaProducer, KafkaConsumer, TopicPartition
 
-boot, user, pw = sys.argv[1], sys.argv[2], sys.argv[3]
+boot, user, pw, ver = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 common = dict(bootstrap_servers=boot, security_protocol="SASL_PLAINTEXT",
               sasl_mechanism="PLAIN", sasl_plain_username=user,
               sasl_plain_password=pw, request_timeout_ms=20000)
+if ver != "auto":
+    common["api_version"] = tuple(int(x) for x in ver.split("."))
 
 p = KafkaProducer(acks="all", **common)
 for i in range(10):
@@ -362,11 +399,19 @@ func checkPythonOutput(t *testing.T, env *testEnv, stdout, prefix string) {
 	}
 }
 
-func runPython(t *testing.T, env *testEnv, script string) string {
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func runPython(t *testing.T, env *testEnv, script string, extra ...string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "client.py")
 	must(t, os.WriteFile(path, []byte(script), 0o600))
-	stdout, stderr, err := runExt(t, 30*time.Second, "", "/usr/bin/python3", path, env.boot, "acme-app", env.keys["acme-app"])
+	args := append([]string{path, env.boot, "acme-app", env.keys["acme-app"]}, extra...)
+	stdout, stderr, err := runExt(t, 30*time.Second, "", "/usr/bin/python3", args...)
 	if err != nil {
 		t.Fatalf("python client: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
@@ -381,9 +426,18 @@ func runPython(t *testing.T, env *testEnv, script string) string {
 // and reads them back by manual assignment.
 func TestPythonKafkaPython(t *testing.T) {
 	needPython(t, "kafka")
-	env := newTestEnv(t, "")
-	out := runPython(t, env, kafkaPythonScript)
-	checkPythonOutput(t, env, out, "py")
+	// A fixed api_version skips kafka-python's probe, which sends Metadata
+	// v0 without waiting for ApiVersions: the gateway announces Metadata
+	// from v1 (seed 002) and closes on a version not announced, as a Kafka
+	// 4 broker does. SASL is still SaslHandshake v0 plus raw bytes
+	// (kafka-python 2.0.2 always uses the legacy framing).
+	for _, ver := range []string{"2.5.0"} {
+		t.Run("api_version="+ver, func(t *testing.T) {
+			env := newTestEnv(t, "")
+			out := runPython(t, env, kafkaPythonScript, ver)
+			checkPythonOutput(t, env, out, "py")
+		})
+	}
 }
 
 // I1, N1, D4, D5: confluent-kafka-python produces 10 records and reads

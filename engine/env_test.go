@@ -121,8 +121,15 @@ func (s *syncBuf) Write(p []byte) (int, error) {
 
 func newTestEnv(t *testing.T, listenerExtra string, opt ...Option) *testEnv {
 	t.Helper()
+	return newTestEnvPorts(t, listenerExtra, 4, opt...)
+}
+
+// newTestEnvPorts boots with a fallback range of nports ports (the
+// bootstrap and nports-1 brokers) in front of three embedded brokers.
+func newTestEnvPorts(t *testing.T, listenerExtra string, nports int, opt ...Option) *testEnv {
+	t.Helper()
 	dir := t.TempDir()
-	base := freeRange(t, 5)
+	base := freeRange(t, nports+1)
 	env := &testEnv{t: t, dir: dir, keys: map[string]string{}, logs: &syncBuf{ch: make(chan string, 4096)}}
 	var store strings.Builder
 	store.WriteString("keys:\n")
@@ -153,7 +160,7 @@ listeners:
       advertised_host: 127.0.0.1
       clusters:
         shop: { ports: { from: %d, to: %d }, first_node_id: 0 }
-`, listenerExtra, base, base+3)
+`, listenerExtra, base, base+nports-1)
 	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(testContract), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store.String()), 0o600))

@@ -14,9 +14,11 @@ import (
 // loop is the engine's state of one event loop; touched on that loop only,
 // except pending (read by Stop).
 type loop struct {
-	el       gnet.EventLoop
-	clients  map[*client]struct{}
-	held     []*client
+	el      gnet.EventLoop
+	clients map[*client]struct{}
+	held    []*client
+	// draining: broker connections of gone clients, closed once flushed
+	draining []*upstreamConn
 	pending  atomic.Int64
 	lastFull time.Time
 }

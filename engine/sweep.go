@@ -21,6 +21,15 @@ func (e *Engine) sweep(l *loop) {
 		}
 	}
 	now := time.Now()
+	if len(l.draining) > 0 {
+		keep := l.draining[:0]
+		for _, u := range l.draining {
+			if !u.closeIfFlushed(now.Sub(u.drainSince) > e.opts.WriteTimeout) {
+				keep = append(keep, u)
+			}
+		}
+		l.draining = keep
+	}
 	if now.Sub(l.lastFull) < time.Second {
 		return
 	}

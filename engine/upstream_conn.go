@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/decide"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -17,6 +18,10 @@ type upstreamConn struct {
 	c      gnet.Conn
 	closed bool
 	ready  bool
+	// draining: the client is gone; its last requests are forwarded, then
+	// the connection closes once flushed (see client.keepForDrain).
+	draining   bool
+	drainSince time.Time
 }
 
 // dial opens the client's broker connection off the loop: the dialer blocks
@@ -80,6 +85,11 @@ func (cl *client) dial() {
 // opened runs on the loop when the enrolled broker connection opens.
 func (u *upstreamConn) opened(c gnet.Conn) {
 	u.c = c
+	if u.draining {
+		u.ready = true
+		u.drainOrphans()
+		return
+	}
 	if u.cl.closed {
 		u.closed = true
 		_ = c.Close()
@@ -104,6 +114,9 @@ func (u *upstreamConn) write(bs [][]byte) {
 func (u *upstreamConn) onTraffic() {
 	cl := u.cl
 	if cl.closed {
+		if u.draining { // answers to nobody
+			_, _ = u.c.Discard(-1)
+		}
 		return
 	}
 	maxResp := int32(cl.snap.Listener.MaxResponseBytes)
@@ -151,6 +164,50 @@ func (u *upstreamConn) onTraffic() {
 	if cl.held {
 		cl.resume()
 	}
+}
+
+// drainOrphans forwards the Produce requests of a client that closed, then
+// closes once the broker has been written to (or the sweep gives up).
+func (u *upstreamConn) drainOrphans() {
+	cl := u.cl
+	buf := cl.orphan
+	cl.orphan = nil
+	for len(buf) >= codec.SizeLen && !u.closed {
+		size := int(codec.FrameSize(buf))
+		if size < 0 || size > len(buf)-codec.SizeLen {
+			break
+		}
+		frame := buf[codec.SizeLen : codec.SizeLen+size]
+		buf = buf[codec.SizeLen+size:]
+		h, err := codec.ParseRequestHeader(frame)
+		if err != nil || h.Key != 0 {
+			continue
+		}
+		p := cl.queue.Get()
+		if out, _ := cl.sess.Request(&h, frame, cl.upCorr+1, p); out == decide.Forward {
+			cl.upCorr++
+			u.write(cl.sess.RW.Vec.Slices())
+		}
+		cl.queue.Put(p)
+	}
+	u.closeIfFlushed(false)
+}
+
+// closeIfFlushed closes a draining connection once its writes are out;
+// force gives up (the sweep, after the write timeout).
+func (u *upstreamConn) closeIfFlushed(force bool) bool {
+	if u.closed {
+		return true
+	}
+	if !u.ready {
+		return false
+	}
+	if force || u.c.OutboundBuffered() == 0 {
+		u.closed = true
+		_ = u.c.Close()
+		return true
+	}
+	return false
 }
 
 // closeFromClient closes the broker side when the client goes.

@@ -1,0 +1,264 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/codec"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// dialPlain connects without authenticating.
+func dialPlain(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c}
+}
+
+// expectClosed waits until the gateway closes the connection.
+func (r *rawConn) expectClosed(d time.Duration) time.Duration {
+	r.t.Helper()
+	start := time.Now()
+	r.c.SetReadDeadline(start.Add(d))
+	_, err := io.Copy(io.Discard, r.c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		r.t.Fatalf("connection still open after %v", d)
+	}
+	return time.Since(start)
+}
+
+func (r *rawConn) writeRaw(b []byte) {
+	r.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_, _ = r.c.Write(b)
+}
+
+// L3: before authentication a request may be 64 KiB at most: 64 KiB passes the framing, one byte more closes.
+func TestRequestBoundBeforeAuth(t *testing.T) {
+	env := newTestEnv(t, "")
+	over := dialPlain(t, env.boot)
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], 64<<10+1)
+	over.writeRaw(hdr[:])
+	over.expectClosed(5 * time.Second)
+	env.waitLog(3*time.Second, "kafka connection refused", "request larger than allowed before authentication")
+
+	// At the bound: a 64 KiB ApiVersions (padded client software name) is answered.
+	at := dialPlain(t, env.boot)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName = "t"
+	req.ClientSoftwareVersion = "1"
+	frame := func() []byte {
+		b := []byte{0, 0, 0, 0}
+		b = codec.AppendRequestHeader(b, 18, 3, 1, []byte("c"), false, true)
+		b = req.AppendTo(b)
+		codec.PutSize(b, len(b)-4)
+		return b
+	}
+	for n := 64<<10 - len(frame()) + 4; n > 0; n-- { // the length prefix grows with the name
+		req.ClientSoftwareName = string(bytes.Repeat([]byte("x"), len("t")+n))
+		if len(frame())-4 <= 64<<10 {
+			break
+		}
+	}
+	b := frame()
+	if len(b)-4 != 64<<10 {
+		t.Fatalf("frame of %d bytes, want exactly 64 KiB", len(b)-4)
+	}
+	at.writeRaw(b)
+	var resp kmsg.ApiVersionsResponse
+	resp.Version = 3
+	at.recv(&resp)
+	if resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
+		t.Fatalf("ApiVersions at the bound: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
+	}
+}
+
+// L3 / ARCHITECTURE: a TLS client on the plaintext port is named as such.
+func TestTLSClientOnPlaintextPort(t *testing.T) {
+	env := newTestEnv(t, "")
+	r := dialPlain(t, env.boot)
+	r.writeRaw([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03})
+	r.expectClosed(5 * time.Second)
+	env.waitLog(3*time.Second, "kafka connection refused", "a TLS client on a plaintext port")
+}
+
+// L3: after authentication, max_request_bytes bounds a request (1 MiB here).
+func TestRequestBoundAfterAuth(t *testing.T) {
+	env := newTestEnv(t, "    max_request_bytes: 1MiB\n")
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], 1<<20+1)
+	r.writeRaw(hdr[:])
+	r.expectClosed(5 * time.Second)
+	env.waitLog(3*time.Second, "request larger than max_request_bytes", "tenant=acme")
+
+	// At the bound, a 1 MiB Produce passes.
+	prod := env.client("acme-app", kgo.ProducerBatchMaxBytes(1<<20-200), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: bytes.Repeat([]byte("v"), 900<<10)}).FirstErr(); err != nil {
+		t.Fatalf("a produce under max_request_bytes: %v", err)
+	}
+}
+
+// I5: nothing but ApiVersions and SASL is served before authentication.
+func TestOnlySASLBeforeAuth(t *testing.T) {
+	env := newTestEnv(t, "")
+	r := dialPlain(t, env.boot)
+	r.send(kmsg.NewPtrMetadataRequest())
+	r.expectClosed(5 * time.Second)
+	env.waitLog(3*time.Second, "kafka connection refused", "request before authentication")
+}
+
+// I5: a mechanism not served is UNSUPPORTED_SASL_MECHANISM, with the served ones listed.
+func TestUnsupportedMechanism(t *testing.T) {
+	env := newTestEnv(t, "")
+	for _, mech := range []string{"SCRAM-SHA-256", "GSSAPI", "OAUTHBEARER"} {
+		r := dialPlain(t, env.boot)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Version = 1
+		hs.Mechanism = mech
+		r.send(hs)
+		var resp kmsg.SASLHandshakeResponse
+		resp.Version = 1
+		r.recv(&resp)
+		if resp.ErrorCode != kerr.UnsupportedSaslMechanism.Code || len(resp.SupportedMechanisms) != 1 || resp.SupportedMechanisms[0] != "PLAIN" {
+			t.Fatalf("%s: error %d, mechanisms %v", mech, resp.ErrorCode, resp.SupportedMechanisms)
+		}
+	}
+}
+
+// D2: ApiVersions is the intersection with the brokers and the caps; a
+// version the gateway does not know gets the KIP-511 answer.
+func TestApiVersions(t *testing.T) {
+	env := newTestEnv(t, "")
+	r := dialPlain(t, env.boot)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "t", "1"
+	r.send(req)
+	var resp kmsg.ApiVersionsResponse
+	resp.Version = 3
+	r.recv(&resp)
+	got := map[int16]kmsg.ApiVersionsResponseApiKey{}
+	for _, k := range resp.ApiKeys {
+		got[k.ApiKey] = k
+	}
+	caps := map[int16]int16{0: 12, 1: 12, 3: 12}
+	for k, max := range caps {
+		if got[k].MaxVersion > max || got[k].MaxVersion == 0 {
+			t.Fatalf("%s announced up to v%d, cap v%d", kmsg.NameForKey(k), got[k].MaxVersion, max)
+		}
+	}
+	if got[1].MinVersion < 4 || got[3].MinVersion < 1 {
+		t.Fatalf("Fetch from v%d, Metadata from v%d", got[1].MinVersion, got[3].MinVersion)
+	}
+	for _, never := range []int16{29, 30, 33, 38, 48, 50, 68, 71, 76} {
+		if _, ok := got[never]; ok {
+			t.Fatalf("%s is announced", kmsg.NameForKey(never))
+		}
+	}
+	// The broker's own Produce minimum is kept (librdkafka reads a raised one as "no compression").
+	direct := env.directClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	dv, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range dv.ApiKeys {
+		if k.ApiKey == 0 && got[0].MinVersion != k.MinVersion {
+			t.Fatalf("Produce minimum v%d, the broker's is v%d", got[0].MinVersion, k.MinVersion)
+		}
+	}
+
+	// KIP-511: an unknown ApiVersions version.
+	r2 := dialPlain(t, env.boot)
+	b := []byte{0, 0, 0, 0}
+	b = codec.AppendRequestHeader(b, 18, 99, 7, []byte("c"), false, false)
+	codec.PutSize(b, len(b)-4)
+	r2.writeRaw(b)
+	var old kmsg.ApiVersionsResponse
+	old.Version = 0
+	r2.recv(&old)
+	if old.ErrorCode != kerr.UnsupportedVersion.Code || len(old.ApiKeys) != 1 || old.ApiKeys[0].ApiKey != 18 {
+		t.Fatalf("KIP-511 answer: error %d, keys %+v", old.ErrorCode, old.ApiKeys)
+	}
+}
+
+// D1: a never-announced API disconnects the client, and does not reach the broker.
+func TestNeverAnnouncedDisconnects(t *testing.T) {
+	env := newTestEnv(t, "")
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	r.send(kmsg.NewPtrDescribeACLsRequest())
+	r.expectClosed(5 * time.Second)
+	env.waitLog(3*time.Second, "request refused", "never announced")
+}
+
+// L3: auth_timeout is absolute: a client that never authenticates is closed at it.
+func TestAuthTimeout(t *testing.T) {
+	env := newTestEnv(t, "    auth_timeout: 1s\n")
+	r := dialPlain(t, env.boot)
+	// Keep sending ApiVersions: activity does not extend the deadline.
+	go func() {
+		b := []byte{0, 0, 0, 0}
+		b = codec.AppendRequestHeader(b, 18, 0, 1, []byte("c"), false, false)
+		codec.PutSize(b, len(b)-4)
+		for i := 0; i < 6; i++ {
+			r.c.SetWriteDeadline(time.Now().Add(time.Second))
+			if _, err := r.c.Write(b); err != nil {
+				return
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}()
+	if d := r.expectClosed(6 * time.Second); d < 900*time.Millisecond {
+		t.Fatalf("closed after %v, before auth_timeout", d)
+	}
+}
+
+// L3: idle_timeout closes an authenticated connection that does nothing.
+func TestIdleTimeout(t *testing.T) {
+	env := newTestEnv(t, "    idle_timeout: 1s\n")
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	if d := r.expectClosed(6 * time.Second); d < 900*time.Millisecond {
+		t.Fatalf("closed after %v, before idle_timeout", d)
+	}
+}
+
+// L2: a node outside the fallback range is announced as
+// broker-<id>.<cluster>.unmapped.invalid, and logged.
+func TestUnmappedBroker(t *testing.T) {
+	env := newTestEnvPorts(t, "", 3) // bootstrap + nodes 0 and 1; the upstream has nodes 0, 1, 2
+	cl := env.client("acme-app")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal(err)
+	}
+	found := false
+	for _, b := range resp.Brokers {
+		if b.NodeID == 2 {
+			found = b.Host == "broker-2.shop.unmapped.invalid"
+		}
+	}
+	if !found {
+		t.Fatalf("node 2 announced as %+v", resp.Brokers)
+	}
+	env.waitLog(3*time.Second, "outside the fallback range", "node=2")
+}

@@ -30,7 +30,7 @@ func (cl *client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 	switch h.Key {
 	case 18:
 		cl.scratch = cl.e.versions[cl.route.cluster.Name].AppendAnswer(cl.scratch[:0], h)
-		_, _ = cl.c.Write(cl.scratch)
+		cl.write(cl.scratch)
 	case 17:
 		cl.saslHandshake(h, frame[h.BodyOffset:])
 	case 36:
@@ -90,8 +90,17 @@ func (cl *client) writeKmsg(key, version int16, corr int32, resp kmsg.Response) 
 	b = resp.AppendTo(b)
 	codec.PutSize(b, len(b)-codec.SizeLen)
 	cl.scratch = b
-	_, _ = cl.c.Write(b)
+	cl.write(b)
 }
+
+// authMode says how the verdict is answered.
+type authMode uint8
+
+const (
+	authSASL   authMode = iota // a SaslAuthenticate answer
+	authLegacy                 // SaslHandshake v0 then raw bytes: an empty frame, or close
+	authCert                   // a client certificate: nothing to answer
+)
 
 // authResult is what the worker pool hands back to the loop.
 type authResult struct {
@@ -110,7 +119,10 @@ func (cl *client) authenticate(token []byte, h *codec.RequestHeader) {
 		hdr = *h
 		hdr.ClientID = nil
 	}
-	legacy := h == nil
+	mode := authSASL
+	if h == nil {
+		mode = authLegacy
+	}
 	snap := cl.e.snap.Load()
 	cl.state = stAuthing
 	el := cl.c.EventLoop()
@@ -124,12 +136,12 @@ func (cl *client) authenticate(token []byte, h *codec.RequestHeader) {
 			if cl.closed {
 				return nil
 			}
-			cl.authDone(res, &hdr, legacy, snap)
+			cl.authDone(res, &hdr, mode, snap)
 			return nil
 		}))
 	})
 	if err != nil {
-		cl.authDone(authResult{cause: "authentication pool full"}, &hdr, legacy, snap)
+		cl.authDone(authResult{cause: "authentication pool full"}, &hdr, mode, snap)
 	}
 }
 
@@ -177,7 +189,7 @@ func validTenant(t string) bool {
 }
 
 // authDone runs on the loop with the worker's verdict.
-func (cl *client) authDone(res authResult, h *codec.RequestHeader, legacy bool, snap *configs.Snapshot) {
+func (cl *client) authDone(res authResult, h *codec.RequestHeader, mode authMode, snap *configs.Snapshot) {
 	var view *decide.View
 	if res.id != nil {
 		switch {
@@ -193,7 +205,7 @@ func (cl *client) authDone(res authResult, h *codec.RequestHeader, legacy bool, 
 	if res.id == nil {
 		cl.e.refusedLine("kafka authentication refused", "cause", res.cause, "user", res.user, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
 		cl.e.m.request(36, decRefused)
-		if !legacy {
+		if mode == authSASL {
 			resp := kmsg.NewPtrSASLAuthenticateResponse()
 			resp.Version = h.Version
 			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
@@ -212,16 +224,17 @@ func (cl *client) authDone(res authResult, h *codec.RequestHeader, legacy bool, 
 	cl.sess = &decide.Session{
 		View:     view,
 		Versions: cl.e.versions[cl.route.cluster.Name],
-		Brokers:  &brokerNames{e: cl.e, cluster: cl.route.cluster, up: cl.e.upstreams[cl.route.cluster.Upstream]},
+		Brokers:  &brokerNames{e: cl.e, cluster: cl.route.cluster, up: cl.e.upstreams[cl.route.cluster.Upstream], tls: cl.route.tls},
 		Limits: decide.Limits{
 			MaxFetchWaitMs: int32(snap.Listener.MaxFetchWait.D() / time.Millisecond),
 			FetchMaxBytes:  cl.fetchCap(),
 		},
 	}
 	cl.e.m.request(36, decAllowed)
-	if legacy {
-		_, _ = cl.c.Write([]byte{0, 0, 0, 0})
-	} else {
+	switch mode {
+	case authLegacy:
+		cl.write([]byte{0, 0, 0, 0})
+	case authSASL:
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		resp.Version = h.Version
 		cl.writeKmsg(36, h.Version, h.Correlation, resp)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"io"
 	"net"
 	"testing"
@@ -240,25 +239,35 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 // L2: a node outside the fallback range is announced as
-// broker-<id>.<cluster>.unmapped.invalid, and logged.
+// broker-<id>.<cluster>.unmapped.invalid, and logged. On kfake the range
+// maps nodes 0 and 1 and the upstream's node 2 is outside; a real broker
+// has one node (1), so the range starts at node 5 and maps none of it.
 func TestUnmappedBroker(t *testing.T) {
-	env := newTestEnvPorts(t, "", 3) // bootstrap + nodes 0 and 1; the upstream has nodes 0, 1, 2
-	cl := env.client("acme-app")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatal(err)
+	ec := envConfig{nports: 3} // the bootstrap and two brokers
+	if _, real := realKafka(); real {
+		first := int32(5)
+		ec.firstNodeID = &first
 	}
+	env := newTestEnvWith(t, ec)
+	nodes := env.nodes()
+	unmapped := nodes[len(nodes)-1]
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	r.send(req)
+	var resp kmsg.MetadataResponse
+	resp.Version = 12
+	r.recv(&resp)
+	want := "broker-" + itoa(unmapped) + ".shop.unmapped.invalid"
 	found := false
 	for _, b := range resp.Brokers {
-		if b.NodeID == 2 {
-			found = b.Host == "broker-2.shop.unmapped.invalid"
+		if b.NodeID == unmapped {
+			found = b.Host == want
 		}
 	}
-	if !found {
-		t.Fatalf("node 2 announced as %+v", resp.Brokers)
+	if !found || len(resp.Brokers) != len(nodes) {
+		t.Fatalf("node %d announced as %+v, want %s among %d brokers", unmapped, resp.Brokers, want, len(nodes))
 	}
-	env.waitLog(3*time.Second, "outside the fallback range", "node=2")
+	env.waitLog(3*time.Second, "outside the fallback range", "node="+itoa(unmapped))
 }

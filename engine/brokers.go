@@ -11,11 +11,20 @@ type brokerNames struct {
 	e       *Engine
 	cluster *configs.Cluster
 	up      *upstreamState
+	tls     bool // the client came in on the TLS listener: names by SNI
 }
 
 // Advertise implements decide.Brokers.
 func (b *brokerNames) Advertise(node int32) (string, int32) {
 	l := b.e.snap.Load().Listener
+	if b.tls {
+		// L1: broker-<id>.<cluster>.<sni_domain>, at advertised_port.
+		port := l.AdvertisedPort
+		if port == 0 {
+			port = b.e.tlsPort
+		}
+		return "broker-" + itoa(node) + "." + b.cluster.Name + "." + l.SNIDomain, int32(port)
+	}
 	pc := l.Plaintext.Clusters[b.cluster.Name]
 	host := l.Plaintext.AdvertisedHost
 	idx := int64(node) - int64(pc.FirstNodeID)

@@ -43,8 +43,10 @@ type client struct {
 	opened time.Time
 
 	state      authState
-	mech       string // the mechanism chosen by SaslHandshake
-	legacySASL bool   // SaslHandshake v0: the next frame is a raw SASL token
+	tls        *tlsState   // after the TLS handshake
+	tlsHS      *tlsAdapter // during it
+	mech       string      // the mechanism chosen by SaslHandshake
+	legacySASL bool        // SaslHandshake v0: the next frame is a raw SASL token
 	ident      *identity
 	sess       *decide.Session
 	snap       *configs.Snapshot
@@ -103,7 +105,76 @@ func (cl *client) onTraffic() {
 	if testHookTraffic != nil {
 		testHookTraffic(cl)
 	}
+	switch {
+	case cl.tls != nil:
+		cl.tlsRead()
+	case cl.tlsHS != nil:
+		// The handshake worker reads these.
+		if b, err := cl.c.Peek(cl.c.InboundBuffered()); err == nil {
+			cl.tlsHS.feed(b)
+			_, _ = cl.c.Discard(len(b))
+		}
+		return
+	case cl.route.tls:
+		if cl.route.cluster == nil {
+			cl.onTLSHello()
+		}
+		return
+	}
 	cl.process()
+}
+
+// The client's byte streams: gnet's buffers on a plaintext port, the
+// decrypted buffer and tls.Conn on the TLS port.
+
+func (cl *client) inBuffered() int {
+	if cl.tls != nil {
+		return len(cl.tls.plain) - cl.tls.off
+	}
+	return cl.c.InboundBuffered()
+}
+
+func (cl *client) peek(n int) ([]byte, error) {
+	if t := cl.tls; t != nil {
+		if len(t.plain)-t.off < n {
+			return nil, errWouldBlock
+		}
+		return t.plain[t.off : t.off+n], nil
+	}
+	return cl.c.Peek(n)
+}
+
+func (cl *client) discard(n int) {
+	if t := cl.tls; t != nil {
+		t.off += n
+		return
+	}
+	_, _ = cl.c.Discard(n)
+}
+
+func (cl *client) write(b []byte) {
+	if t := cl.tls; t != nil {
+		_, _ = t.conn.Write(b)
+		return
+	}
+	_, _ = cl.c.Write(b)
+}
+
+// writev writes one frame given as slices: one vectored write in clear, one
+// TLS write (records coalesced) over TLS.
+func (cl *client) writev(bs [][]byte) {
+	if t := cl.tls; t != nil {
+		t.out = t.out[:0]
+		for _, b := range bs {
+			t.out = append(t.out, b...)
+		}
+		_, _ = t.conn.Write(t.out)
+		if cap(t.out) > 1<<20 {
+			t.out = nil // a large answer's scratch is not kept
+		}
+		return
+	}
+	_, _ = cl.c.Writev(bs)
 }
 
 // process handles every whole frame the connection holds, in order, until
@@ -112,11 +183,11 @@ func (cl *client) onTraffic() {
 // bounded by its own in-flight limit (and closed past a bound, see limits).
 func (cl *client) process() {
 	for !cl.closed && !cl.held && cl.state != stAuthing && cl.upSt != upDialing {
-		n := cl.c.InboundBuffered()
+		n := cl.inBuffered()
 		if n < codec.SizeLen {
 			return
 		}
-		hb, err := cl.c.Peek(codec.SizeLen)
+		hb, err := cl.peek(codec.SizeLen)
 		if err != nil {
 			return
 		}
@@ -133,7 +204,7 @@ func (cl *client) process() {
 		if n < total {
 			return
 		}
-		frame, err := cl.c.Peek(total)
+		frame, err := cl.peek(total)
 		if err != nil {
 			return
 		}
@@ -143,7 +214,7 @@ func (cl *client) process() {
 		if cl.closed {
 			return
 		}
-		_, _ = cl.c.Discard(total)
+		cl.discard(total)
 	}
 }
 
@@ -246,7 +317,7 @@ func (cl *client) fetchCap() int32 {
 // the gateway's own answers, given as a whole frame.
 func (cl *client) answerLocal(frame []byte) {
 	if cl.queue.Len() == 0 {
-		_, _ = cl.c.Write(frame)
+		cl.write(frame)
 		return
 	}
 	p := cl.queue.Get()
@@ -258,7 +329,7 @@ func (cl *client) answerLocal(frame []byte) {
 func (cl *client) answerPending(p *decide.Pending) {
 	sl := cl.sess.RW.Vec.Slices()
 	if cl.queue.Len() == 0 {
-		_, _ = cl.c.Writev(sl)
+		cl.writev(sl)
 		cl.queue.Put(p)
 		return
 	}
@@ -277,7 +348,7 @@ func (cl *client) flushLocal() {
 			return
 		}
 		cl.queue.Pop()
-		_, _ = cl.c.Write(p.Local)
+		cl.write(p.Local)
 		cl.queue.Put(p)
 	}
 }
@@ -329,6 +400,9 @@ func (cl *client) releaseAs(peerClosed bool) {
 		return
 	}
 	cl.closed = true
+	if cl.tlsHS != nil {
+		_ = cl.tlsHS.Close()
+	}
 	delete(cl.lp.clients, cl)
 	if cl.state != stAuthed {
 		cl.e.unauth.Add(-1)
@@ -359,8 +433,11 @@ func (cl *client) releaseAs(peerClosed bool) {
 // what it read; so does the gateway. Only Produce is forwarded then:
 // nothing else has an effect without its answer.
 func (cl *client) keepForDrain() bool {
-	if n := cl.c.InboundBuffered(); n > 0 {
-		if b, err := cl.c.Peek(n); err == nil {
+	if cl.tls != nil {
+		cl.tlsRead()
+	}
+	if n := cl.inBuffered(); n > 0 {
+		if b, err := cl.peek(n); err == nil {
 			cl.orphan = append([]byte(nil), b...)
 		}
 	}

@@ -131,7 +131,7 @@ func TestKcatProduceConsume(t *testing.T) {
 	total := len(want)
 
 	// N1: the broker holds them under the physical name.
-	got := directValues(t, env, "acme.orders", total, 15*time.Second)
+	got := directValues(t, env, env.phys("acme", "orders"), total, 15*time.Second)
 	held := map[string]int{}
 	for _, r := range got {
 		if !want[string(r.Value)] {
@@ -205,7 +205,7 @@ func TestKcatAcks0ThenExit(t *testing.T) {
 			t.Fatalf("kcat produce acks=0: %v\nstderr:\n%s", err, stderr)
 		}
 	}
-	got := directValues(t, env, "acme.orders", runs*n, 5*time.Second)
+	got := directValues(t, env, env.phys("acme", "orders"), runs*n, 5*time.Second)
 	if len(got) != runs*n {
 		held := map[string]int{}
 		for _, rec := range got {
@@ -281,7 +281,7 @@ func TestKcatProduceRefused(t *testing.T) {
 	if !strings.Contains(strings.ToLower(stderr), "authorization") {
 		t.Fatalf("kcat produce refused without an authorization error: %v\nstderr:\n%s", err, stderr)
 	}
-	if got := directValues(t, env, "acme.orders", 1, 2*time.Second); len(got) != 0 {
+	if got := directValues(t, env, env.phys("acme", "orders"), 1, 2*time.Second); len(got) != 0 {
 		t.Fatalf("a refused produce reached the broker: %d records", len(got))
 	}
 }
@@ -393,7 +393,7 @@ func checkPythonOutput(t *testing.T, env *testEnv, stdout, prefix string) {
 		}
 		lastSeq[f[3]] = seq
 	}
-	got := directValues(t, env, "acme.orders", 10, 10*time.Second)
+	got := directValues(t, env, env.phys("acme", "orders"), 10, 10*time.Second)
 	if len(got) != 10 {
 		t.Fatalf("the broker's acme.orders holds %d records, want 10", len(got))
 	}

@@ -92,7 +92,7 @@ func TestProduceConsumeThroughGateway(t *testing.T) {
 	}
 
 	// The broker holds acme.orders, with the same records.
-	direct := env.directClient(kgo.ConsumeTopics("acme.orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	direct := env.directClient(kgo.ConsumeTopics(env.phys("acme", "orders")), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if got := consumeAll(t, direct, total, 10*time.Second); len(got) != total {
 		t.Fatalf("the broker's acme.orders holds %d records, want %d", len(got), total)
 	}
@@ -163,7 +163,7 @@ func TestProduceWithoutSendRefused(t *testing.T) {
 		t.Fatalf("idempotent produce without send: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
 	}
 	// Nothing reached the broker.
-	direct := env.directClient(kgo.ConsumeTopics("acme.orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	direct := env.directClient(kgo.ConsumeTopics(env.phys("acme", "orders")), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if got := consumeAll(t, direct, 1, 2*time.Second); len(got) != 0 {
 		t.Fatalf("a refused produce reached the broker: %d records", len(got))
 	}

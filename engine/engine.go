@@ -6,6 +6,7 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,7 +37,10 @@ type Engine struct {
 	addrs     []string
 
 	eng       gnet.Engine
-	pool      *ants.Pool
+	pool      *ants.Pool // authentication work
+	hsPool    *ants.Pool // TLS handshakes
+	tlsConfig *tls.Config
+	tlsPort   int
 	loopsMu   sync.Mutex
 	loops     map[gnet.EventLoop]*loop
 	started   chan error
@@ -52,8 +56,9 @@ type Engine struct {
 
 // portRoute says what a listener port serves.
 type portRoute struct {
-	cluster *configs.Cluster
-	node    int32 // -1: the bootstrap
+	cluster *configs.Cluster // nil on the TLS port until SNI says
+	node    int32            // -1: the bootstrap
+	tls     bool             // the TLS listener (routed by SNI)
 }
 
 // New prepares an engine for snap: it starts the embedded upstreams and
@@ -80,11 +85,15 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 	e.log = e.opts.Logger
 	e.refusedLog.perSecond = 10
 	l := snap.Listener
-	if l == nil || l.Plaintext == nil {
-		return nil, fmt.Errorf("%w: only the plaintext fallback (listeners.kafka.plaintext) is served by this version", ErrEngineConfig)
+	if l == nil || (l.Plaintext == nil && l.TLS == nil) {
+		return nil, fmt.Errorf("%w: listeners.kafka declares neither tls nor plaintext", ErrEngineConfig)
 	}
 	if l.TLS != nil {
-		return nil, fmt.Errorf("%w: listeners.kafka.tls is not served by this version", ErrEngineConfig)
+		cfg, err := buildServerTLS(l)
+		if err != nil {
+			return nil, err
+		}
+		e.tlsConfig = cfg
 	}
 	for name, u := range snap.Upstreams {
 		if u.TLS != nil || u.SASL != nil {
@@ -114,14 +123,39 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		e.versions[cl.Name] = decide.NewVersions(e.upstreams[cl.Upstream].versions)
 	}
 
-	// Listener ports: the fallback range of each cluster.
-	host := l.Plaintext.BindHost
-	if host == "" {
-		host = "0.0.0.0"
+	// The TLS port, routed by SNI.
+	if l.TLS != nil {
+		th, tp, err := net.SplitHostPort(l.Address)
+		if err != nil {
+			return nil, fmt.Errorf("%w: listeners.kafka.address: %v", ErrEngineConfig, err)
+		}
+		port, _ := strconv.Atoi(tp)
+		if port == 0 {
+			// Port 0 (tests): take a free one now, so the route is known.
+			ln, err := net.Listen("tcp", net.JoinHostPort(th, "0"))
+			if err != nil {
+				return nil, err
+			}
+			port = ln.Addr().(*net.TCPAddr).Port
+			ln.Close()
+		}
+		if th == "" {
+			th = "0.0.0.0"
+		}
+		e.tlsPort = port
+		e.ports[port] = portRoute{node: -1, tls: true}
+		e.addrs = append(e.addrs, "tcp://"+net.JoinHostPort(th, strconv.Itoa(port)))
 	}
-	names := make([]string, 0, len(l.Plaintext.Clusters))
-	for name := range l.Plaintext.Clusters {
-		names = append(names, name)
+	// Listener ports: the fallback range of each cluster.
+	var names []string
+	host := "0.0.0.0"
+	if l.Plaintext != nil {
+		if l.Plaintext.BindHost != "" {
+			host = l.Plaintext.BindHost
+		}
+		for name := range l.Plaintext.Clusters {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
 	for _, name := range names {
@@ -145,6 +179,14 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		return nil, err
 	}
 	e.pool = pool
+	// TLS handshakes wait on their clients: one worker each, as many as
+	// unauthenticated connections may exist.
+	hs, err := ants.NewPool(max(intOr(l.MaxUnauthenticatedConnections, 256), 16), ants.WithNonblocking(true))
+	if err != nil {
+		e.closeUpstreams()
+		return nil, err
+	}
+	e.hsPool = hs
 	return e, nil
 }
 
@@ -185,6 +227,9 @@ func seedTopics(snap *configs.Snapshot, upstream string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TLSPort returns the TLS listener's port (0 without one).
+func (e *Engine) TLSPort() int { return e.tlsPort }
 
 // Addrs returns the listener addresses.
 func (e *Engine) Addrs() []string { return e.addrs }
@@ -271,6 +316,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	err := e.eng.Stop(ctx)
 	<-e.stopped
 	e.pool.Release()
+	e.hsPool.Release()
 	return err
 }
 

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,20 +16,79 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
 // testEnv is a whole gateway booted from configuration files on free
-// ports, in front of an embedded kfake upstream.
+// ports, in front of its upstream: an embedded kfake cluster (three
+// brokers, nodes 0-2), or with FLEXWAY_TEST_UPSTREAM=kafka a real Apache
+// Kafka broker (FLEXWAY_TEST_KAFKA, default 127.0.0.1:39092; one node, id 1)
+// shared by every test, each env under its own random channel prefix.
 type testEnv struct {
 	t      *testing.T
 	e      *Engine
 	dir    string
 	boot   string
 	keys   map[string]string // key id -> key
-	direct []string          // the embedded brokers
+	direct []string          // the upstream's brokers, reached without the gateway
 	logs   *syncBuf
+	prefix string // the contract's channel prefix: "" on kfake, "t<random>." on a real broker
+	real   bool   // the upstream is a real Kafka broker
+}
+
+// The upstream the tests run against, chosen by the environment.
+const (
+	envUpstream = "FLEXWAY_TEST_UPSTREAM" // "kafka": a real broker; unset or "kfake": embedded
+	envKafka    = "FLEXWAY_TEST_KAFKA"    // the real broker's PLAINTEXT address
+)
+
+// realKafka reports whether the tests run against a real Kafka broker, and its address.
+func realKafka() (string, bool) {
+	switch v := os.Getenv(envUpstream); v {
+	case "", "kfake", "embedded":
+		return "", false
+	case "kafka":
+		if a := os.Getenv(envKafka); a != "" {
+			return a, true
+		}
+		return "127.0.0.1:39092", true
+	default:
+		panic(fmt.Sprintf("%s=%q: want kafka or kfake", envUpstream, v))
+	}
+}
+
+// Under a real broker: the tenants and channels whose physical topics each
+// env creates (the embedded upstream seeds them itself), and their shape.
+var (
+	testTenants             = []string{"acme", "globex"}
+	testChannels            = []string{"orders", "payments"}
+	testPartitions    int32 = 2
+	realKafkaNodeID   int32 = 1 // node.id of bench/kafka/server.properties.template
+	embeddedNodeCount       = 3
+)
+
+// phys is the physical topic of a tenant's channel on the upstream.
+func (env *testEnv) phys(tenant, topic string) string { return env.prefix + tenant + "." + topic }
+
+// group is the physical consumer group of a tenant's group id.
+func (env *testEnv) group(tenant, g string) string { return env.prefix + tenant + ".~g." + g }
+
+// txn is the physical transactional id of a tenant's transactional id.
+func (env *testEnv) txn(tenant, id string) string { return env.prefix + tenant + ".~t." + id }
+
+// nodes are the upstream's node ids.
+func (env *testEnv) nodes() []int32 {
+	if env.real {
+		return []int32{realKafkaNodeID}
+	}
+	out := make([]int32, embeddedNodeCount)
+	for i := range out {
+		out[i] = int32(i)
+	}
+	return out
 }
 
 const testContract = `asyncapi: 3.0.0
@@ -125,12 +186,42 @@ func newTestEnv(t *testing.T, listenerExtra string, opt ...Option) *testEnv {
 }
 
 // newTestEnvPorts boots with a fallback range of nports ports (the
-// bootstrap and nports-1 brokers) in front of three embedded brokers.
+// bootstrap and nports-1 brokers) in front of the upstream.
 func newTestEnvPorts(t *testing.T, listenerExtra string, nports int, opt ...Option) *testEnv {
 	t.Helper()
+	return newTestEnvWith(t, envConfig{listenerExtra: listenerExtra, nports: nports}, opt...)
+}
+
+// envConfig shapes a test env.
+type envConfig struct {
+	listenerExtra string // lines added under listeners.kafka (4 spaces of indent)
+	nports        int    // the fallback range: the bootstrap and nports-1 brokers (default 4)
+	firstNodeID   *int32 // first_node_id of the range; default the upstream's first node (0 on kfake, 1 on a real broker)
+}
+
+func newTestEnvWith(t *testing.T, ec envConfig, opt ...Option) *testEnv {
+	t.Helper()
+	if ec.nports <= 0 {
+		ec.nports = 4
+	}
+	nports := ec.nports
 	dir := t.TempDir()
 	base := freeRange(t, nports+1)
 	env := &testEnv{t: t, dir: dir, keys: map[string]string{}, logs: &syncBuf{ch: make(chan string, 4096)}}
+	kafkaAddr, real := realKafka()
+	upstream := "    embedded: { brokers: 3, partitions: 2 }\n"
+	firstNode := int32(0)
+	if real {
+		env.real = true
+		env.prefix = "t" + randomHex(t, 5) + "."
+		env.direct = []string{kafkaAddr}
+		upstream = fmt.Sprintf("    brokers: [%q]\n", kafkaAddr)
+		firstNode = realKafkaNodeID
+		env.createTopics()
+	}
+	if ec.firstNodeID != nil {
+		firstNode = *ec.firstNodeID
+	}
 	var store strings.Builder
 	store.WriteString("keys:\n")
 	for i, k := range testKeys {
@@ -148,8 +239,7 @@ contracts:
 upstreams:
   events:
     protocol: kafka
-    embedded: { brokers: 3, partitions: 2 }
-auth:
+%sauth:
   api_keys:
     store: "file:./api-keys.yaml"
 listeners:
@@ -159,10 +249,11 @@ listeners:
       bind_host: 127.0.0.1
       advertised_host: 127.0.0.1
       clusters:
-        shop: { ports: { from: %d, to: %d }, first_node_id: 0 }
-`, listenerExtra, base, base+nports-1)
+        shop: { ports: { from: %d, to: %d }, first_node_id: %d }
+`, upstream, ec.listenerExtra, base, base+nports-1, firstNode)
 	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(testContract), 0o600))
+	contract := strings.ReplaceAll(testContract, `address: "{tenant}.`, `address: "`+env.prefix+`{tenant}.`)
+	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(contract), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store.String()), 0o600))
 	snap, err := configs.Load(filepath.Join(dir, "flexway.yaml"))
 	if err != nil {
@@ -187,8 +278,74 @@ listeners:
 	})
 	env.e = e
 	env.boot = fmt.Sprintf("127.0.0.1:%d", base)
-	env.direct = e.EmbeddedBrokers()["events"]
+	if !real {
+		env.direct = e.EmbeddedBrokers()["events"]
+	}
 	return env
+}
+
+func randomHex(t *testing.T, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// createTopics creates the env's physical topics on the real broker
+// (auto.create.topics.enable=false there) and waits until every partition
+// has a leader; they are deleted when the test ends.
+func (env *testEnv) createTopics() {
+	t := env.t
+	t.Helper()
+	var topics []string
+	for _, tenant := range testTenants {
+		for _, ch := range testChannels {
+			topics = append(topics, env.phys(tenant, ch))
+		}
+	}
+	adm := kadm.NewClient(env.directClient())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopics(ctx, testPartitions, 1, nil, topics...)
+	if err != nil {
+		t.Fatalf("the real broker at %s: create topics: %v (is it running? scripts/kafka-start.sh)", env.direct[0], err)
+	}
+	for _, r := range resp.Sorted() {
+		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+			t.Fatalf("create topic %s: %v", r.Topic, r.Err)
+		}
+	}
+	for {
+		md, err := adm.Metadata(ctx, topics...)
+		if err == nil {
+			ready := len(md.Topics) == len(topics)
+			for _, td := range md.Topics {
+				ready = ready && td.Err == nil && len(td.Partitions) == int(testPartitions)
+				for _, p := range td.Partitions {
+					ready = ready && p.Err == nil && p.Leader >= 0
+				}
+			}
+			if ready {
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("topics %v not ready on the real broker: %v", topics, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		// Best effort: keep the shared broker small across runs.
+		cl, err := kgo.NewClient(kgo.SeedBrokers(env.direct...))
+		if err != nil {
+			return
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = kadm.NewClient(cl).DeleteTopics(ctx, topics...)
+	})
 }
 
 type testWriter struct{ t *testing.T }

@@ -150,7 +150,7 @@ func (u *upstreamConn) onTraffic() {
 			cl.close("upstream protocol")
 			return
 		}
-		_, _ = cl.c.Writev(cl.sess.RW.Vec.Slices())
+		cl.writev(cl.sess.RW.Vec.Slices())
 		_, _ = u.c.Discard(total)
 		if cl.closed {
 			return

@@ -1,0 +1,456 @@
+package engine
+
+// TLS on the reactor (L1, L4). gnet has no TLS: the standard crypto/tls
+// runs over an adapter net.Conn.
+//
+//   - SNI is read on the loop from the ClientHello before any worker is
+//     spent: a name that is no declared cluster is closed at once.
+//   - The handshake runs on a worker goroutine (a handshake cannot resume
+//     after an error, so it cannot run on the loop): the adapter's Read
+//     waits for bytes the loop copies in, its Write uses AsyncWrite.
+//   - After the handshake the record layer runs on the loop: the adapter
+//     reads gnet's buffer and answers "would block" (a temporary net.Error,
+//     which tls.Conn does not remember: pinned by TestTLSTemporaryErrorNotSticky)
+//     when it is empty. Decrypted bytes go to the client's plaintext buffer,
+//     framed as on a plaintext port.
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flexway/flexway/configs"
+	"github.com/panjf2000/gnet/v2"
+)
+
+// errWouldBlock is the adapter's "nothing buffered": temporary, so tls.Conn
+// returns it without breaking the connection.
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string   { return "tls adapter: would block" }
+func (wouldBlock) Timeout() bool   { return true }
+func (wouldBlock) Temporary() bool { return true }
+
+var errWouldBlock error = wouldBlock{}
+
+// tlsAdapter is the net.Conn under a client's tls.Conn.
+type tlsAdapter struct {
+	gc gnet.Conn
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	buf      []byte // fed by the loop during the handshake, drained first after it
+	closed   bool
+	loopMode bool
+}
+
+func newTLSAdapter(gc gnet.Conn) *tlsAdapter {
+	a := &tlsAdapter{gc: gc}
+	a.cond = sync.NewCond(&a.mu)
+	return a
+}
+
+// feed copies bytes read by the loop for the handshake worker.
+func (a *tlsAdapter) feed(b []byte) {
+	a.mu.Lock()
+	a.buf = append(a.buf, b...)
+	a.mu.Unlock()
+	a.cond.Broadcast()
+}
+
+func (a *tlsAdapter) Read(p []byte) (int, error) {
+	a.mu.Lock()
+	if !a.loopMode {
+		for len(a.buf) == 0 && !a.closed {
+			a.cond.Wait()
+		}
+		if len(a.buf) == 0 {
+			a.mu.Unlock()
+			return 0, net.ErrClosed
+		}
+		n := copy(p, a.buf)
+		a.buf = a.buf[n:]
+		a.mu.Unlock()
+		return n, nil
+	}
+	if len(a.buf) > 0 {
+		n := copy(p, a.buf)
+		a.buf = a.buf[n:]
+		a.mu.Unlock()
+		return n, nil
+	}
+	a.mu.Unlock()
+	// Loop mode: on the loop only.
+	n := a.gc.InboundBuffered()
+	if n == 0 {
+		return 0, errWouldBlock
+	}
+	n = min(n, len(p))
+	b, err := a.gc.Peek(n)
+	if err != nil {
+		return 0, errWouldBlock
+	}
+	copy(p, b)
+	_, _ = a.gc.Discard(n)
+	return n, nil
+}
+
+func (a *tlsAdapter) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	loop, closed := a.loopMode, a.closed
+	a.mu.Unlock()
+	if closed {
+		return 0, net.ErrClosed
+	}
+	if loop {
+		return a.gc.Write(p)
+	}
+	// Off the loop: AsyncWrite keeps the order and copies nothing, so copy.
+	if err := a.gc.AsyncWrite(append([]byte(nil), p...), nil); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (a *tlsAdapter) Close() error {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	a.cond.Broadcast()
+	return nil
+}
+
+func (a *tlsAdapter) LocalAddr() net.Addr                { return a.gc.LocalAddr() }
+func (a *tlsAdapter) RemoteAddr() net.Addr               { return a.gc.RemoteAddr() }
+func (a *tlsAdapter) SetDeadline(t time.Time) error      { return nil }
+func (a *tlsAdapter) SetReadDeadline(t time.Time) error  { return nil }
+func (a *tlsAdapter) SetWriteDeadline(t time.Time) error { return nil }
+
+// tlsState is a client's TLS after the handshake.
+type tlsState struct {
+	conn  *tls.Conn
+	ad    *tlsAdapter
+	plain []byte // decrypted, not yet framed: plain[off:]
+	off   int
+	out   []byte // scratch: plaintext of one vectored write
+}
+
+// buildServerTLS makes the listener's tls.Config (start-only, S1).
+func buildServerTLS(l *configs.KafkaListener) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(l.TLS.CertFile, l.TLS.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: listeners.kafka.tls: %v", ErrEngineConfig, err)
+	}
+	cfg := &tls.Config{
+		Certificates:                []tls.Certificate{cert},
+		MinVersion:                  tls.VersionTLS12,
+		DynamicRecordSizingDisabled: true,
+	}
+	if l.TLS.ClientCAFile != "" {
+		pem, err := os.ReadFile(l.TLS.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: listeners.kafka.tls.client_ca_file: %v", ErrEngineConfig, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: listeners.kafka.tls.client_ca_file: no certificate", ErrEngineConfig)
+		}
+		cfg.ClientCAs = pool
+		// SASL clients present no certificate; a certificate, when given, must verify.
+		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return cfg, nil
+}
+
+// routeSNI maps an SNI name to a cluster and node: bootstrap.<cluster>.<domain>
+// or broker-<id>.<cluster>.<domain>.
+func (e *Engine) routeSNI(name string) (portRoute, bool) {
+	snap := e.snap.Load()
+	domain := "." + strings.ToLower(snap.Listener.SNIDomain)
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	if !strings.HasSuffix(name, domain) {
+		return portRoute{}, false
+	}
+	rest := strings.TrimSuffix(name, domain)
+	i := strings.IndexByte(rest, '.')
+	if i < 0 {
+		return portRoute{}, false
+	}
+	host, cluster := rest[:i], rest[i+1:]
+	cl := snap.Clusters[cluster]
+	if cl == nil {
+		return portRoute{}, false
+	}
+	if host == "bootstrap" {
+		return portRoute{cluster: cl, node: -1, tls: true}, true
+	}
+	if id, ok := strings.CutPrefix(host, "broker-"); ok {
+		n, err := strconv.ParseInt(id, 10, 32)
+		if err == nil && n >= 0 {
+			return portRoute{cluster: cl, node: int32(n), tls: true}, true
+		}
+	}
+	return portRoute{}, false
+}
+
+// errNoSNI and friends: why a ClientHello cannot be routed.
+var (
+	errHelloIncomplete = errors.New("incomplete")
+	errNotTLS          = errors.New("not a TLS handshake")
+	errNoSNI           = errors.New("no SNI")
+)
+
+// parseSNI reads the server name of a ClientHello from the start of b (one
+// or more TLS records). errHelloIncomplete: more bytes are needed.
+func parseSNI(b []byte) (string, error) {
+	// Gather the handshake message from consecutive handshake records.
+	var msg []byte
+	for {
+		if len(b) < 5 {
+			return "", errHelloIncomplete
+		}
+		if b[0] != 0x16 || b[1] != 3 {
+			return "", errNotTLS
+		}
+		l := int(binary.BigEndian.Uint16(b[3:5]))
+		if l == 0 || l > 1<<14+2048 {
+			return "", errNotTLS
+		}
+		if len(b) < 5+l {
+			return "", errHelloIncomplete
+		}
+		msg = append(msg, b[5:5+l]...)
+		b = b[5+l:]
+		if len(msg) >= 4 {
+			if msg[0] != 1 { // client_hello
+				return "", errNotTLS
+			}
+			hl := int(msg[1])<<16 | int(msg[2])<<8 | int(msg[3])
+			if hl > 1<<16 {
+				return "", errNotTLS
+			}
+			if len(msg) >= 4+hl {
+				msg = msg[4 : 4+hl]
+				break
+			}
+		}
+	}
+	r := msg
+	skip := func(n int) bool {
+		if len(r) < n {
+			return false
+		}
+		r = r[n:]
+		return true
+	}
+	vec := func(lenBytes int) ([]byte, bool) {
+		if len(r) < lenBytes {
+			return nil, false
+		}
+		n := 0
+		for i := 0; i < lenBytes; i++ {
+			n = n<<8 | int(r[i])
+		}
+		r = r[lenBytes:]
+		if len(r) < n {
+			return nil, false
+		}
+		v := r[:n]
+		r = r[n:]
+		return v, true
+	}
+	if !skip(2 + 32) { // version, random
+		return "", errNotTLS
+	}
+	if _, ok := vec(1); !ok { // session id
+		return "", errNotTLS
+	}
+	if _, ok := vec(2); !ok { // cipher suites
+		return "", errNotTLS
+	}
+	if _, ok := vec(1); !ok { // compression
+		return "", errNotTLS
+	}
+	exts, ok := vec(2)
+	if !ok {
+		return "", errNoSNI
+	}
+	r = exts
+	for len(r) >= 4 {
+		typ := binary.BigEndian.Uint16(r)
+		r = r[2:]
+		data, ok := vec(2)
+		if !ok {
+			return "", errNotTLS
+		}
+		if typ != 0 { // server_name
+			continue
+		}
+		r = data
+		list, ok := vec(2)
+		if !ok {
+			return "", errNotTLS
+		}
+		r = list
+		for len(r) >= 3 {
+			nt := r[0]
+			r = r[1:]
+			name, ok := vec(2)
+			if !ok {
+				return "", errNotTLS
+			}
+			if nt == 0 {
+				return string(name), nil
+			}
+		}
+		return "", errNoSNI
+	}
+	return "", errNoSNI
+}
+
+// onTLSHello handles the first bytes of a TLS client: route by SNI, then
+// start the handshake in the worker pool.
+func (cl *client) onTLSHello() {
+	n := cl.c.InboundBuffered()
+	if n > preAuthMaxRequest {
+		n = preAuthMaxRequest
+	}
+	b, err := cl.c.Peek(n)
+	if err != nil {
+		return
+	}
+	name, err := parseSNI(b)
+	if errors.Is(err, errHelloIncomplete) {
+		if n >= preAuthMaxRequest {
+			cl.e.refusedLine("kafka connection refused", "cause", "ClientHello too large")
+			cl.close("tls hello")
+		}
+		return
+	}
+	if err != nil {
+		cause := "no SNI name"
+		if errors.Is(err, errNotTLS) {
+			cause = "a plaintext client on the TLS port"
+		}
+		cl.e.refusedLine("kafka connection refused", "cause", cause)
+		cl.close("tls hello")
+		return
+	}
+	route, ok := cl.e.routeSNI(name)
+	if !ok {
+		cl.e.refusedLine("kafka connection refused", "cause", "SNI names no declared cluster", "sni", name)
+		cl.close("sni")
+		return
+	}
+	cl.route = route
+	ad := newTLSAdapter(cl.c)
+	all, _ := cl.c.Peek(cl.c.InboundBuffered())
+	ad.feed(all) // copied: gnet's buffer is the loop's
+	_, _ = cl.c.Discard(len(all))
+	cl.tlsHS = ad
+	conn := tls.Server(ad, cl.e.tlsConfig)
+	deadline := cl.opened.Add(cl.snap.Listener.AuthTimeout.D())
+	el := cl.c.EventLoop()
+	err = cl.e.hsPool.Submit(func() {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		herr := conn.HandshakeContext(ctx)
+		cancel()
+		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			defer cl.e.recoverConn(cl.c, "tls")
+			if cl.closed {
+				return nil
+			}
+			cl.tlsDone(conn, ad, herr)
+			return nil
+		}))
+	})
+	if err != nil {
+		cl.e.refusedLine("kafka connection refused", "cause", "handshake pool full")
+		cl.close("tls pool")
+	}
+}
+
+// tlsDone runs on the loop when the handshake ends.
+func (cl *client) tlsDone(conn *tls.Conn, ad *tlsAdapter, herr error) {
+	if herr != nil {
+		cl.e.refusedLine("kafka connection refused", "cause", "TLS handshake failed", "error", herr.Error(), "cluster", cl.route.cluster.Name)
+		cl.close("tls handshake")
+		return
+	}
+	ad.mu.Lock()
+	ad.loopMode = true
+	ad.mu.Unlock()
+	cl.tls = &tlsState{conn: conn, ad: ad}
+	cl.tlsHS = nil
+	if st := conn.ConnectionState(); len(st.PeerCertificates) > 0 {
+		cl.certAuth(st.PeerCertificates[0])
+		if cl.closed {
+			return
+		}
+	}
+	cl.tlsRead()
+	cl.process()
+}
+
+// tlsRead decrypts what gnet holds into the plaintext buffer.
+func (cl *client) tlsRead() {
+	t := cl.tls
+	for !cl.closed {
+		if t.off > 0 && t.off == len(t.plain) {
+			t.plain, t.off = t.plain[:0], 0
+		}
+		if cap(t.plain)-len(t.plain) < 16<<10 {
+			np := make([]byte, len(t.plain)-t.off, 2*cap(t.plain)+32<<10)
+			copy(np, t.plain[t.off:])
+			t.plain, t.off = np, 0
+		}
+		n, err := t.conn.Read(t.plain[len(t.plain):cap(t.plain)])
+		t.plain = t.plain[:len(t.plain)+n]
+		if err != nil {
+			var ne interface{ Temporary() bool }
+			if errors.As(err, &ne) && ne.Temporary() {
+				return
+			}
+			if !errors.Is(err, errEOFLike) {
+				cl.e.log.Info("kafka connection closed: TLS error", "cluster", cl.route.cluster.Name, "error", err.Error())
+			}
+			cl.close("tls read")
+			return
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
+var errEOFLike = errors.New("eof")
+
+// certAuth authenticates a verified client certificate (I3): declared in
+// auth.mtls.clients by subject, no SASL handshake.
+func (cl *client) certAuth(cert *x509.Certificate) {
+	snap := cl.e.snap.Load()
+	var mc *configs.MTLSClient
+	for _, c := range snap.Clients {
+		if c.Subject == cert.Subject.String() || c.Subject == "CN="+cert.Subject.CommonName {
+			mc = c
+			break
+		}
+	}
+	if mc == nil {
+		cl.e.refusedLine("kafka authentication refused", "cause", "certificate not declared in auth.mtls.clients", "cluster", cl.route.cluster.Name, "mechanism", "mtls")
+		cl.close("mtls")
+		return
+	}
+	cl.mech = "mtls"
+	res := authResult{user: mc.ID, id: &identity{principal: mc.ID, mechanism: "mtls", tenant: mc.Tenant, ops: mc.Operations, expires: cert.NotAfter}}
+	cl.authDone(res, nil, authCert, snap)
+}

@@ -1,0 +1,339 @@
+package engine
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/configs"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const sniDomain = "kafka.example.test"
+
+// tlsEnv is a gateway with the TLS listener (SNI routing) and mTLS.
+type tlsEnv struct {
+	*testEnv
+	ca     *testCA
+	port   int
+	client map[string]tls.Certificate // mTLS client certificates by name
+}
+
+func newTLSEnv(t *testing.T, extra string, opt ...Option) *tlsEnv {
+	t.Helper()
+	dir := t.TempDir()
+	ca := newTestCA(t, "flexway test CA")
+	other := newTestCA(t, "another CA")
+	scert, skey := ca.issue(t, "gateway", []string{"*.shop." + sniDomain}, false, time.Now().Add(24*time.Hour))
+	te := &tlsEnv{ca: ca, client: map[string]tls.Certificate{}}
+	mk := func(ca *testCA, cn string, notAfter time.Time) tls.Certificate {
+		c, k := ca.issue(t, cn, nil, true, notAfter)
+		return keyPair(t, c, k)
+	}
+	te.client["billing"] = mk(ca, "billing-app", time.Now().Add(24*time.Hour))
+	te.client["expired"] = mk(ca, "billing-app", time.Now().Add(-time.Hour))
+	te.client["foreign"] = mk(other, "billing-app", time.Now().Add(24*time.Hour))
+	te.client["undeclared"] = mk(ca, "stranger", time.Now().Add(24*time.Hour))
+	writeFile(t, dir, "tls.crt", scert)
+	writeFile(t, dir, "tls.key", skey)
+	writeFile(t, dir, "ca.crt", ca.pem)
+
+	env := &testEnv{t: t, dir: dir, keys: map[string]string{}, logs: &syncBuf{ch: make(chan string, 4096)}}
+	var store strings.Builder
+	store.WriteString("keys:\n")
+	for i, k := range testKeys {
+		key := hex.EncodeToString([]byte(fmt.Sprintf("tls-key-%d-%s", i, k.id)))
+		env.keys[k.id] = key
+		h := configs.HashKey(key)
+		fmt.Fprintf(&store, "  - id: %s\n    hash: \"sha256:%s\"\n    tenant: %s\n    operations: [%s]\n", k.id, hex.EncodeToString(h[:]), k.tenant, k.ops)
+	}
+	contract := strings.ReplaceAll(testContract, `security: [ { $ref: "#/components/securitySchemes/apiKey" } ]`,
+		`security: [ { $ref: "#/components/securitySchemes/apiKey" }, { $ref: "#/components/securitySchemes/cert" } ]`)
+	contract = strings.Replace(contract, "    apiKey: { type: plain }\n", "    apiKey: { type: plain }\n    cert: { type: X509 }\n", 1)
+	cfg := fmt.Sprintf(`version: 1
+contracts:
+  asyncapi: ./asyncapi.yaml
+upstreams:
+  events:
+    protocol: kafka
+    embedded: { brokers: 3, partitions: 2 }
+auth:
+  api_keys:
+    store: "file:./api-keys.yaml"
+  mtls:
+    clients:
+      - { id: billing, subject: "CN=billing-app", tenant: acme, operations: [consumeOrders, produceOrders] }
+listeners:
+  kafka:
+    address: "127.0.0.1:0"
+    tls: { cert_file: ./tls.crt, key_file: ./tls.key, client_ca_file: ./ca.crt }
+    sni_domain: %s
+%s`, sniDomain, extra)
+	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(contract), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store.String()), 0o600))
+	snap, err := configs.Load(filepath.Join(dir, "flexway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(env.logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	e, err := New(context.Background(), snap, append([]Option{WithLogger(log), WithLoops(2)}, opt...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go e.Serve()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		e.Stop(ctx)
+	})
+	env.e = e
+	env.direct = e.EmbeddedBrokers()["events"]
+	te.testEnv = env
+	te.port = e.TLSPort()
+	env.boot = fmt.Sprintf("bootstrap.shop.%s:%d", sniDomain, te.port)
+	return te
+}
+
+// dialer resolves every name to the gateway on loopback and speaks TLS
+// with the name as SNI, as a client of the real DNS would.
+func (te *tlsEnv) dialer(cert *tls.Certificate, minV, maxV uint16) func(ctx context.Context, network, host string) (net.Conn, error) {
+	return func(ctx context.Context, network, host string) (net.Conn, error) {
+		name, _, _ := net.SplitHostPort(host)
+		d := net.Dialer{Timeout: 5 * time.Second}
+		raw, err := d.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", te.port))
+		if err != nil {
+			return nil, err
+		}
+		cfg := &tls.Config{ServerName: name, RootCAs: te.ca.pool(), MinVersion: minV, MaxVersion: maxV}
+		if cert != nil {
+			cfg.Certificates = []tls.Certificate{*cert}
+		}
+		c := tls.Client(raw, cfg)
+		if err := c.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
+func (te *tlsEnv) saslClient(id string, maxV uint16, opts ...kgo.Opt) *kgo.Client {
+	te.t.Helper()
+	base := []kgo.Opt{kgo.SeedBrokers(te.boot), kgo.Dialer(te.dialer(nil, tls.VersionTLS12, maxV)),
+		kgo.SASL(plainAuth(id, te.keys[id])), kgo.RequestRetries(2), kgo.RetryTimeout(5 * time.Second)}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		te.t.Fatal(err)
+	}
+	te.t.Cleanup(cl.Close)
+	return cl
+}
+
+func (te *tlsEnv) certClient(name string, opts ...kgo.Opt) *kgo.Client {
+	te.t.Helper()
+	c := te.client[name]
+	base := []kgo.Opt{kgo.SeedBrokers(te.boot), kgo.Dialer(te.dialer(&c, tls.VersionTLS12, tls.VersionTLS13)),
+		kgo.RequestRetries(1), kgo.RetryTimeout(3 * time.Second)}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		te.t.Fatal(err)
+	}
+	te.t.Cleanup(cl.Close)
+	return cl
+}
+
+// L1: over TLS 1.2 and 1.3, the SNI name routes; Metadata answers the
+// brokers as broker-<id>.<cluster>.<sni_domain> at the advertised port.
+func TestTLSProduceConsumeBySNI(t *testing.T) {
+	te := newTLSEnv(t, "")
+	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		prod := te.saslClient("acme-app", v)
+		produceN(t, prod, "orders", 20, fmt.Sprintf("tls%x", v))
+	}
+	cons := te.saslClient("acme-app", tls.VersionTLS13, kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if got := consumeAll(t, cons, 40, 15*time.Second); len(got) != 40 {
+		t.Fatalf("consumed %d over TLS, want 40", len(got))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	md, err := kadm.NewClient(te.saslClient("acme-app", tls.VersionTLS13)).Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range md.Brokers {
+		want := fmt.Sprintf("broker-%d.shop.%s", b.NodeID, sniDomain)
+		if b.Host != want || int(b.Port) != te.port {
+			t.Fatalf("broker %d announced as %s:%d, want %s:%d", b.NodeID, b.Host, b.Port, want, te.port)
+		}
+	}
+	if md.Cluster != "shop" {
+		t.Fatalf("cluster id %q", md.Cluster)
+	}
+}
+
+// L1: an SNI naming no declared cluster, or none, is closed at once and logged.
+func TestTLSUnknownSNIRefused(t *testing.T) {
+	te := newTLSEnv(t, "")
+	for _, name := range []string{"bootstrap.other." + sniDomain, "kafka.elsewhere.test", ""} {
+		raw, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", te.port), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := tls.Client(raw, &tls.Config{ServerName: name, InsecureSkipVerify: true})
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if err := c.Handshake(); err == nil {
+			t.Fatalf("SNI %q: handshake succeeded", name)
+		}
+		raw.Close()
+	}
+	te.waitLog(3*time.Second, "kafka connection refused", "SNI names no declared cluster")
+	te.waitLog(3*time.Second, "kafka connection refused", "no SNI name")
+}
+
+// A plaintext client on the TLS port is closed and named as such.
+func TestPlaintextClientOnTLSPort(t *testing.T) {
+	te := newTLSEnv(t, "")
+	r := dialPlain(t, fmt.Sprintf("127.0.0.1:%d", te.port))
+	r.writeRaw([]byte{0, 0, 0, 20, 0, 18, 0, 3, 0, 0, 0, 1, 0, 1, 'c', 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	r.expectClosed(5 * time.Second)
+	te.waitLog(3*time.Second, "kafka connection refused", "a plaintext client on the TLS port")
+}
+
+// I3, L4: a client certificate declared in auth.mtls.clients authenticates
+// without SASL; an expired one, one of another CA, or one not declared is refused.
+func TestMTLS(t *testing.T) {
+	te := newTLSEnv(t, "")
+	prod := te.certClient("billing")
+	produceN(t, prod, "orders", 5, "mtls")
+	direct := te.directClient(kgo.ConsumeTopics("acme.orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if got := consumeAll(t, direct, 5, 10*time.Second); len(got) != 5 {
+		t.Fatalf("the broker's acme.orders holds %d records from the certificate's session", len(got))
+	}
+	for _, name := range []string{"expired", "foreign", "undeclared"} {
+		cl := te.certClient(name)
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+		err := cl.Ping(ctx)
+		cancel()
+		if err == nil {
+			t.Fatalf("%s certificate: accepted", name)
+		}
+	}
+	te.waitLog(3*time.Second, "kafka connection refused", "TLS handshake failed")
+	te.waitLog(3*time.Second, "kafka authentication refused", "certificate not declared")
+}
+
+// ARCHITECTURE: crypto/tls does not remember a temporary error from the
+// conn under it: the record layer can run on the loop, answering "would
+// block" when gnet holds nothing. If a Go release changes this, this test fails.
+func TestTLSTemporaryErrorNotSticky(t *testing.T) {
+	ca := newTestCA(t, "pin")
+	c, k := ca.issue(t, "x", []string{"x.test"}, false, time.Now().Add(time.Hour))
+	srvRaw, cliRaw := net.Pipe()
+	fc := &flakyConn{Conn: srvRaw}
+	srv := tls.Server(fc, &tls.Config{Certificates: []tls.Certificate{keyPair(t, c, k)}})
+	cli := tls.Client(cliRaw, &tls.Config{ServerName: "x.test", RootCAs: ca.pool()})
+	go cli.Handshake()
+	// The handshake runs as in the worker (no temporary errors), then the
+	// record layer as on the loop.
+	if err := srv.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	fc.on = true
+	go cli.Write([]byte("hello"))
+	buf := make([]byte, 16)
+	var got []byte
+	var temps int
+	deadline := time.Now().Add(5 * time.Second)
+	for len(got) < 5 && time.Now().Before(deadline) {
+		n, err := srv.Read(buf)
+		got = append(got, buf[:n]...)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			temps++
+			continue
+		}
+		if err != nil {
+			t.Fatalf("tls.Conn kept a temporary error: %v", err)
+		}
+	}
+	if string(got) != "hello" || temps == 0 {
+		t.Fatalf("read %q after %d temporary errors", got, temps)
+	}
+}
+
+// flakyConn answers every other Read with a temporary error, as the adapter does when gnet holds nothing.
+type flakyConn struct {
+	net.Conn
+	n  int
+	on bool
+}
+
+func (f *flakyConn) Read(p []byte) (int, error) {
+	f.n++
+	if f.on && f.n%2 == 0 {
+		return 0, errWouldBlock
+	}
+	return f.Conn.Read(p)
+}
+
+// L3: auth_timeout counts the TLS handshake: a client that starts one and
+// never finishes is closed at it.
+func TestTLSHandshakeCountsInAuthTimeout(t *testing.T) {
+	te := newTLSEnv(t, "    auth_timeout: 1s\n")
+	r := dialPlain(t, fmt.Sprintf("127.0.0.1:%d", te.port))
+	r.writeRaw([]byte{0x16, 0x03, 0x01, 0x00, 0x80, 0x01}) // a ClientHello that never completes
+	if d := r.expectClosed(6 * time.Second); d < 900*time.Millisecond {
+		t.Fatalf("closed after %v", d)
+	}
+}
+
+// O2: before authentication, at most 10 refusal lines a second.
+func TestRefusalLogRateLimited(t *testing.T) {
+	te := newTLSEnv(t, "")
+	start := time.Now()
+	for i := 0; i < 40; i++ {
+		raw, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", te.port), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := tls.Client(raw, &tls.Config{ServerName: "bootstrap.nope." + sniDomain, InsecureSkipVerify: true})
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		_ = c.Handshake()
+		raw.Close()
+	}
+	time.Sleep(200 * time.Millisecond)
+	lines := 0
+	for {
+		select {
+		case l := <-te.logs.ch:
+			if strings.Contains(l, "kafka connection refused") {
+				lines++
+			}
+			continue
+		default:
+		}
+		break
+	}
+	// 10 lines per second at most: the refusals span at most this many one-second windows.
+	windows := int(time.Since(start)/time.Second) + 2
+	if lines == 0 || lines > 10*windows || lines >= 40 {
+		t.Fatalf("%d refusal lines for 40 refusals over %d windows", lines, windows)
+	}
+}

@@ -9,6 +9,8 @@ var (
 	ErrCodecUnknownKey = errors.New("codec: unknown API key")
 	// ErrCodecVersion: a version the gateway does not parse for this API.
 	ErrCodecVersion = errors.New("codec: unsupported version")
+	// ErrCodecTooLong: a name, once mapped, is longer than Kafka allows.
+	ErrCodecTooLong = errors.New("codec: name too long")
 	// ErrCodecTrailing: bytes left after the structure (a malformed or hostile frame).
 	ErrCodecTrailing = errors.New("codec: trailing bytes")
 )

@@ -165,29 +165,33 @@ func readFetchRespPartition(r *rd, v int16, out *Vec) {
 		o = out.Own
 	}
 	if r.flex {
+		// Only the known tags of v12 cross, each re-encoded with an empty
+		// tag section of its own: nothing unknown crosses, even nested.
 		nt := r.Uvarint()
-		// Count and keep the known tags.
-		save := r.Src
-		keep := 0
+		type kept struct {
+			tag   uint32
+			fixed []byte
+		}
+		var keep [3]kept
+		nk := 0
 		for i := uint32(0); i < nt && r.ok(); i++ {
 			t := r.Uvarint()
 			l := r.Uvarint()
-			r.Span(int(l))
-			if t <= 2 {
-				keep++
+			v := r.Span(int(l))
+			fl := knownFetchTagFixed(t)
+			if fl < 0 || len(v) < fl || nk == len(keep) {
+				continue
 			}
+			keep[nk] = kept{tag: t, fixed: v[:fl]}
+			nk++
 		}
 		if out != nil {
-			o = kbin.AppendUvarint(o, uint32(keep))
-			tr := kbin.Reader{Src: save}
-			for i := uint32(0); i < nt && tr.Ok(); i++ {
-				start := tr.Src
-				t := tr.Uvarint()
-				l := tr.Uvarint()
-				tr.Span(int(l))
-				if t <= 2 {
-					o = append(o, start[:len(start)-len(tr.Src)]...)
-				}
+			o = kbin.AppendUvarint(o, uint32(nk))
+			for _, k := range keep[:nk] {
+				o = kbin.AppendUvarint(o, k.tag)
+				o = kbin.AppendUvarint(o, uint32(len(k.fixed)+1))
+				o = append(o, k.fixed...)
+				o = append(o, 0)
 			}
 		}
 	}
@@ -215,4 +219,18 @@ func appendFetchErrPartition(o []byte, v int16, part int32, code int16) []byte {
 	}
 	o = appendBytesLen(o, flex, 0, false)
 	return appendEmptyTags(o, flex)
+}
+
+// knownFetchTagFixed is the size of the fixed fields of a known tagged
+// structure of a v12 Fetch response partition, -1 for an unknown tag.
+func knownFetchTagFixed(tag uint32) int {
+	switch tag {
+	case 0: // diverging epoch: epoch int32, end offset int64
+		return 12
+	case 1: // current leader: leader id int32, leader epoch int32
+		return 8
+	case 2: // snapshot id: end offset int64, epoch int32
+		return 12
+	}
+	return -1
 }

@@ -82,7 +82,11 @@ func (w *Rewriter) Produce(h *RequestHeader, corr int32, clientID []byte, body [
 	if v >= 3 {
 		if !txnNull {
 			info.Transactional = true
-			o = appendStr(o, flex, j.TxnID(txn))
+			tid := j.TxnID(txn)
+			if len(tid) > 32767 {
+				return info, ErrCodecTooLong
+			}
+			o = appendStr(o, flex, tid)
 		} else {
 			o = appendNullStr(o, flex, nil, true)
 		}

@@ -43,9 +43,24 @@ const maxConsumerProtocolVersion = 3
 // maxNameLen is the longest string a Kafka request may carry (int16 length).
 const maxNameLen = 1<<15 - 1
 
+// maxRefused is the most keys, groups or partitions the gateway answers
+// itself in one request: past it the request disconnects. A refusal's
+// answer is several times larger than what it answers (a coordinator key
+// of one byte is answered in fourteen): it is never built for a request
+// no client sends.
+const maxRefused = 4096
+
 // groupReserve is the bytes reserved for a group answer carrying members'
 // metadata (JoinGroup, DescribeGroups).
 const groupReserve = 64 << 10
+
+// maxGroupReserve bounds what one group request reserves of the budgets
+// (its connection's, its tenant's): an estimate, never a multiple of the
+// request's size.
+const maxGroupReserve = 256 << 10
+
+// boundReserve caps a group answer's reserve.
+func boundReserve(n int64) int64 { return min(n, maxGroupReserve) }
 
 // groupName maps a client's group id to the broker's; false when the
 // result would not fit a Kafka string.

@@ -93,8 +93,15 @@ func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr int32, p 
 		return Disconnect, nil
 	}
 	s.cid = s.View.AppendClientID(s.cid[:0], h.ClientID)
+	if len(s.cid) > maxKafkaString {
+		p.Cause = "client id too long once prefixed with the tenant"
+		return Disconnect, nil
+	}
 	return table[h.Key].req(s, h, frame[h.BodyOffset:], p)
 }
+
+// maxKafkaString is the longest a Kafka (non-compact) string can be.
+const maxKafkaString = 32767
 
 // upstreamHeader returns the client id to write towards the broker.
 func (s *Session) clientID() []byte { return s.cid }

@@ -22,6 +22,11 @@ type identity struct {
 	tenant    string
 	ops       []string
 	expires   time.Time
+	// What a reload compares (S2): the key's hash and expiry, the certificate's subject.
+	keyHash    [32]byte
+	keyExpires time.Time
+	subject    string
+	token      string // OAUTHBEARER: the JWT, verified again at each reload (S2); never logged
 }
 
 // handlePreAuth serves what a connection may ask before it authenticates:
@@ -65,6 +70,9 @@ func (cl *client) saslHandshake(h *codec.RequestHeader, body []byte) {
 	if cl.route.cluster.Plain {
 		offered = append(offered, "PLAIN")
 	}
+	if cl.route.cluster.OAuth && cl.e.oauth.Load() != nil {
+		offered = append(offered, "OAUTHBEARER")
+	}
 	resp.SupportedMechanisms = offered
 	ok := false
 	for _, m := range offered {
@@ -84,13 +92,7 @@ func (cl *client) saslHandshake(h *codec.RequestHeader, body []byte) {
 
 // writeKmsg writes a whole answer the gateway built.
 func (cl *client) writeKmsg(key, version int16, corr int32, resp kmsg.Response) {
-	b := cl.scratch[:0]
-	b = append(b, 0, 0, 0, 0)
-	b = codec.AppendResponseHeader(b, key, version, corr)
-	b = resp.AppendTo(b)
-	codec.PutSize(b, len(b)-codec.SizeLen)
-	cl.scratch = b
-	cl.write(b)
+	cl.write(cl.frameKmsg(key, version, corr, resp))
 }
 
 // authMode says how the verdict is answered.
@@ -100,6 +102,7 @@ const (
 	authSASL   authMode = iota // a SaslAuthenticate answer
 	authLegacy                 // SaslHandshake v0 then raw bytes: an empty frame, or close
 	authCert                   // a client certificate: nothing to answer
+	authReauth                 // KIP-368: a re-authentication on an open session
 )
 
 // authResult is what the worker pool hands back to the loop.
@@ -123,11 +126,26 @@ func (cl *client) authenticate(token []byte, h *codec.RequestHeader) {
 	if h == nil {
 		mode = authLegacy
 	}
+	if cl.state == stAuthed {
+		mode = authReauth
+	}
 	snap := cl.e.snap.Load()
-	cl.state = stAuthing
+	if mode == authReauth {
+		cl.reauthing = true
+	} else {
+		cl.state = stAuthing
+	}
 	el := cl.c.EventLoop()
+	mech := cl.mech
 	err := cl.e.pool.Submit(func() {
-		res := verifyPlain(snap, tok, time.Now())
+		var res authResult
+		if mech == "OAUTHBEARER" {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			res = cl.e.oauth.Load().verify(ctx, snap, tok, time.Now())
+			cancel()
+		} else {
+			res = verifyPlain(snap, tok, time.Now())
+		}
 		for i := range tok {
 			tok[i] = 0
 		}
@@ -170,7 +188,7 @@ func verifyPlain(snap *configs.Snapshot, tok []byte, now time.Time) authResult {
 	if !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt) {
 		return authResult{cause: "expired key", user: user}
 	}
-	return authResult{user: user, id: &identity{principal: k.ID, mechanism: "api_key", tenant: k.Tenant, ops: k.Operations, expires: k.ExpiresAt}}
+	return authResult{user: user, id: &identity{principal: k.ID, mechanism: "api_key", tenant: k.Tenant, ops: k.Operations, expires: k.ExpiresAt, keyHash: k.Hash, keyExpires: k.ExpiresAt}}
 }
 
 // validTenant: letters, digits and '-' only (I4): a dot ends the tenant in
@@ -190,6 +208,10 @@ func validTenant(t string) bool {
 
 // authDone runs on the loop with the worker's verdict.
 func (cl *client) authDone(res authResult, h *codec.RequestHeader, mode authMode, snap *configs.Snapshot) {
+	if mode == authReauth {
+		cl.reauthDone(res, h, snap)
+		return
+	}
 	var view *decide.View
 	if res.id != nil {
 		switch {
@@ -219,6 +241,7 @@ func (cl *client) authDone(res authResult, h *codec.RequestHeader, mode authMode
 	cl.ident = res.id
 	cl.snap = snap
 	cl.state = stAuthed
+	lifetime := cl.startSession(snap)
 	cl.e.unauth.Add(-1)
 	cl.budget.Limit = int64(snap.Listener.MaxInFlightBytes)
 	cl.sess = &decide.Session{
@@ -237,7 +260,145 @@ func (cl *client) authDone(res authResult, h *codec.RequestHeader, mode authMode
 	case authSASL:
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		resp.Version = h.Version
+		resp.SessionLifetimeMillis = lifetime.Milliseconds()
 		cl.writeKmsg(36, h.Version, h.Correlation, resp)
 	}
 	cl.process()
+}
+
+// startSession sets the session's end (S3): the smallest of
+// max_session_lifetime and the credential's own end (a key's expires_at,
+// a token's exp, a certificate's NotAfter). It returns the lifetime to
+// announce (KIP-368).
+func (cl *client) startSession(snap *configs.Snapshot) time.Duration {
+	now := time.Now()
+	max := snap.Listener.MaxSessionLifetime.D()
+	if c := cl.e.opts.SessionLifetime; c > 0 && c < max {
+		max = c
+	}
+	end := now.Add(max)
+	if e := cl.ident.expires; !e.IsZero() && e.Before(end) {
+		end = e
+	}
+	cl.sessEnd = end
+	return end.Sub(now)
+}
+
+// checkSession runs before each request of an authenticated session: a
+// session past its end without re-authentication is closed (I6), and so is
+// one a reload revoked (S2). After a reload the session takes the
+// configuration in force (view, bounds, timeouts) at its next request.
+func (cl *client) checkSession() bool {
+	if cl.revoked != "" {
+		cl.e.log.Warn("kafka connection closed: credential revoked on reload", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "principal", cl.ident.principal, "cause", cl.revoked)
+		cl.close("revoked")
+		return false
+	}
+	if !cl.sessEnd.IsZero() && !time.Now().Before(cl.sessEnd) {
+		cl.e.m.closed("max_session_lifetime")
+		cl.e.log.Info("kafka connection closed: session ended without re-authentication", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "principal", cl.ident.principal)
+		cl.close("max_session_lifetime")
+		return false
+	}
+	if snap := cl.e.snap.Load(); snap != cl.snap {
+		cl.adopt(snap)
+	}
+	return !cl.closed
+}
+
+// adopt moves an open session to a new snapshot (after a reload whose
+// revocation check passed): the view is rebuilt from the new contract and
+// the bounds in force apply.
+func (cl *client) adopt(snap *configs.Snapshot) {
+	cl.snap = snap
+	cl.budget.Limit = int64(snap.Listener.MaxInFlightBytes)
+	cl.sess.Limits.MaxFetchWaitMs = int32(snap.Listener.MaxFetchWait.D() / time.Millisecond)
+	cluster := snap.Clusters[cl.route.cluster.Name]
+	if cluster == nil {
+		cl.revoked = "the virtual cluster is no longer declared"
+		cl.checkSession()
+		return
+	}
+	cl.route.cluster = cluster
+	view := decide.NewView(snap, cluster, cl.ident.tenant, cl.ident.ops)
+	if view == nil {
+		cl.revoked = "no operation of the cluster admits the identity any more"
+		cl.checkSession()
+		return
+	}
+	cl.sess.View = view
+	if b, ok := cl.sess.Brokers.(*brokerNames); ok {
+		b.cluster = cluster
+	}
+}
+
+// reauthRequest serves SaslHandshake and SaslAuthenticate on an open
+// session (KIP-368): the answers keep their place among the others.
+func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
+	body := frame[h.BodyOffset:]
+	if h.Key == 17 {
+		req := kmsg.NewPtrSASLHandshakeRequest()
+		req.Version = h.Version
+		if h.Version != 1 || req.ReadFrom(body) != nil || req.Mechanism != cl.mech {
+			cl.e.log.Warn("kafka connection closed: re-authentication with another mechanism or framing", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant)
+			cl.close("reauth")
+			return
+		}
+		resp := kmsg.NewPtrSASLHandshakeResponse()
+		resp.Version = h.Version
+		resp.SupportedMechanisms = []string{cl.mech}
+		cl.answerLocal(cl.frameKmsg(17, h.Version, h.Correlation, resp))
+		return
+	}
+	req := kmsg.NewPtrSASLAuthenticateRequest()
+	req.Version = h.Version
+	if h.Version > 2 || req.ReadFrom(body) != nil || cl.mech == "mtls" {
+		cl.close("reauth")
+		return
+	}
+	cl.authenticate(req.SASLAuthBytes, h)
+}
+
+// reauthDone: a re-authentication must prove the same principal; it takes
+// no connection-rate token; the session gets a new end.
+func (cl *client) reauthDone(res authResult, h *codec.RequestHeader, snap *configs.Snapshot) {
+	cl.reauthing = false
+	resp := kmsg.NewPtrSASLAuthenticateResponse()
+	resp.Version = h.Version
+	if res.id == nil || res.id.principal != cl.ident.principal || res.id.tenant != cl.ident.tenant || res.id.mechanism != cl.ident.mechanism {
+		cause := res.cause
+		if res.id != nil {
+			cause = "re-authentication as another principal"
+		}
+		cl.e.log.Warn("kafka authentication refused", "cause", cause, "user", res.user, "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "mechanism", cl.mech)
+		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
+		cl.answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
+		cl.e.m.request(36, decRefused)
+		cl.close("reauth")
+		return
+	}
+	cl.e.m.request(36, decAllowed)
+	cl.ident = res.id
+	lifetime := cl.startSession(snap)
+	if snap != cl.snap {
+		cl.adopt(snap)
+		if cl.closed {
+			return
+		}
+	}
+	resp.SessionLifetimeMillis = lifetime.Milliseconds()
+	cl.answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
+	cl.process()
+}
+
+// frameKmsg encodes a whole answer frame into the client's scratch.
+func (cl *client) frameKmsg(key, version int16, corr int32, resp kmsg.Response) []byte {
+	b := cl.scratch[:0]
+	b = append(b, 0, 0, 0, 0)
+	b = codec.AppendResponseHeader(b, key, version, corr)
+	b = resp.AppendTo(b)
+	codec.PutSize(b, len(b)-codec.SizeLen)
+	cl.scratch = b
+	return b
 }

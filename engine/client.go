@@ -48,6 +48,9 @@ type client struct {
 	mech       string      // the mechanism chosen by SaslHandshake
 	legacySASL bool        // SaslHandshake v0: the next frame is a raw SASL token
 	ident      *identity
+	sessEnd    time.Time // KIP-368: the session's end (I6, S3)
+	reauthing  bool      // a re-authentication is in the worker pool
+	revoked    string    // set by a reload: why the next request closes (S2)
 	sess       *decide.Session
 	snap       *configs.Snapshot
 
@@ -182,7 +185,7 @@ func (cl *client) writev(bs [][]byte) {
 // budget. gnet keeps reading while we wait; what a client may pipeline is
 // bounded by its own in-flight limit (and closed past a bound, see limits).
 func (cl *client) process() {
-	for !cl.closed && !cl.held && cl.state != stAuthing && cl.upSt != upDialing {
+	for !cl.closed && !cl.held && cl.state != stAuthing && !cl.reauthing && cl.upSt != upDialing {
 		n := cl.inBuffered()
 		if n < codec.SizeLen {
 			return
@@ -248,11 +251,17 @@ func (cl *client) handle(frame []byte) bool {
 		cl.handlePreAuth(&h, frame)
 		return true
 	}
+	if !cl.checkSession() {
+		return true
+	}
 	switch h.Key {
 	case 18: // ApiVersions: answered by the gateway, in order
 		cl.scratch = cl.e.versions[cl.route.cluster.Name].AppendAnswer(cl.scratch[:0], &h)
 		cl.answerLocal(cl.scratch)
 		cl.e.m.request(h.Key, decAllowed)
+		return true
+	case 17, 36: // KIP-368 re-authentication
+		cl.reauthRequest(&h, frame)
 		return true
 	}
 	if cl.upSt == upNone {

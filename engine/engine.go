@@ -41,6 +41,7 @@ type Engine struct {
 	hsPool    *ants.Pool // TLS handshakes
 	tlsConfig *tls.Config
 	tlsPort   int
+	oauth     atomic.Pointer[oauthVerifiers] // nil without auth.issuers
 	loopsMu   sync.Mutex
 	loops     map[gnet.EventLoop]*loop
 	started   chan error
@@ -102,6 +103,13 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 	}
 	e.snap.Store(snap)
 	e.m = newMetrics()
+	if len(snap.File.Auth.Issuers) > 0 {
+		v, err := newOAuthVerifiers(ctx, snap)
+		if err != nil {
+			return nil, err
+		}
+		e.oauth.Store(v)
+	}
 
 	// Upstreams: only those that serve a cluster.
 	for _, cl := range snap.Clusters {

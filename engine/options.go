@@ -19,6 +19,8 @@ type Options struct {
 	ReadBufferCap int
 	// AuthWorkers bounds the authentication pool (default 64).
 	AuthWorkers int
+	// SessionLifetime, if set, caps max_session_lifetime (tests).
+	SessionLifetime time.Duration
 }
 
 // Option sets an option.
@@ -35,3 +37,7 @@ func WithLoops(n int) Option { return func(o *Options) { o.Loops = n } }
 
 // WithReadBufferCap sets the loops' read buffer size.
 func WithReadBufferCap(n int) Option { return func(o *Options) { o.ReadBufferCap = n } }
+
+// WithSessionLifetime caps every session's lifetime below
+// max_session_lifetime (whose floor is 1m): tests of KIP-368 use it.
+func WithSessionLifetime(d time.Duration) Option { return func(o *Options) { o.SessionLifetime = d } }

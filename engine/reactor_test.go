@@ -53,7 +53,10 @@ func TestUpstreamOnClientLoop(t *testing.T) {
 	}
 	pairs, same := 0, 0
 	upstreams := map[gnet.Conn]bool{}
+	var mu sync.Mutex // the loops run fn concurrently
 	onLoops(t, env.e, func(l *loop) {
+		mu.Lock()
+		defer mu.Unlock()
 		for cl := range l.clients {
 			if cl.up == nil || cl.up.c == nil {
 				continue
@@ -234,11 +237,14 @@ func TestStalledConsumerBoundedThenClosed(t *testing.T) {
 	}
 	// Watch what the gateway holds for that connection until it closes it.
 	var peak int64
+	var mu sync.Mutex
 	closed := false
 	deadline := time.Now().Add(8 * time.Second)
 	for time.Now().Before(deadline) && !closed {
 		found := false
 		onLoops(t, env.e, func(l *loop) {
+			mu.Lock()
+			defer mu.Unlock()
 			for cl := range l.clients {
 				if cl.ident != nil && cl.upCorr > 0 && cl.route.node >= 0 && cl.queue.Len() >= 0 {
 					if string(cl.c.RemoteAddr().String()) == r.c.LocalAddr().String() {

@@ -44,6 +44,13 @@ func (e *Engine) sweep(l *loop) {
 				cl.close("auth_timeout")
 			}
 			continue
+		case cl.mech == "mtls" && !cl.sessEnd.IsZero() && !now.Before(cl.sessEnd):
+			// A certificate cannot re-authenticate: its connection is
+			// closed at the session's end (S3).
+			e.m.closed("max_session_lifetime")
+			e.log.Info("kafka connection closed: session ended", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "principal", cl.ident.principal)
+			cl.close("max_session_lifetime")
+			continue
 		case cl.queue.Len() == 0 && cl.c.OutboundBuffered() == 0 && now.Sub(cl.lastActive) > lim.IdleTimeout.D():
 			e.m.closed("idle_timeout")
 			cl.close("idle_timeout")

@@ -337,3 +337,51 @@ func TestRefusalLogRateLimited(t *testing.T) {
 		t.Fatalf("%d refusal lines for 40 refusals over %d windows", lines, windows)
 	}
 }
+
+// S2: a certificate removed from auth.mtls.clients is revoked on reload:
+// its connection is closed at its next request.
+func TestMTLSRevokedOnReload(t *testing.T) {
+	te := newTLSEnv(t, "")
+	prod := te.certClient("billing", kgo.DisableIdempotentWrite(), kgo.RecordRetries(1), kgo.RecordDeliveryTimeout(4*time.Second))
+	produceN(t, prod, "orders", 2, "before")
+	path := filepath.Join(te.dir, "flexway.yaml")
+	b, _ := os.ReadFile(path)
+	s := strings.Replace(string(b), `subject: "CN=billing-app"`, `subject: "CN=someone-else"`, 1)
+	must(t, os.WriteFile(path, []byte(s), 0o600))
+	snap, err := configs.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := te.e.Reload(context.Background(), snap); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("after")}).FirstErr(); err == nil {
+		t.Fatal("a produce with the rebound certificate succeeded")
+	}
+	te.waitLog(5*time.Second, "credential revoked on reload", "certificate")
+}
+
+// S3: a certificate's session ends at its NotAfter: the connection is closed then.
+func TestMTLSSessionEndsAtNotAfter(t *testing.T) {
+	te := newTLSEnv(t, "")
+	c, k := te.ca.issue(t, "billing-app", nil, true, time.Now().Add(2*time.Second))
+	cert := keyPair(t, c, k)
+	conn, err := te.dialer(&cert, tls.VersionTLS13, tls.VersionTLS13)(context.Background(), "tcp", te.boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	conn.SetReadDeadline(time.Now().Add(6 * time.Second))
+	_, err = io.Copy(io.Discard, conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the certificate's connection outlived its NotAfter")
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Fatalf("closed after %v, before NotAfter", d)
+	}
+	te.waitLog(3*time.Second, "session ended", "principal=billing")
+}

@@ -73,12 +73,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	banner(stdout, snap, e)
 	log.Info("flexway started", "listeners", len(e.Addrs()))
 
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		if err != nil {
-			fmt.Fprintln(stderr, "flexway:", err)
-			return 1
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for running := true; running; {
+		select {
+		case <-ctx.Done():
+			running = false
+		case err := <-errc:
+			if err != nil {
+				fmt.Fprintln(stderr, "flexway:", err)
+				return 1
+			}
+			running = false
+		case <-hup:
+			reload(ctx, *path, e, log)
 		}
 	}
 	log.Info("flexway stopping: draining requests in flight")
@@ -86,6 +95,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer scancel()
 	_ = e.Stop(sctx)
 	return 0
+}
+
+// reload applies SIGHUP (S1): a new snapshot, or the old one stays.
+func reload(ctx context.Context, path string, e *engine.Engine, log *slog.Logger) {
+	snap, err := configs.Load(path)
+	if err != nil {
+		log.Error("configuration reload refused: the old configuration stays", "path", path, "errors", err.Error())
+		return
+	}
+	if err := e.Reload(ctx, snap); err != nil {
+		log.Error("configuration reload refused: the old configuration stays", "path", path, "error", err.Error())
+	}
 }
 
 // serveAdmin serves /metrics and /healthz (O4).

@@ -1,0 +1,92 @@
+package decide
+
+// DescribeGroups (key 15), versions 0-6: a receive operation opens groups
+// (GROUP_AUTHORIZATION_FAILED for each group otherwise); group ids mapped
+// both ways (N1, N2); authorized operations never asked. In the answer a
+// member's ClientHost is blanked (D6, D9), its client id shown as the
+// client wrote it (<tenant>. stripped; blanked if it is not the tenant's),
+// and with the consumer protocol its subscription and assignment mapped
+// back like JoinGroup's and SyncGroup's (see groups.go).
+
+import (
+	"math"
+
+	"github.com/flexway/flexway/codec"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { reg(15, Served, 0, 6, describeGroupsRequest, describeGroupsResponse) }
+
+func describeGroupsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
+	r, err := decodeRequest(h, body)
+	if err != nil {
+		p.Cause = "malformed DescribeGroups"
+		return Disconnect, nil
+	}
+	req := r.(*kmsg.DescribeGroupsRequest)
+	code := s.refuseGroups()
+	if code == 0 {
+		for _, g := range req.Groups {
+			if _, ok := s.groupName(g); !ok {
+				code = kerr.InvalidGroupID.Code
+			}
+		}
+	}
+	if code != 0 {
+		if len(req.Groups) > maxRefused {
+			p.Cause = "DescribeGroups refused for too many groups"
+			return Disconnect, nil
+		}
+		resp := kmsg.NewPtrDescribeGroupsResponse()
+		resp.Version = h.Version
+		for _, g := range req.Groups {
+			rg := kmsg.NewDescribeGroupsResponseGroup()
+			rg.Group, rg.ErrorCode, rg.AuthorizedOperations = g, code, math.MinInt32
+			resp.Groups = append(resp.Groups, rg)
+		}
+		s.answerKmsg(p, resp)
+		p.Cause = refusal(code)
+		return Answer, nil
+	}
+	for i, g := range req.Groups {
+		req.Groups[i] = s.View.GroupName(g)
+	}
+	req.IncludeAuthorizedOperations = false
+	s.forwardKmsg(h, p.UpCorr, req)
+	p.Reserve = boundReserve(answerReserve + int64(len(req.Groups))*groupReserve)
+	return Forward, nil
+}
+
+func describeGroupsResponse(s *Session, p *Pending, body []byte) error {
+	r, err := decodeResponse(p, body)
+	if err != nil {
+		return err
+	}
+	resp := r.(*kmsg.DescribeGroupsResponse)
+	kept := resp.Groups[:0]
+	for _, g := range resp.Groups {
+		short, ok := s.groupShort(g.Group)
+		if !ok {
+			continue // not the tenant's: never shown
+		}
+		g.Group = short
+		g.AuthorizedOperations = math.MinInt32
+		consumer := isConsumer(g.ProtocolType)
+		for i := range g.Members {
+			m := &g.Members[i]
+			m.ClientHost = ""
+			m.ClientID = s.clientIDShort(m.ClientID)
+			if consumer {
+				if len(m.ProtocolMetadata) > 0 {
+					m.ProtocolMetadata = s.subscriptionBack(m.ProtocolMetadata)
+				}
+				m.MemberAssignment = s.assignmentBack(m.MemberAssignment)
+			}
+		}
+		kept = append(kept, g)
+	}
+	resp.Groups = kept
+	s.answerKmsg(p, resp)
+	return nil
+}

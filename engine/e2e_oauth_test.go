@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/configs"
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
+)
+
+// oauthEnv is a gateway whose contract admits tokens (oauth2 alternatives:
+// orders:write for produceOrders, orders:read for consumeOrders) from a
+// test issuer found by discovery over HTTPS on loopback.
+type oauthEnv struct {
+	*testEnv
+	issuer *testIssuer
+	key    *testSigningKey // published by the issuer
+}
+
+func newOAuthEnv(t *testing.T) *oauthEnv {
+	t.Helper()
+	ti := newTestIssuer(t)
+	key := newSigningKey(t, "gw-1", jose.RS256)
+	ti.publish(key)
+
+	dir := t.TempDir()
+	base := freeRange(t, 5)
+	env := &testEnv{t: t, dir: dir, keys: map[string]string{}, logs: &syncBuf{ch: make(chan string, 4096)}}
+	upstream := "    embedded: { brokers: 3, partitions: 2 }\n"
+	firstNode := int32(0)
+	if kafkaAddr, real := realKafka(); real {
+		env.real = true
+		env.prefix = "t" + randomHex(t, 5) + "."
+		env.direct = []string{kafkaAddr}
+		upstream = fmt.Sprintf("    brokers: [%q]\n", kafkaAddr)
+		firstNode = realKafkaNodeID
+		env.createTopics()
+	}
+	// The key store names tenant acme (the embedded upstream seeds its topics).
+	var store strings.Builder
+	store.WriteString("keys:\n")
+	for i, k := range testKeys[:1] {
+		key := fmt.Sprintf("oauth-env-key-%d-%s", i, k.id)
+		env.keys[k.id] = key
+		h := configs.HashKey(key)
+		fmt.Fprintf(&store, "  - id: %s\n    hash: \"sha256:%x\"\n    tenant: %s\n    operations: [%s]\n", k.id, h[:], k.tenant, k.ops)
+	}
+	writeFile(t, dir, "issuer-ca.crt", mustRead(t, ti.caFile))
+	cfg := fmt.Sprintf(`version: 1
+contracts:
+  asyncapi: ./asyncapi.yaml
+upstreams:
+  events:
+    protocol: kafka
+%sauth:
+  issuers:
+    - name: test
+      discovery: %s
+      audience: kafka
+      tenant_claim: org
+      ca_file: ./issuer-ca.crt
+  api_keys:
+    store: "file:./api-keys.yaml"
+listeners:
+  kafka:
+    plaintext:
+      mesh_only: true
+      bind_host: 127.0.0.1
+      advertised_host: 127.0.0.1
+      clusters:
+        shop: { ports: { from: %d, to: %d }, first_node_id: %d }
+`, upstream, ti.discovery(), base, base+3, firstNode)
+	contract := strings.ReplaceAll(testContract, `address: "{tenant}.`, `address: "`+env.prefix+`{tenant}.`)
+	alt := `security: [ { $ref: "#/components/securitySchemes/apiKey" } ]`
+	contract = strings.Replace(contract, alt, `security: [ { $ref: "#/components/securitySchemes/apiKey" }, { $ref: "#/components/securitySchemes/ordersWrite" } ]`, 1) // produceOrders
+	contract = strings.Replace(contract, alt, `security: [ { $ref: "#/components/securitySchemes/apiKey" }, { $ref: "#/components/securitySchemes/ordersRead" } ]`, 1)  // consumeOrders
+	contract = strings.Replace(contract, "    apiKey: { type: plain }\n", `    apiKey: { type: plain }
+    ordersWrite:
+      type: oauth2
+      flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:write": Produce orders } } }
+      scopes: ["orders:write"]
+    ordersRead:
+      type: oauth2
+      flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:read": Read orders } } }
+      scopes: ["orders:read"]
+`, 1)
+	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(contract), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store.String()), 0o600))
+	snap, err := configs.Load(filepath.Join(dir, "flexway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.Clusters["shop"].OAuth {
+		t.Fatal("the contract admits no token")
+	}
+	logger := slog.New(slog.NewTextHandler(io.MultiWriter(env.logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	e, err := New(context.Background(), snap, WithLogger(logger), WithLoops(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go e.Serve()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		e.Stop(ctx)
+	})
+	env.e = e
+	env.boot = fmt.Sprintf("127.0.0.1:%d", base)
+	if !env.real {
+		env.direct = e.EmbeddedBrokers()["events"]
+	}
+	return &oauthEnv{testEnv: env, issuer: ti, key: key}
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// token is a token of the issuer (tenant acme, subject billing) with the claims edited.
+func (oe *oauthEnv) token(edits map[string]any) string {
+	return oe.key.sign(oe.t, testClaims(oe.issuer.iss(), edits))
+}
+
+// tokenClient is a franz-go client authenticating with SASL OAUTHBEARER.
+func (oe *oauthEnv) tokenClient(tok string, opts ...kgo.Opt) *kgo.Client {
+	oe.t.Helper()
+	base := []kgo.Opt{
+		kgo.SeedBrokers(oe.boot),
+		kgo.SASL(oauth.Auth{Token: tok}.AsMechanism()),
+		kgo.RequestRetries(2),
+		kgo.RetryTimeout(5 * time.Second),
+	}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		oe.t.Fatal(err)
+	}
+	oe.t.Cleanup(cl.Close)
+	return cl
+}
+
+// I2: a token carrying orders:write produces, one carrying orders:read
+// consumes; the records land in the tenant's physical topic.
+func TestOAuthE2EProduceConsume(t *testing.T) {
+	oe := newOAuthEnv(t)
+	prod := oe.tokenClient(oe.token(map[string]any{"scope": "orders:write"}))
+	produceN(t, prod, "orders", 10, "tok")
+	cons := oe.tokenClient(oe.token(map[string]any{"scope": "orders:read"}),
+		kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := consumeAll(t, cons, 10, 15*time.Second)
+	if len(got) != 10 {
+		t.Fatalf("consumed %d records with a token, want 10", len(got))
+	}
+	for i, r := range got {
+		if !strings.HasPrefix(string(r.Value), "tok-") {
+			t.Fatalf("record %d: %q", i, r.Value)
+		}
+	}
+	direct := oe.directClient(kgo.ConsumeTopics(oe.phys("acme", "orders")), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if n := len(consumeAll(t, direct, 10, 10*time.Second)); n != 10 {
+		t.Fatalf("the broker holds %d records in %s, want 10", n, oe.phys("acme", "orders"))
+	}
+}
+
+// I2, I4, issue 5 item 6: a token without exp, signed by an unknown key,
+// for another audience, or with alg none, and a tenant with '_': each
+// SASL_AUTHENTICATION_FAILED, logged with its cause, never the token.
+func TestOAuthE2ERefused(t *testing.T) {
+	oe := newOAuthEnv(t)
+	rogue := newSigningKey(t, "rogue", jose.ES256)
+	iss := oe.issuer.iss()
+	cases := []struct{ name, tok, cause string }{
+		{"without exp", oe.token(map[string]any{"exp": nil}), "without exp"},
+		{"unknown key", rogue.sign(t, testClaims(iss, nil)), "key unknown to issuer"},
+		{"other audience", oe.token(map[string]any{"aud": "billing-api"}), "audience is not"},
+		{"alg none", unsignedToken(t, "none", oe.key.kid, testClaims(iss, nil), ""), "algorithm not allowed: none"},
+		{"expired", oe.token(map[string]any{"exp": time.Now().Add(-time.Minute).Unix()}), "token expired"},
+		{"tenant with _", oe.token(map[string]any{"org": "acme_corp"}), "tenant missing or not letters"},
+	}
+	for _, c := range cases {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(oe.boot), kgo.SASL(oauth.Auth{Token: c.tok}.AsMechanism()), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = cl.Ping(ctx)
+		cancel()
+		cl.Close()
+		if !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Fatalf("%s: %v, want SASL_AUTHENTICATION_FAILED", c.name, err)
+		}
+		line := oe.waitLog(5*time.Second, "kafka authentication refused", c.cause)
+		for _, part := range strings.Split(c.tok, ".") {
+			if len(part) > 8 && strings.Contains(line, part) {
+				t.Fatalf("%s: the log line shows the token: %s", c.name, line)
+			}
+		}
+	}
+}
+
+// D4: a token carrying orders:read only cannot produce.
+func TestOAuthE2EReadOnlyCannotProduce(t *testing.T) {
+	oe := newOAuthEnv(t)
+	reader := oe.tokenClient(oe.token(map[string]any{"scope": "orders:read"}), kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := reader.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("x")}).FirstErr()
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce with orders:read only: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+}

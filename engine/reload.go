@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/flexway/flexway/configs"
+	"github.com/panjf2000/gnet/v2"
+)
+
+// Reload swaps the configuration in force (S1): the contract, identities,
+// bounds and timeouts apply at each connection's next request. A new
+// configuration that changes a start-only key, or that needs an upstream
+// the engine did not start, is refused whole and the old one stays.
+// Every open session is judged again (S2): a key removed or rebound, a
+// certificate removed or rebound, is revoked — its connection is closed at
+// its next request, and its reconnection is judged on the new configuration.
+func (e *Engine) Reload(ctx context.Context, snap *configs.Snapshot) error {
+	old := e.snap.Load()
+	if diff := snap.StartOnlyDiff(old); len(diff) > 0 {
+		return fmt.Errorf("%w: %s", configs.ErrStartOnly, strings.Join(diff, ", "))
+	}
+	for _, cl := range snap.Clusters {
+		u := e.upstreams[cl.Upstream]
+		if u == nil {
+			return fmt.Errorf("%w: cluster %s needs upstream %s, which was not started: restart to apply it", configs.ErrStartOnly, cl.Name, cl.Upstream)
+		}
+		if !reflect.DeepEqual(u.cfg.Brokers, snap.Upstreams[cl.Upstream].Brokers) {
+			return fmt.Errorf("%w: upstreams.%s.brokers changed: restart to apply it", configs.ErrStartOnly, cl.Upstream)
+		}
+		if e.versions[cl.Name] == nil {
+			return fmt.Errorf("%w: cluster %s is new: restart to serve it", configs.ErrStartOnly, cl.Name)
+		}
+	}
+	oauth := e.oauth.Load()
+	if !reflect.DeepEqual(old.File.Auth.Issuers, snap.File.Auth.Issuers) {
+		oauth = nil
+		if len(snap.File.Auth.Issuers) > 0 {
+			v, err := newOAuthVerifiers(ctx, snap)
+			if err != nil {
+				return err
+			}
+			oauth = v
+		}
+	}
+	e.oauth.Store(oauth)
+	e.snap.Store(snap)
+	e.loopsMu.Lock()
+	loops := make([]*loop, 0, len(e.loops))
+	for _, l := range e.loops {
+		loops = append(loops, l)
+	}
+	e.loopsMu.Unlock()
+	// Judge every open session before returning: a request that follows
+	// the reload is judged on it. (Reload never runs on a loop.)
+	var wg sync.WaitGroup
+	for _, l := range loops {
+		l := l
+		wg.Add(1)
+		if err := l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			defer wg.Done()
+			defer e.recoverConn(nil, "reload")
+			for cl := range l.clients {
+				if cl.state == stAuthed && cl.revoked == "" {
+					cl.revoked = revocation(cl.ident, snap)
+				}
+			}
+			return nil
+		})); err != nil {
+			wg.Done()
+		}
+	}
+	wg.Wait()
+	e.log.Info("configuration reloaded", "path", snap.Path)
+	return nil
+}
+
+// revocation says why an identity no longer stands in snap ("" if it does).
+func revocation(id *identity, snap *configs.Snapshot) string {
+	switch id.mechanism {
+	case "api_key":
+		k := snap.Keys[id.principal]
+		switch {
+		case k == nil:
+			return "key removed from the store"
+		case k.Hash != id.keyHash:
+			return "key replaced in the store"
+		case k.Tenant != id.tenant:
+			return "key bound to another tenant"
+		case !sameSet(k.Operations, id.ops):
+			return "key bound to other operations"
+		case !k.ExpiresAt.Equal(id.keyExpires):
+			return "key's expiry changed"
+		}
+	case "mtls":
+		for _, c := range snap.Clients {
+			if c.ID == id.principal {
+				if c.Subject != id.subject || c.Tenant != id.tenant || !sameSet(c.Operations, id.ops) {
+					return "certificate rebound"
+				}
+				return ""
+			}
+		}
+		return "certificate removed from auth.mtls.clients"
+	}
+	return ""
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}

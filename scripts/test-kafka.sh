@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The engine's end-to-end tests against a real Apache Kafka broker (issue 4):
+# installs Kafka (cached), builds the Java client (cached), starts a
+# single-node KRaft broker with fresh state, runs
+#   FLEXWAY_TEST_UPSTREAM=kafka FLEXWAY_TEST_KAFKA=$KAFKA_BOOTSTRAP go test -count=1 -timeout 15m ./engine/
+# and stops the broker it started, whether the tests pass or not.
+# A broker already running for $KAFKA_STATE_DIR is used as it is and left
+# running (each test env works under its own random topic prefix).
+# Arguments are passed to go test, e.g. scripts/test-kafka.sh -run Java -v
+# Environment: the scripts/kafka-env.sh settings (KAFKA_STATE_DIR,
+# KAFKA_PLAINTEXT_PORT, ...), KAFKA_FRESH (default 1), KAFKA_KEEP=1 keeps the
+# broker this script started, GO (default go).
+set -euo pipefail
+. "$(dirname "$0")/kafka-env.sh"
+cd "$FLEXWAY_ROOT"
+GO="${GO:-go}"
+t0=$(date +%s)
+
+"$FLEXWAY_ROOT/scripts/install-kafka.sh"
+"$FLEXWAY_ROOT/scripts/build-java-client.sh"
+
+if pid="$(kafka_pid)"; then
+  echo "test-kafka: using the broker already running (pid $pid) on $KAFKA_BOOTSTRAP; left running"
+else
+  if [ "${KAFKA_KEEP:-0}" != 1 ]; then
+    trap '"$FLEXWAY_ROOT/scripts/kafka-stop.sh" || true' EXIT
+  fi
+  KAFKA_FRESH="${KAFKA_FRESH:-1}" "$FLEXWAY_ROOT/scripts/kafka-start.sh"
+fi
+
+t1=$(date +%s)
+echo "test-kafka: FLEXWAY_TEST_UPSTREAM=kafka FLEXWAY_TEST_KAFKA=$KAFKA_BOOTSTRAP $GO test -count=1 -timeout 15m $* ./engine/"
+status=0
+FLEXWAY_TEST_UPSTREAM=kafka FLEXWAY_TEST_KAFKA="$KAFKA_BOOTSTRAP" \
+  "$GO" test -count=1 -timeout 15m "$@" ./engine/ || status=$?
+t2=$(date +%s)
+echo "test-kafka: tests $( [ $status = 0 ] && echo passed || echo "FAILED (exit $status)" ) against Apache Kafka $KAFKA_VERSION in $((t2 - t1)) s (set-up $((t1 - t0)) s)"
+exit "$status"

@@ -37,6 +37,9 @@ type testEnv struct {
 	logs   *syncBuf
 	prefix string // the contract's channel prefix: "" on kfake, "t<random>." on a real broker
 	real   bool   // the upstream is a real Kafka broker
+	base   int    // the fallback range's first port (the bootstrap)
+	first  int32  // the range's first_node_id
+	nports int    // the range's size
 }
 
 // The upstream the tests run against, chosen by the environment.
@@ -78,6 +81,16 @@ func (env *testEnv) group(tenant, g string) string { return env.prefix + tenant 
 
 // txn is the physical transactional id of a tenant's transactional id.
 func (env *testEnv) txn(tenant, id string) string { return env.prefix + tenant + ".~t." + id }
+
+// nodePort is the fallback port the gateway announces node at, or 0 when
+// the node is outside the range (announced as unmapped.invalid).
+func (env *testEnv) nodePort(node int32) int32 {
+	idx := int(node) - int(env.first)
+	if idx < 0 || idx+1 >= env.nports {
+		return 0
+	}
+	return int32(env.base + 1 + idx)
+}
 
 // nodes are the upstream's node ids.
 func (env *testEnv) nodes() []int32 {
@@ -222,6 +235,7 @@ func newTestEnvWith(t *testing.T, ec envConfig, opt ...Option) *testEnv {
 	if ec.firstNodeID != nil {
 		firstNode = *ec.firstNodeID
 	}
+	env.base, env.first, env.nports = base, firstNode, nports
 	var store strings.Builder
 	store.WriteString("keys:\n")
 	for i, k := range testKeys {

@@ -756,6 +756,9 @@ func (st *issuerKeys) load(ctx context.Context) (iss string, keys []jose.JSONWeb
 			return "", nil, fmt.Errorf("jwks: %w", err)
 		}
 		keys, err := parseJWKS(data)
+		if err == nil && len(keys) == 0 {
+			err = errors.New("no public signature key") // a static file without keys: a mistake
+		}
 		if err != nil {
 			return "", nil, fmt.Errorf("jwks %s: %w", name, err)
 		}
@@ -840,7 +843,9 @@ func parseJWKS(data []byte) ([]jose.JSONWebKey, error) {
 		}
 		out = append(out, k)
 	}
-	if len(out) == 0 {
+	if len(out) == 0 && len(set.Keys) > 0 {
+		// Keys, none usable: a misconfiguration. An empty set is an answer:
+		// the issuer withdrew every key, and no token verifies any more.
 		return nil, errors.New("no public signature key")
 	}
 	return out, nil

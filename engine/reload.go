@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/flexway/flexway/configs"
 	"github.com/panjf2000/gnet/v2"
@@ -75,8 +76,90 @@ func (e *Engine) Reload(ctx context.Context, snap *configs.Snapshot) error {
 		}
 	}
 	wg.Wait()
+	e.reverifyTokens(ctx, loops, snap, oauth)
 	e.log.Info("configuration reloaded", "path", snap.Path)
 	return nil
+}
+
+// reverifyTokens verifies every open OAUTHBEARER session's token again with
+// the issuers in force (S2): an issuer removed, an audience changed, a key
+// withdrawn, another principal behind it — the session is revoked. The
+// checks run off the loops (key fetches may block), then the verdicts are
+// handed back to each session's loop.
+func (e *Engine) reverifyTokens(ctx context.Context, loops []*loop, snap *configs.Snapshot, v *oauthVerifiers) {
+	type job struct {
+		l     *loop
+		cl    *client
+		token string
+		id    *identity
+		cause string
+	}
+	var mu sync.Mutex
+	var jobs []*job
+	var wg sync.WaitGroup
+	for _, l := range loops {
+		l := l
+		wg.Add(1)
+		if err := l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			defer wg.Done()
+			for cl := range l.clients {
+				if cl.state == stAuthed && cl.ident != nil && cl.ident.mechanism == "oauthbearer" && cl.revoked == "" {
+					mu.Lock()
+					jobs = append(jobs, &job{l: l, cl: cl, token: cl.ident.token, id: cl.ident})
+					mu.Unlock()
+				}
+			}
+			return nil
+		})); err != nil {
+			wg.Done()
+		}
+	}
+	wg.Wait()
+	if len(jobs) == 0 {
+		return
+	}
+	sem := make(chan struct{}, 16)
+	for _, j := range jobs {
+		j := j
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if v == nil {
+				j.cause = "no issuer in force"
+				return
+			}
+			vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			res := v.verifyToken(vctx, snap, j.token, time.Now())
+			cancel()
+			switch {
+			case res.id == nil:
+				j.cause = "token no longer accepted: " + res.cause
+			case res.id.principal != j.id.principal || res.id.tenant != j.id.tenant:
+				j.cause = "token now names another principal"
+			case !sameSet(res.id.ops, j.id.ops):
+				j.cause = "token now opens other operations"
+			}
+		}()
+	}
+	wg.Wait()
+	for _, j := range jobs {
+		if j.cause == "" {
+			continue
+		}
+		j := j
+		wg.Add(1)
+		if err := j.l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			defer wg.Done()
+			if !j.cl.closed && j.cl.revoked == "" && j.cl.ident == j.id {
+				j.cl.revoked = j.cause
+			}
+			return nil
+		})); err != nil {
+			wg.Done()
+		}
+	}
+	wg.Wait()
 }
 
 // revocation says why an identity no longer stands in snap ("" if it does).

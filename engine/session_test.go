@@ -175,3 +175,29 @@ func TestReloadAppliesBounds(t *testing.T) {
 	r.expectClosed(5 * time.Second)
 	env.waitLog(3*time.Second, "request larger than max_request_bytes")
 }
+
+// S2: a token is verified again on every reload by the issuers in force:
+// a key the issuer withdrew closes the session at its next request.
+func TestReloadRevokesWithdrawnToken(t *testing.T) {
+	oe := newOAuthEnv(t)
+	tok := oe.token(nil)
+	prod := oe.tokenClient(tok, kgo.DisableIdempotentWrite(), kgo.RecordRetries(1), kgo.RecordDeliveryTimeout(4*time.Second))
+	produceN(t, prod, "orders", 2, "before")
+	oe.issuer.withdraw("gw-1")
+	snap, err := configs.Load(filepath.Join(oe.dir, "flexway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := oe.e.Reload(context.Background(), snap); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("after")}).FirstErr(); err == nil {
+		t.Fatal("a produce with the withdrawn token succeeded")
+	}
+	line := oe.waitLog(5*time.Second, "credential revoked on reload", "token no longer accepted")
+	if strings.Contains(line, tok) {
+		t.Fatal("the log shows the token")
+	}
+}

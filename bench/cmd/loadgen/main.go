@@ -1,0 +1,189 @@
+// Command loadgen is the franz-go load generator of the benchmark harness
+// (bench/run): it produces N records of S bytes to a topic, waits for every
+// acknowledgement, then (unless -consume=false) consumes N records of the
+// topic from the start, and prints one RESULT line per phase:
+//
+//	RESULT phase=produce records=N seconds=T rec_s=X mib_s=Y p50_ms=A p99_ms=B p999_ms=C
+//	RESULT phase=consume records=N seconds=T rec_s=X mib_s=Y
+//
+// Produce latency is per record, from Produce to its acknowledgement (as
+// kafka-producer-perf-test measures it). Direct to a broker:
+//
+//	loadgen -brokers 127.0.0.1:39092 -topic perf -n 300000 -size 1024
+//
+// through the gateway (SASL PLAIN, the API key's id and the key):
+//
+//	loadgen -brokers 127.0.0.1:29092 -user bench-acme -pass KEY -topic perf ...
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+)
+
+func main() {
+	brokers := flag.String("brokers", "127.0.0.1:39092", "seed brokers, comma-separated")
+	user := flag.String("user", "", "SASL PLAIN user (empty: no SASL)")
+	pass := flag.String("pass", "", "SASL PLAIN password (or env LOADGEN_PASS)")
+	topic := flag.String("topic", "perf", "topic")
+	n := flag.Int("n", 100000, "records to produce (and to consume)")
+	size := flag.Int("size", 1024, "record value size in bytes")
+	acks := flag.String("acks", "all", "all | 1 (all: idempotent producer)")
+	linger := flag.Duration("linger", 5*time.Millisecond, "producer linger")
+	batch := flag.Int("batch", 1<<20, "producer batch max bytes")
+	produce := flag.Bool("produce", true, "run the produce phase")
+	consume := flag.Bool("consume", true, "run the consume phase")
+	timeout := flag.Duration("timeout", 5*time.Minute, "limit of each phase")
+	flag.Parse()
+	if *pass == "" {
+		*pass = os.Getenv("LOADGEN_PASS")
+	}
+
+	opts := []kgo.Opt{kgo.SeedBrokers(splitComma(*brokers)...), kgo.ClientID("flexway-loadgen")}
+	if *user != "" {
+		opts = append(opts, kgo.SASL(plain.Auth{User: *user, Pass: *pass}.AsMechanism()))
+	}
+	if *produce {
+		if err := runProduce(opts, *topic, *n, *size, *acks, *linger, *batch, *timeout); err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen produce:", err)
+			os.Exit(1)
+		}
+	}
+	if *consume {
+		if err := runConsume(opts, *topic, *n, *timeout); err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen consume:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+func splitComma(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			if i > start {
+				out = append(out, s[start:i])
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+func runProduce(base []kgo.Opt, topic string, n, size int, acks string, linger time.Duration, batch int, limit time.Duration) error {
+	opts := append(base,
+		kgo.ProducerLinger(linger),
+		kgo.ProducerBatchMaxBytes(int32(batch)),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.MaxBufferedRecords(1<<16),
+	)
+	switch acks {
+	case "all", "-1":
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case "1":
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	default:
+		return fmt.Errorf("-acks %q: want all or 1", acks)
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	// Values: distinct, incompressible slices of a random pool.
+	pool := make([]byte, 4<<20+size)
+	rand.Read(pool)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	// Connect and learn the metadata first, outside the measure.
+	if err := cl.Ping(ctx); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	lat := make([]int64, n) // microseconds
+	var (
+		wg    sync.WaitGroup
+		fail  atomic.Int64
+		once  sync.Once
+		first error
+	)
+	wg.Add(n)
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		off := (i * 4093) % (len(pool) - size)
+		start := time.Now()
+		idx := i
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: pool[off : off+size]}, func(_ *kgo.Record, err error) {
+			lat[idx] = time.Since(start).Microseconds()
+			if err != nil {
+				fail.Add(1)
+				once.Do(func() { first = err })
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	if first != nil {
+		return fmt.Errorf("%d of %d records failed, first: %w", fail.Load(), n, first)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	q := func(p float64) float64 { return float64(lat[min(int(p*float64(n)), n-1)]) / 1000 }
+	fmt.Printf("RESULT phase=produce records=%d seconds=%.3f rec_s=%.1f mib_s=%.2f p50_ms=%.2f p99_ms=%.2f p999_ms=%.2f\n",
+		n, el.Seconds(), float64(n)/el.Seconds(), float64(n)*float64(size)/(1<<20)/el.Seconds(), q(0.50), q(0.99), q(0.999))
+	return nil
+}
+
+func runConsume(base []kgo.Opt, topic string, n int, limit time.Duration) error {
+	cl, err := kgo.NewClient(append(base,
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(50<<20),
+		kgo.FetchMaxPartitionBytes(10<<20),
+	)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	if err := cl.Ping(ctx); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	got, bytes := 0, int64(0)
+	t0 := time.Now()
+	for got < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return fmt.Errorf("%d of %d records within %v", got, n, limit)
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
+				ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got++
+			bytes += int64(len(r.Value))
+		})
+	}
+	el := time.Since(t0)
+	fmt.Printf("RESULT phase=consume records=%d seconds=%.3f rec_s=%.1f mib_s=%.2f\n",
+		got, el.Seconds(), float64(got)/el.Seconds(), float64(bytes)/(1<<20)/el.Seconds())
+	return nil
+}

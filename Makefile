@@ -26,11 +26,16 @@ test: deps
 	$(GO) test -count=1 -timeout 20m ./...
 
 FUZZTIME ?= 10s
+# Each target briefly; -fuzzminimizetime keeps a short run fuzzing rather than minimising.
+FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 fuzz:
-	$(GO) test ./codec -run '^$$' -fuzz '^FuzzRequestHeader$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./codec -run '^$$' -fuzz '^FuzzProduceRewrite$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./codec -run '^$$' -fuzz '^FuzzFetchResponseRewrite$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./engine -run '^$$' -fuzz '^FuzzRequestPath$$' -fuzztime $(FUZZTIME)
+	$(FUZZ) ./codec -fuzz '^FuzzRequestHeader$$'
+	$(FUZZ) ./codec -fuzz '^FuzzProduceRewrite$$'
+	$(FUZZ) ./codec -fuzz '^FuzzFetchRequestRewrite$$'
+	$(FUZZ) ./codec -fuzz '^FuzzFetchResponseRewrite$$'
+	$(FUZZ) ./decide -fuzz '^FuzzSessionRequest$$'
+	$(FUZZ) ./decide -fuzz '^FuzzGroupResponse$$'
+	@if grep -q '^func FuzzSessionResponse' decide/*_test.go; then $(FUZZ) ./decide -fuzz '^FuzzSessionResponse$$'; fi
 
 bench:
 	$(GO) test ./codec -run '^$$' -bench . -benchmem

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -117,9 +118,45 @@ func serveAdmin(addr string, e *engine.Engine, log *slog.Logger) {
 		metrics.WriteProcessMetrics(w)
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("/config", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(boundsInForce(e.Snapshot()))
+	})
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	if err := srv.ListenAndServe(); err != nil {
 		log.Error("admin endpoint stopped", "address", addr, "error", err.Error())
+	}
+}
+
+// boundsInForce is what /config shows (O4): the listener's bounds and
+// timeouts in force, never a secret, a key or an address of a broker.
+func boundsInForce(snap *configs.Snapshot) map[string]any {
+	l := snap.Listener
+	iv := func(p *int, d int) int {
+		if p == nil {
+			return d
+		}
+		return *p
+	}
+	return map[string]any{
+		"loaded_at":                       snap.LoadedAt,
+		"max_request_bytes":               int64(l.MaxRequestBytes),
+		"max_response_bytes":              int64(l.MaxResponseBytes),
+		"max_connections":                 l.MaxConnections,
+		"auth_timeout":                    l.AuthTimeout.D().String(),
+		"idle_timeout":                    l.IdleTimeout.D().String(),
+		"max_unauthenticated_connections": iv(l.MaxUnauthenticatedConnections, configs.DefaultMaxUnauthenticatedConnections),
+		"max_connections_per_ip":          iv(l.MaxConnectionsPerIP, configs.DefaultMaxConnectionsPerIP),
+		"max_connections_per_tenant":      iv(l.MaxConnectionsPerTenant, configs.DefaultMaxConnectionsPerTenant),
+		"max_connection_rate_per_tenant":  iv(l.MaxConnectionRatePerTenant, configs.DefaultMaxConnectionRatePerTenant),
+		"max_fetch_wait":                  l.MaxFetchWait.D().String(),
+		"max_in_flight_bytes":             int64(l.MaxInFlightBytes),
+		"max_tenant_in_flight_bytes":      int64(l.MaxTenantInFlightBytes),
+		"max_total_in_flight_bytes":       int64(l.MaxTotalInFlightBytes),
+		"max_session_lifetime":            l.MaxSessionLifetime.D().String(),
+		"max_topic_partitions":            l.MaxTopicPartitions,
+		"on_tenant_budget_exceeded":       l.OnTenantBudgetExceeded,
+		"write_timeout":                   configs.WriteStallTimeout.String(),
 	}
 }
 

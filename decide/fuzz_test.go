@@ -38,6 +38,7 @@ func fuzzSnapshot() *configs.Snapshot {
 		"globex-recv-payment": op("globex-recv-payment", "receive", "payments", "shop", false),
 		"acme-send-elsewhere": op("acme-send-elsewhere", "send", "elsewhere", "other", false),
 	}
+	ops["acme-recv-orders"].AdminScope = fuzzAdminScope // D8: see admin_test.go
 	shop := &configs.Cluster{
 		Name: "shop", Upstream: "main", Prefix: "", Plain: true,
 		Topics: map[string]*configs.Topic{
@@ -89,6 +90,7 @@ func fuzzSession(t testing.TB, txn bool) *Session {
 	if v == nil || len(v.Ops) != 3 || v.Transactions != txn {
 		t.Fatalf("view %+v", v)
 	}
+	v.SetAdminScopes([]string{fuzzAdminScope}) // orders is administrable, audit is not
 	return &Session{
 		View:     v,
 		Versions: fuzzVersions(),
@@ -201,6 +203,7 @@ func servedSeeds() [][]byte {
 	}
 	out = append(out, groupFuzzSeeds()...)
 	out = append(out, txnFuzzSeeds()...)
+	out = append(out, adminFuzzSeeds()...)
 	return out
 }
 
@@ -396,7 +399,7 @@ func checkRequest(t *testing.T, s *Session, h *codec.RequestHeader, frame []byte
 			t.Fatal("idempotent producer without a send operation")
 		}
 	default:
-		if checkGroupForwarded(t, s, req) || checkTxnForwarded(t, s, req) {
+		if checkGroupForwarded(t, s, req) || checkTxnForwarded(t, s, req) || checkAdminForwarded(t, s, req) {
 			return
 		}
 		t.Fatalf("%T forwarded: no invariant written for it", req)

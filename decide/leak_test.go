@@ -377,6 +377,140 @@ var leakCases = map[int16]func(v int16) []leakPair{
 		}
 		return []leakPair{{req, resp, []string{"orders"}}}
 	},
+	19: func(v int16) []leakPair { // CreateTopics
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version, req.TimeoutMillis = v, 1000
+		tp := kmsg.NewCreateTopicsRequestTopic()
+		tp.Topic, tp.NumPartitions, tp.ReplicationFactor = "orders", 3, 1
+		tp.Configs = []kmsg.CreateTopicsRequestTopicConfig{{Name: "retention.ms", Value: kmsg.StringPtr("604800000")}}
+		req.Topics = append(req.Topics, tp)
+		resp := kmsg.NewPtrCreateTopicsResponse()
+		for _, name := range []string{"acme.orders", "globex.orders"} {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic = name
+			rt.Configs = []kmsg.CreateTopicsResponseTopicConfig{{Name: "retention.ms", Value: kmsg.StringPtr("604800000")}}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return []leakPair{{req, resp, []string{"orders"}}}
+	},
+	20: func(v int16) []leakPair { // DeleteTopics
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.Version, req.TimeoutMillis, req.TopicNames = v, 1000, []string{"orders"}
+		resp := kmsg.NewPtrDeleteTopicsResponse()
+		for _, name := range []string{"acme.orders", "globex.orders"} {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic = kmsg.StringPtr(name)
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return []leakPair{{req, resp, []string{"orders"}}}
+	},
+	21: func(v int16) []leakPair { // DeleteRecords
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		req.Version, req.TimeoutMillis = v, 1000
+		tp := kmsg.NewDeleteRecordsRequestTopic()
+		tp.Topic = "orders"
+		tp.Partitions = []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: 5}}
+		req.Topics = append(req.Topics, tp)
+		resp := kmsg.NewPtrDeleteRecordsResponse()
+		for _, name := range []string{"acme.orders", "globex.orders"} {
+			rt := kmsg.NewDeleteRecordsResponseTopic()
+			rt.Topic = name
+			rt.Partitions = append(rt.Partitions, kmsg.NewDeleteRecordsResponseTopicPartition())
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return []leakPair{{req, resp, []string{"orders"}}}
+	},
+	32: func(v int16) []leakPair { // DescribeConfigs
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.Version, req.IncludeSynonyms, req.IncludeDocumentation = v, true, true
+		for _, r := range []struct {
+			typ  kmsg.ConfigResourceType
+			name string
+		}{{kmsg.ConfigResourceTypeTopic, "orders"}, {kmsg.ConfigResourceTypeBroker, "1"}} {
+			rr := kmsg.NewDescribeConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = r.typ, r.name
+			req.Resources = append(req.Resources, rr)
+		}
+		resp := kmsg.NewPtrDescribeConfigsResponse()
+		for _, r := range []struct {
+			typ  kmsg.ConfigResourceType
+			name string
+		}{{kmsg.ConfigResourceTypeTopic, "acme.orders"}, {kmsg.ConfigResourceTypeTopic, "globex.orders"}, {kmsg.ConfigResourceTypeBroker, "globex.broker"}} {
+			rr := kmsg.NewDescribeConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName = r.typ, r.name
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			c.Name, c.Value = "retention.ms", kmsg.StringPtr("604800000")
+			c.Documentation = kmsg.StringPtr(leakWords)
+			c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: "log.retention.ms", Value: kmsg.StringPtr(leakWords)}}
+			rr.Configs = append(rr.Configs, c)
+			resp.Resources = append(resp.Resources, rr)
+		}
+		return []leakPair{{req, resp, []string{"orders", "retention.ms"}}}
+	},
+	37: func(v int16) []leakPair { // CreatePartitions
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.Version, req.TimeoutMillis = v, 1000
+		tp := kmsg.NewCreatePartitionsRequestTopic()
+		tp.Topic, tp.Count = "orders", 4
+		req.Topics = append(req.Topics, tp)
+		resp := kmsg.NewPtrCreatePartitionsResponse()
+		for _, name := range []string{"acme.orders", "globex.orders"} {
+			rt := kmsg.NewCreatePartitionsResponseTopic()
+			rt.Topic = name
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return []leakPair{{req, resp, []string{"orders"}}}
+	},
+	42: func(v int16) []leakPair { // DeleteGroups
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Version, req.Groups = v, []string{"g1"}
+		resp := kmsg.NewPtrDeleteGroupsResponse()
+		for _, name := range []string{"acme.~g.g1", "globex.~g.g2"} {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group = name
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return []leakPair{{req, resp, []string{"g1"}}}
+	},
+	44: func(v int16) []leakPair { // IncrementalAlterConfigs
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.Version = v
+		for _, r := range []struct {
+			typ  kmsg.ConfigResourceType
+			name string
+		}{{kmsg.ConfigResourceTypeTopic, "orders"}, {kmsg.ConfigResourceTypeBroker, "1"}} {
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = r.typ, r.name
+			rr.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("604800000")}}
+			req.Resources = append(req.Resources, rr)
+		}
+		resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
+		for _, r := range []struct {
+			typ  kmsg.ConfigResourceType
+			name string
+		}{{kmsg.ConfigResourceTypeTopic, "acme.orders"}, {kmsg.ConfigResourceTypeTopic, "globex.orders"}, {kmsg.ConfigResourceTypeBroker, "globex.broker"}} {
+			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName = r.typ, r.name
+			resp.Resources = append(resp.Resources, rr)
+		}
+		return []leakPair{{req, resp, []string{"orders"}}}
+	},
+	47: func(v int16) []leakPair { // OffsetDelete
+		req := kmsg.NewPtrOffsetDeleteRequest()
+		req.Version, req.Group = v, "g1"
+		tp := kmsg.NewOffsetDeleteRequestTopic()
+		tp.Topic = "orders"
+		tp.Partitions = []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}
+		req.Topics = append(req.Topics, tp)
+		resp := kmsg.NewPtrOffsetDeleteResponse()
+		for _, name := range []string{"acme.orders", "globex.orders"} {
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = name
+			rt.Partitions = append(rt.Partitions, kmsg.NewOffsetDeleteResponseTopicPartition())
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return []leakPair{{req, resp, []string{"orders"}}}
+	},
 	60: func(v int16) []leakPair { // DescribeCluster
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.Version = v

@@ -34,6 +34,9 @@ type Brokers interface {
 type Limits struct {
 	MaxFetchWaitMs int32 // max_fetch_wait
 	FetchMaxBytes  int32 // max_response_bytes / 2
+	// Bounded administration (D8); zero stands for the listener's default.
+	MaxTopicPartitions int32 // max_topic_partitions: CreateTopics, CreatePartitions
+	MaxRequestBytes    int64 // max_request_bytes: the bound of max.message.bytes
 }
 
 // Session is the decision state of one authenticated connection.

@@ -68,9 +68,6 @@ func init() {
 	never("telemetry", 71, 72)
 	// Outside the seed's table: refused by omission, never announced.
 	never("not in the table", 61, 65, 66, 74, 75)
-	// In the seed's table, not served by this version yet: never announced
-	// until their handlers land (groups, transactions, administration).
-	never("not served yet: administration", 19, 20, 21, 32, 37, 42, 44, 47)
 }
 
 // KindOf returns how the table treats key, and for a Never key why.

@@ -1,6 +1,8 @@
 package decide
 
 import (
+	"slices"
+
 	"github.com/flexway/flexway/configs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -24,12 +26,16 @@ type View struct {
 	grpPrefix []byte // "<prefix>acme.~g."
 
 	CanSend, CanReceive, Transactions bool
+	// CanAdminGroups: the token carries the admin_scope of one of the
+	// view's receive operations (DeleteGroups, OffsetDelete; see admin.go).
+	CanAdminGroups bool
 }
 
 type topicAccess struct {
 	short, physical []byte
 	send, receive   bool
 	transactions    bool
+	admin           bool // an operation on the topic has an admin_scope the token carries (D8)
 }
 
 // NewView builds the view of tenant with the given operation ids on cluster.
@@ -76,6 +82,47 @@ func NewView(snap *configs.Snapshot, cluster *configs.Cluster, tenant string, op
 		return nil
 	}
 	return v
+}
+
+// SetAdminScopes records the scopes of the session's token (D8): a topic is
+// administrable when an operation of the view on it has an admin_scope
+// the token carries, and the tenant's groups when one of the view's
+// receive operations does. API keys and certificates carry no scopes:
+// they never administer. Calling it again replaces what it set.
+func (v *View) SetAdminScopes(scopes []string) {
+	v.CanAdminGroups = false
+	for _, ta := range v.topics {
+		ta.admin = false
+	}
+	if len(scopes) == 0 {
+		return
+	}
+	for _, op := range v.Ops {
+		if op.AdminScope == "" || !slices.Contains(scopes, op.AdminScope) {
+			continue
+		}
+		if ta := v.topics[op.Channel]; ta != nil {
+			ta.admin = true
+		}
+		if op.Action == "receive" {
+			v.CanAdminGroups = true
+		}
+	}
+}
+
+// AdminTopic judges the administration of a short topic name (D8): its
+// physical name, or the code of the refusal. A topic outside the view is
+// answered outside (what Kafka answers a client that may not describe
+// it), one inside without the admin_scope TOPIC_AUTHORIZATION_FAILED.
+func (v *View) AdminTopic(name string, outside int16) (string, int16) {
+	ta := v.topics[name]
+	switch {
+	case ta == nil:
+		return "", outside
+	case !ta.admin:
+		return "", kerr.TopicAuthorizationFailed.Code
+	}
+	return string(ta.physical), 0
 }
 
 // Topics returns the short names of the view's topics.

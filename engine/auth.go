@@ -27,6 +27,8 @@ type identity struct {
 	keyExpires time.Time
 	subject    string
 	token      string // OAUTHBEARER: the JWT, verified again at each reload (S2); never logged
+	// OAUTHBEARER: the token's scopes, sorted; they open administration (D8).
+	scopes []string
 }
 
 // handlePreAuth serves what a connection may ask before it authenticates:
@@ -224,20 +226,23 @@ func (cl *client) authDone(res authResult, h *codec.RequestHeader, mode authMode
 			}
 		}
 	}
+	if res.id != nil {
+		// B1: the tenant's connections and new connections a second.
+		l := snap.Listener
+		if bound := cl.e.limits.takeTenant(res.id.tenant, intOr(l.MaxConnectionsPerTenant, 1024), intOr(l.MaxConnectionRatePerTenant, 100), time.Now()); bound != "" {
+			cl.e.m.refused(bound)
+			cl.e.refusedLine("kafka connection refused", "bound", bound, "tenant", res.id.tenant, "cluster", cl.route.cluster.Name)
+			cl.authFailed(h, mode)
+			return
+		}
+		cl.tenantCounted = true
+	}
 	if res.id == nil {
 		cl.e.refusedLine("kafka authentication refused", "cause", res.cause, "user", res.user, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
-		cl.e.m.request(36, decRefused)
-		if mode == authSASL {
-			resp := kmsg.NewPtrSASLAuthenticateResponse()
-			resp.Version = h.Version
-			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-			resp.ErrorMessage = kmsg.StringPtr("authentication failed")
-			cl.writeKmsg(36, h.Version, h.Correlation, resp)
-		}
-		cl.state = stPreAuth
-		cl.close("authentication")
+		cl.authFailed(h, mode)
 		return
 	}
+	view.SetAdminScopes(res.id.scopes)
 	cl.ident = res.id
 	cl.snap = snap
 	cl.state = stAuthed
@@ -249,8 +254,10 @@ func (cl *client) authDone(res authResult, h *codec.RequestHeader, mode authMode
 		Versions: cl.e.versions[cl.route.cluster.Name],
 		Brokers:  &brokerNames{e: cl.e, cluster: cl.route.cluster, up: cl.e.upstreams[cl.route.cluster.Upstream], tls: cl.route.tls},
 		Limits: decide.Limits{
-			MaxFetchWaitMs: int32(snap.Listener.MaxFetchWait.D() / time.Millisecond),
-			FetchMaxBytes:  cl.fetchCap(),
+			MaxFetchWaitMs:     int32(snap.Listener.MaxFetchWait.D() / time.Millisecond),
+			FetchMaxBytes:      cl.fetchCap(),
+			MaxTopicPartitions: int32(snap.Listener.MaxTopicPartitions),
+			MaxRequestBytes:    int64(snap.Listener.MaxRequestBytes),
 		},
 	}
 	cl.e.m.request(36, decAllowed)
@@ -264,6 +271,20 @@ func (cl *client) authDone(res authResult, h *codec.RequestHeader, mode authMode
 		cl.writeKmsg(36, h.Version, h.Correlation, resp)
 	}
 	cl.process()
+}
+
+// authFailed answers SASL_AUTHENTICATION_FAILED (I4, B1) and closes.
+func (cl *client) authFailed(h *codec.RequestHeader, mode authMode) {
+	cl.e.m.request(36, decRefused)
+	if mode == authSASL {
+		resp := kmsg.NewPtrSASLAuthenticateResponse()
+		resp.Version = h.Version
+		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
+		cl.writeKmsg(36, h.Version, h.Correlation, resp)
+	}
+	cl.state = stPreAuth
+	cl.close("authentication")
 }
 
 // startSession sets the session's end (S3): the smallest of
@@ -313,6 +334,8 @@ func (cl *client) adopt(snap *configs.Snapshot) {
 	cl.snap = snap
 	cl.budget.Limit = int64(snap.Listener.MaxInFlightBytes)
 	cl.sess.Limits.MaxFetchWaitMs = int32(snap.Listener.MaxFetchWait.D() / time.Millisecond)
+	cl.sess.Limits.MaxTopicPartitions = int32(snap.Listener.MaxTopicPartitions)
+	cl.sess.Limits.MaxRequestBytes = int64(snap.Listener.MaxRequestBytes)
 	cluster := snap.Clusters[cl.route.cluster.Name]
 	if cluster == nil {
 		cl.revoked = "the virtual cluster is no longer declared"
@@ -326,6 +349,7 @@ func (cl *client) adopt(snap *configs.Snapshot) {
 		cl.checkSession()
 		return
 	}
+	view.SetAdminScopes(cl.ident.scopes)
 	cl.sess.View = view
 	if b, ok := cl.sess.Brokers.(*brokerNames); ok {
 		b.cluster = cluster
@@ -387,6 +411,7 @@ func (cl *client) reauthDone(res authResult, h *codec.RequestHeader, snap *confi
 			return
 		}
 	}
+	cl.sess.View.SetAdminScopes(res.id.scopes) // the new token's scopes
 	resp.SessionLifetimeMillis = lifetime.Milliseconds()
 	cl.answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
 	cl.process()

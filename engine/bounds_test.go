@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"testing"
@@ -270,4 +271,75 @@ func TestUnmappedBroker(t *testing.T) {
 		t.Fatalf("node %d announced as %+v, want %s among %d brokers", unmapped, resp.Brokers, want, len(nodes))
 	}
 	env.waitLog(3*time.Second, "outside the fallback range", "node="+itoa(unmapped))
+}
+
+// B1: max_connections_per_ip: at the bound a connection is served, one
+// more is closed at once and counted.
+func TestConnectionsPerIP(t *testing.T) {
+	env := newTestEnv(t, "    max_connections_per_ip: 3\n")
+	var conns []*rawConn
+	for i := 0; i < 3; i++ {
+		conns = append(conns, dialRaw(t, env.boot, "acme-app", env.keys["acme-app"]))
+	}
+	over := dialPlain(t, env.boot)
+	over.expectClosed(5 * time.Second)
+	env.waitLog(3*time.Second, "kafka connection refused", "bound=max_connections_per_ip")
+	if n := env.e.m.refusedBy["max_connections_per_ip"].Get(); n != 1 {
+		t.Fatalf("refusals counted: %d", n)
+	}
+	conns[0].c.Close() // a place is given back
+	time.Sleep(200 * time.Millisecond)
+	_ = dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+}
+
+// B1: max_connections_per_tenant and max_connection_rate_per_tenant refuse
+// at authentication with SASL_AUTHENTICATION_FAILED, and never another tenant.
+func TestConnectionsPerTenant(t *testing.T) {
+	env := newTestEnv(t, "    max_connections_per_tenant: 2\n")
+	a1 := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	_ = dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	cl, _ := kgo.NewClient(kgo.SeedBrokers(env.boot), kgo.SASL(plainAuth("acme-orders-reader", env.keys["acme-orders-reader"])), kgo.RequestRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err := cl.Ping(ctx)
+	cancel()
+	cl.Close()
+	if !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a third acme connection: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+	env.waitLog(3*time.Second, "bound=max_connections_per_tenant", "tenant=acme")
+	_ = dialRaw(t, env.boot, "globex-app", env.keys["globex-app"]) // another tenant is not disturbed
+	a1.c.Close()
+	time.Sleep(200 * time.Millisecond)
+	_ = dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+}
+
+func TestConnectionRatePerTenant(t *testing.T) {
+	env := newTestEnv(t, "    max_connection_rate_per_tenant: 3\n")
+	// Wait for the start of a second so that the window is whole.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	refused := 0
+	for i := 0; i < 5; i++ {
+		c := dialPlain(t, env.boot)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Version = 1
+		hs.Mechanism = "PLAIN"
+		c.send(hs)
+		var hsr kmsg.SASLHandshakeResponse
+		hsr.Version = 1
+		c.recv(&hsr)
+		au := kmsg.NewPtrSASLAuthenticateRequest()
+		au.Version = 1
+		au.SASLAuthBytes = []byte("\x00acme-app\x00" + env.keys["acme-app"])
+		c.send(au)
+		var aur kmsg.SASLAuthenticateResponse
+		aur.Version = 1
+		c.recv(&aur)
+		if aur.ErrorCode == kerr.SaslAuthenticationFailed.Code {
+			refused++
+		}
+	}
+	if refused != 2 {
+		t.Fatalf("%d of 5 new connections in one second refused at a rate of 3, want 2", refused)
+	}
+	env.waitLog(3*time.Second, "bound=max_connection_rate_per_tenant")
 }

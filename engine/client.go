@@ -40,7 +40,9 @@ type client struct {
 	closed bool
 	route  portRoute
 	ip     string
-	opened time.Time
+	// counted against the connection bounds (B1), given back at release
+	ipCounted, tenantCounted bool
+	opened                   time.Time
 
 	state      authState
 	tls        *tlsState   // after the TLS handshake
@@ -83,6 +85,11 @@ func newClient(e *Engine, c gnet.Conn, route portRoute) *client {
 		e.refuse("max_unauthenticated_connections", "")
 		return nil
 	}
+	if !e.limits.takeIP(cl.ip, intOr(l.MaxConnectionsPerIP, 16)) {
+		e.refuse("max_connections_per_ip", "")
+		return nil
+	}
+	cl.ipCounted = true
 	e.unauth.Add(1)
 	cl.lp = e.loopOf(c.EventLoop())
 	cl.lp.clients[cl] = struct{}{}
@@ -415,6 +422,12 @@ func (cl *client) releaseAs(peerClosed bool) {
 	delete(cl.lp.clients, cl)
 	if cl.state != stAuthed {
 		cl.e.unauth.Add(-1)
+	}
+	if cl.ipCounted {
+		cl.e.limits.dropIP(cl.ip)
+	}
+	if cl.tenantCounted {
+		cl.e.limits.dropTenant(cl.ident.tenant)
 	}
 	n := 0
 	cl.queue.Each(func(p *decide.Pending) {

@@ -74,6 +74,7 @@ upstreams:
     store: "file:./api-keys.yaml"
 listeners:
   kafka:
+    max_connections_per_ip: 0
     plaintext:
       mesh_only: true
       bind_host: 127.0.0.1

@@ -49,6 +49,7 @@ type Engine struct {
 	stopping  atomic.Bool
 	lastSweep time.Time
 
+	limits       *connLimits
 	refusedLog   rateLimiter
 	unmappedSeen sync.Map
 	m            *metricsSet
@@ -103,6 +104,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 	}
 	e.snap.Store(snap)
 	e.m = newMetrics()
+	e.limits = newConnLimits()
 	if len(snap.File.Auth.Issuers) > 0 {
 		v, err := newOAuthVerifiers(ctx, snap)
 		if err != nil {

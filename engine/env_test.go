@@ -264,7 +264,7 @@ listeners:
       advertised_host: 127.0.0.1
       clusters:
         shop: { ports: { from: %d, to: %d }, first_node_id: %d }
-`, upstream, ec.listenerExtra, base, base+nports-1, firstNode)
+`, upstream, loopbackBounds(ec.listenerExtra), base, base+nports-1, firstNode)
 	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
 	contract := strings.ReplaceAll(testContract, `address: "{tenant}.`, `address: "`+env.prefix+`{tenant}.`)
 	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(contract), 0o600))
@@ -424,4 +424,14 @@ func (env *testEnv) waitLog(d time.Duration, parts ...string) string {
 			return ""
 		}
 	}
+}
+
+// loopbackBounds turns max_connections_per_ip off unless the test sets it:
+// every client of a test comes from 127.0.0.1, many more than a real
+// address opens (the bound has its own test, TestConnectionsPerIP).
+func loopbackBounds(extra string) string {
+	if strings.Contains(extra, "max_connections_per_ip") {
+		return extra
+	}
+	return "    max_connections_per_ip: 0\n" + extra
 }

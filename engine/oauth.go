@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -558,6 +559,7 @@ func checkClaims(snap *configs.Snapshot, st *issuerKeys, payload []byte, now tim
 		tenant:    tenant,
 		ops:       ops,
 		expires:   exp,
+		scopes:    slices.Sorted(maps.Keys(scopes)),
 	}}
 }
 

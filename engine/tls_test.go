@@ -79,7 +79,7 @@ listeners:
     address: "127.0.0.1:0"
     tls: { cert_file: ./tls.crt, key_file: ./tls.key, client_ca_file: ./ca.crt }
     sni_domain: %s
-%s`, sniDomain, extra)
+%s`, sniDomain, loopbackBounds(extra))
 	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(contract), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store.String()), 0o600))

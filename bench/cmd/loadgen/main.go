@@ -14,6 +14,10 @@
 // through the gateway (SASL PLAIN, the API key's id and the key):
 //
 //	loadgen -brokers 127.0.0.1:29092 -user bench-acme -pass KEY -topic perf ...
+//
+// -rate R paces the producer at R records/s (in steps of 64 records), for
+// latency at a fixed load; latencies are measured in microseconds, finer
+// than kafka-producer-perf-test's milliseconds.
 package main
 
 import (
@@ -45,6 +49,7 @@ func main() {
 	produce := flag.Bool("produce", true, "run the produce phase")
 	consume := flag.Bool("consume", true, "run the consume phase")
 	timeout := flag.Duration("timeout", 5*time.Minute, "limit of each phase")
+	rate := flag.Int("rate", 0, "produce at this many records/s (0: as fast as the client goes)")
 	flag.Parse()
 	if *pass == "" {
 		*pass = os.Getenv("LOADGEN_PASS")
@@ -55,7 +60,7 @@ func main() {
 		opts = append(opts, kgo.SASL(plain.Auth{User: *user, Pass: *pass}.AsMechanism()))
 	}
 	if *produce {
-		if err := runProduce(opts, *topic, *n, *size, *acks, *linger, *batch, *timeout); err != nil {
+		if err := runProduce(opts, *topic, *n, *size, *acks, *linger, *batch, *rate, *timeout); err != nil {
 			fmt.Fprintln(os.Stderr, "loadgen produce:", err)
 			os.Exit(1)
 		}
@@ -82,7 +87,7 @@ func splitComma(s string) []string {
 	return out
 }
 
-func runProduce(base []kgo.Opt, topic string, n, size int, acks string, linger time.Duration, batch int, limit time.Duration) error {
+func runProduce(base []kgo.Opt, topic string, n, size int, acks string, linger time.Duration, batch, rate int, limit time.Duration) error {
 	opts := append(base,
 		kgo.ProducerLinger(linger),
 		kgo.ProducerBatchMaxBytes(int32(batch)),
@@ -121,6 +126,12 @@ func runProduce(base []kgo.Opt, topic string, n, size int, acks string, linger t
 	wg.Add(n)
 	t0 := time.Now()
 	for i := 0; i < n; i++ {
+		if rate > 0 && i%64 == 0 {
+			// Paced: record i is due at t0 + i/rate.
+			if d := time.Until(t0.Add(time.Duration(float64(i) / float64(rate) * float64(time.Second)))); d > 0 {
+				time.Sleep(d)
+			}
+		}
 		off := (i * 4093) % (len(pool) - size)
 		start := time.Now()
 		idx := i

@@ -1,0 +1,499 @@
+// Command harness is the body of bench/run (issue 4, items 3-5): against one
+// real Apache Kafka broker that bench/run has started, it writes a gateway
+// configuration, starts bin/flexway in front of the broker and measures the
+// two paths side by side, direct to the broker and through the gateway:
+//
+//   - kafka-producer-perf-test (org.apache.kafka.tools.ProducerPerformance),
+//     1 KiB records, acks=all and acks=1, unlimited rate and a fixed rate at
+//     half the direct maximum measured in the same run;
+//   - the consumer perf test (org.apache.kafka.tools.ConsumerPerformance);
+//   - the franz-go load generator (bench/cmd/loadgen): produce, consume, and
+//     produce at a fixed rate with latencies in microseconds;
+//   - the record-size sweep of the plot (100 B to 100 KiB, acks=1);
+//   - a CPU profile of the gateway (perf record) under an unlimited producer;
+//   - density (bench/cmd/density): idle authenticated connection pairs.
+//
+// It parses the tools' own output lines, reads the gateway's CPU time and
+// peak RSS from /proc, and prints one table (median and min-max of
+// BENCH_REPEAT runs). Everything it writes goes to -out.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type harness struct {
+	root, out, bin, work string
+	broker               string // direct bootstrap
+	gwBoot               string // the gateway's bootstrap
+	gwPortFrom           int
+	admin                string
+	keyID, key           string
+	clientProps          string // SASL properties for the Java tools
+
+	repeat       int
+	records      int
+	fixedSeconds int
+	sizes        []int
+	plotMiB      int
+	plotRepeat   int
+	densityN     []int
+	profile      bool
+
+	gw        *exec.Cmd
+	gwLog     string
+	brokerPID int
+	seq       int
+	logf      *os.File
+
+	results []result
+	fixed   []string // the fixed-rate scenarios' names (they hold the rates)
+}
+
+func main() {
+	h := &harness{}
+	mode := flag.String("mode", "real", "real (table, plot, profile) | density | all")
+	flag.StringVar(&h.root, "root", ".", "the repository")
+	flag.StringVar(&h.out, "out", "", "results folder (default bench/results/<date>)")
+	flag.StringVar(&h.bin, "bin", "", "folder holding flexway, loadgen and density")
+	flag.StringVar(&h.work, "work", "", "scratch folder (gateway configuration)")
+	flag.StringVar(&h.broker, "broker", "127.0.0.1:39292", "the broker's PLAINTEXT address")
+	flag.Parse()
+
+	h.repeat = envInt("BENCH_REPEAT", 3)
+	h.records = envInt("BENCH_RECORDS", 300000)
+	h.fixedSeconds = envInt("BENCH_FIXED_SECONDS", 10)
+	h.sizes = envInts("BENCH_SIZES", []int{100, 1024, 10240, 102400})
+	h.plotMiB = envInt("BENCH_PLOT_MIB", 300)
+	h.plotRepeat = envInt("BENCH_PLOT_REPEAT", h.repeat)
+	h.densityN = envInts("BENCH_DENSITY_N", []int{1000, 9000})
+	h.profile = os.Getenv("BENCH_PROFILE") != "0"
+	h.gwPortFrom = envInt("BENCH_GW_PORT", 29092)
+	h.gwBoot = fmt.Sprintf("127.0.0.1:%d", h.gwPortFrom)
+	h.admin = envStr("BENCH_ADMIN", "127.0.0.1:29464")
+	h.brokerPID = envInt("BENCH_BROKER_PID", 0)
+
+	var err error
+	if h.root, err = filepath.Abs(h.root); err != nil {
+		die("%v", err)
+	}
+	if h.out == "" {
+		h.out = filepath.Join(h.root, "bench", "results", time.Now().Format("2006-01-02T150405"))
+	}
+	if h.bin == "" {
+		h.bin = filepath.Join(h.root, "bin")
+	}
+	if h.work == "" {
+		if h.work, err = os.MkdirTemp("", "flexway-bench-"); err != nil {
+			die("%v", err)
+		}
+		defer os.RemoveAll(h.work)
+	}
+	must(os.MkdirAll(filepath.Join(h.out, "logs"), 0o755))
+	h.logf, err = os.Create(filepath.Join(h.out, "harness.log"))
+	must(err)
+
+	// Stop the gateway whatever happens: a signal, a panic, a fatal error.
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		s := <-sigc
+		h.say("signal %v: stopping", s)
+		h.stopGateway()
+		os.Exit(130)
+	}()
+	defer h.stopGateway()
+
+	h.writeEnv()
+	h.writeGatewayConfig()
+	h.createTopics()
+
+	switch *mode {
+	case "real":
+		h.runReal()
+	case "density":
+		h.runDensity()
+	case "all":
+		h.runReal()
+		h.runDensity()
+	default:
+		die("-mode %q: want real, density or all", *mode)
+	}
+	h.say("results in %s", h.out)
+}
+
+// ---- small helpers ----
+
+func die(f string, a ...any) {
+	fmt.Fprintf(os.Stderr, "harness: "+f+"\n", a...)
+	os.Exit(1)
+}
+
+func must(err error) {
+	if err != nil {
+		die("%v", err)
+	}
+}
+
+func envStr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(k string, def int) int {
+	if v := os.Getenv(k); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			die("%s=%q: not an integer", k, v)
+		}
+		return n
+	}
+	return def
+}
+
+func envInts(k string, def []int) []int {
+	v := os.Getenv(k)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			die("%s=%q: want integers separated by commas", k, v)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// say prints a progress line on stderr and in harness.log.
+func (h *harness) say(f string, a ...any) {
+	line := time.Now().Format("15:04:05 ") + fmt.Sprintf(f, a...)
+	fmt.Fprintln(os.Stderr, line)
+	if h.logf != nil {
+		fmt.Fprintln(h.logf, line)
+	}
+}
+
+// run runs a command, its output (stdout and stderr) kept in logs/NNN-name.log;
+// it returns the output.
+func (h *harness) run(name string, env []string, args ...string) (string, error) {
+	h.seq++
+	logPath := filepath.Join(h.out, "logs", fmt.Sprintf("%03d-%s.log", h.seq, name))
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = h.root
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	_ = os.WriteFile(logPath, append([]byte("$ "+strings.Join(redact(args, h.key), " ")+"\n"), out...), 0o644)
+	if err != nil {
+		return string(out), fmt.Errorf("%s: %v (log %s)", name, err, logPath)
+	}
+	return string(out), nil
+}
+
+func redact(args []string, secret string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if secret != "" {
+			a = strings.ReplaceAll(a, secret, "<key>")
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func (h *harness) kafkaTool(name string, class string, args ...string) (string, error) {
+	return h.run(name, nil, append([]string{filepath.Join(h.root, "scripts", "kafka-tool.sh"), class}, args...)...)
+}
+
+// ---- environment ----
+
+func (h *harness) writeEnv() {
+	var b strings.Builder
+	cpu := "unknown"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	cmdOut := func(args ...string) string {
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		if err != nil {
+			return "unknown"
+		}
+		return strings.TrimSpace(string(out))
+	}
+	mem := "unknown"
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		mem = strings.TrimSpace(strings.SplitN(string(data), "\n", 2)[0])
+	}
+	java := strings.SplitN(cmdOut("java", "-version"), "\n", 2)[0]
+	commit := cmdOut("git", "-C", h.root, "rev-parse", "--short", "HEAD")
+	if cmdOut("git", "-C", h.root, "status", "--porcelain") != "" {
+		commit += " (with uncommitted changes)"
+	}
+	fmt.Fprintf(&b, "date:     %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "commit:   %s\n", commit)
+	fmt.Fprintf(&b, "cpu:      %s, %d cores (nproc %s)\n", cpu, countCPUs(), cmdOut("nproc"))
+	fmt.Fprintf(&b, "memory:   %s\n", mem)
+	fmt.Fprintf(&b, "kernel:   %s\n", cmdOut("uname", "-sr"))
+	fmt.Fprintf(&b, "go:       %s\n", cmdOut("go", "version"))
+	fmt.Fprintf(&b, "java:     %s\n", java)
+	fmt.Fprintf(&b, "kafka:    %s (single-node KRaft, %s)\n", envStr("KAFKA_VERSION", "unknown"), h.broker)
+	fmt.Fprintf(&b, "nofile:   %s\n", cmdOut("bash", "-c", "echo soft $(ulimit -Sn) hard $(ulimit -Hn)"))
+	fmt.Fprintf(&b, "load:     %s (before the run)\n", cmdOut("cat", "/proc/loadavg"))
+	must(os.WriteFile(filepath.Join(h.out, "env.txt"), []byte(b.String()), 0o644))
+	h.say("environment:\n%s", b.String())
+}
+
+func countCPUs() int {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(data), "\nprocessor") + map[bool]int{true: 1}[strings.HasPrefix(string(data), "processor")]
+}
+
+// ---- the gateway ----
+
+const contract = `# flexway benchmark contract (written by bench/run)
+asyncapi: 3.0.0
+info: { title: flexway benchmark, version: "1.0.0" }
+channels:
+  perf:
+    address: "{tenant}.perf"
+    parameters:
+      tenant: { x-flexway-bind: tenant }
+operations:
+  perfSend:
+    action: send
+    channel: { $ref: "#/channels/perf" }
+    x-flexway-upstream: kafka
+    x-flexway-kafka-proxy: { cluster: shop }
+    security: [ { $ref: "#/components/securitySchemes/plain" } ]
+  perfReceive:
+    action: receive
+    channel: { $ref: "#/channels/perf" }
+    x-flexway-upstream: kafka
+    x-flexway-kafka-proxy: { cluster: shop }
+    security: [ { $ref: "#/components/securitySchemes/plain" } ]
+components:
+  securitySchemes:
+    plain: { type: plain }
+`
+
+func (h *harness) writeGatewayConfig() {
+	cfg := fmt.Sprintf(`# flexway benchmark gateway (written by bench/run)
+version: 1
+contracts:
+  asyncapi: ./asyncapi.yaml
+upstreams:
+  kafka:
+    protocol: kafka
+    brokers: [%s]
+auth:
+  api_keys:
+    store: "file:./api-keys.yaml"
+listeners:
+  kafka:
+    # density: up to ~10,000 connections from one address and one tenant
+    max_connections: 20000
+    max_connections_per_ip: 0
+    max_connections_per_tenant: 20000
+    max_connection_rate_per_tenant: 0
+    max_unauthenticated_connections: 256
+    plaintext:
+      mesh_only: true
+      bind_host: 127.0.0.1
+      advertised_host: 127.0.0.1
+      clusters:
+        shop: { ports: { from: %d, to: %d }, first_node_id: 1 }
+server:
+  admin:
+    address: %s
+`, h.broker, h.gwPortFrom, h.gwPortFrom+2, h.admin)
+	must(os.WriteFile(filepath.Join(h.work, "flexway.yaml"), []byte(cfg), 0o600))
+	must(os.WriteFile(filepath.Join(h.work, "asyncapi.yaml"), []byte(contract), 0o600))
+
+	// One API key for tenant acme, made by the gateway's own command (which
+	// checks the operations against the contract: the store must exist).
+	must(os.WriteFile(filepath.Join(h.work, "api-keys.yaml"), []byte("keys: []\n"), 0o600))
+	h.keyID = "bench-acme"
+	out, err := h.run("keys-new", nil, filepath.Join(h.bin, "flexway"), "keys", "new",
+		"--id", h.keyID, "--tenant", "acme", "--operations", "perfSend,perfReceive",
+		"--config", filepath.Join(h.work, "flexway.yaml"))
+	must(err)
+	lines := strings.Split(out, "\n")
+	var entry []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "# The key") && i+1 < len(lines) {
+			h.key = strings.TrimSpace(lines[i+1])
+		}
+		if strings.HasPrefix(l, "  ") || strings.HasPrefix(l, "- id:") {
+			entry = append(entry, l)
+		}
+	}
+	if h.key == "" || len(entry) == 0 {
+		die("cannot read the output of flexway keys new:\n%s", out)
+	}
+	must(os.WriteFile(filepath.Join(h.work, "api-keys.yaml"), []byte("keys:\n"+strings.Join(entry, "\n")+"\n"), 0o600))
+	h.clientProps = filepath.Join(h.work, "client-sasl.properties")
+	must(os.WriteFile(h.clientProps, []byte(fmt.Sprintf(`security.protocol=SASL_PLAINTEXT
+sasl.mechanism=PLAIN
+sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s";
+`, h.keyID, h.key)), 0o600))
+	// Rewrite the key out of the saved log (keys-new printed it).
+	for _, m := range mustGlob(filepath.Join(h.out, "logs", "*keys-new.log")) {
+		if data, err := os.ReadFile(m); err == nil {
+			_ = os.WriteFile(m, []byte(strings.ReplaceAll(string(data), h.key, "<key>")), 0o644)
+		}
+	}
+	if _, err := h.run("flexway-check", nil, filepath.Join(h.bin, "flexway"), "-check", "-config", filepath.Join(h.work, "flexway.yaml")); err != nil {
+		die("%v", err)
+	}
+}
+
+func mustGlob(p string) []string {
+	m, _ := filepath.Glob(p)
+	return m
+}
+
+func (h *harness) createTopics() {
+	for _, t := range []string{"perf", "acme.perf"} {
+		if _, err := h.kafkaTool("topic-"+t, "org.apache.kafka.tools.TopicCommand",
+			"--bootstrap-server", h.broker, "--create", "--if-not-exists", "--topic", t,
+			"--partitions", "3", "--replication-factor", "1"); err != nil {
+			die("%v", err)
+		}
+	}
+	h.say("topics perf and acme.perf (3 partitions each) on %s", h.broker)
+}
+
+func (h *harness) startGateway() {
+	h.stopGateway()
+	h.gwLog = filepath.Join(h.out, fmt.Sprintf("gateway-%d.log", time.Now().Unix()))
+	f, err := os.Create(h.gwLog)
+	must(err)
+	cmd := exec.Command(filepath.Join(h.bin, "flexway"), "-config", filepath.Join(h.work, "flexway.yaml"))
+	cmd.Dir = h.work
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	must(cmd.Start())
+	h.gw = cmd
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if cmd.ProcessState != nil {
+			break
+		}
+		resp, err := http.Get("http://" + h.admin + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if c, err := net.DialTimeout("tcp", h.gwBoot, time.Second); err == nil {
+				c.Close()
+				h.say("gateway up (pid %d) on %s, admin %s, log %s", cmd.Process.Pid, h.gwBoot, h.admin, h.gwLog)
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	data, _ := os.ReadFile(h.gwLog)
+	die("gateway did not start:\n%s", data)
+}
+
+func (h *harness) stopGateway() {
+	if h.gw == nil || h.gw.Process == nil {
+		return
+	}
+	_ = h.gw.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = h.gw.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = h.gw.Process.Kill()
+		<-done
+	}
+	h.gw = nil
+}
+
+func (h *harness) gwPID() int {
+	if h.gw == nil || h.gw.Process == nil {
+		return 0
+	}
+	return h.gw.Process.Pid
+}
+
+// gatewayAlive says whether the gateway still runs (a crash is a finding).
+func (h *harness) gatewayAlive() bool {
+	pid := h.gwPID()
+	return pid != 0 && syscall.Kill(pid, 0) == nil && h.gw.ProcessState == nil
+}
+
+// ---- /proc ----
+
+var clkTck = func() float64 {
+	out, err := exec.Command("getconf", "CLK_TCK").Output()
+	if err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil && n > 0 {
+			return float64(n)
+		}
+	}
+	return 100
+}()
+
+// cpuSeconds is utime+stime of pid, from /proc/<pid>/stat.
+func cpuSeconds(pid int) float64 {
+	if pid == 0 {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')') // comm may hold spaces
+	f := strings.Fields(s[i+2:])
+	// f[0] is field 3 (state): utime is field 14, stime 15.
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / clkTck
+}
+
+// statusKiB reads one "Vm...:  N kB" line of /proc/<pid>/status.
+func statusKiB(pid int, key string) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
+			n, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// resetPeak sets VmHWM back to the current RSS (clear_refs 5), so that the
+// next reading is the peak of one run.
+func resetPeak(pid int) {
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0o200)
+}

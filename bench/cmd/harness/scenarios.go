@@ -1,0 +1,468 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// result is one run of one scenario on one path.
+type result struct {
+	scenario string
+	path     string // direct | gateway
+	rep      int
+	recs     float64 // records/s
+	mibps    float64
+	p50      float64 // ms; NaN when the tool measures no latency
+	p99      float64
+	p999     float64
+	bytes    float64 // payload bytes moved (relayed, for the gateway)
+	gwCPU    float64 // gateway utime+stime over the run, seconds
+	gwHWM    float64 // gateway's peak RSS during the run, KiB
+	brCPU    float64 // broker's utime+stime over the run, seconds
+	wall     float64 // seconds the tool ran
+	note     string
+}
+
+func (r result) gwCPUPerGiB() float64 {
+	if r.bytes == 0 {
+		return math.NaN()
+	}
+	return r.gwCPU / (r.bytes / (1 << 30))
+}
+
+const (
+	direct  = "direct"
+	gateway = "gateway"
+)
+
+var nan = math.NaN()
+
+// scenario names, in the table's order
+func scProduce(acks string) string { return "perf-test produce 1 KiB acks=" + acks + ", unlimited" }
+func scProduceFixed(acks string, rate int) string {
+	return fmt.Sprintf("perf-test produce 1 KiB acks=%s, fixed %d rec/s", acks, rate)
+}
+
+const (
+	scConsume       = "perf-test consume 1 KiB"
+	scFranzProduce  = "franz-go produce 1 KiB acks=all, unlimited"
+	scFranzConsume  = "franz-go consume 1 KiB"
+	scFranzFixedFmt = "franz-go produce 1 KiB acks=all, fixed %d rec/s"
+)
+
+func (h *harness) bootstrap(path string) string {
+	if path == gateway {
+		return h.gwBoot
+	}
+	return h.broker
+}
+
+// measure runs fn and wraps it with the gateway's and the broker's CPU time
+// and the gateway's peak RSS; it records the result in runs.tsv.
+func (h *harness) measure(scenario, path string, rep int, fn func() (result, error)) result {
+	gw := h.gwPID()
+	resetPeak(gw)
+	g0, b0 := cpuSeconds(gw), cpuSeconds(h.brokerPID)
+	t0 := time.Now()
+	r, err := fn()
+	wall := time.Since(t0).Seconds()
+	g1, b1 := cpuSeconds(gw), cpuSeconds(h.brokerPID)
+	if !h.gatewayAlive() {
+		data, _ := os.ReadFile(h.gwLog)
+		tail := string(data)
+		if len(tail) > 4000 {
+			tail = tail[len(tail)-4000:]
+		}
+		die("the gateway died during %s (%s, run %d): %v\n---- tail of %s ----\n%s", scenario, path, rep, err, h.gwLog, tail)
+	}
+	if err != nil {
+		die("%s (%s, run %d): %v", scenario, path, rep, err)
+	}
+	r.scenario, r.path, r.rep, r.wall = scenario, path, rep, wall
+	r.brCPU = b1 - b0
+	if path == gateway {
+		r.gwCPU = g1 - g0
+		r.gwHWM = statusKiB(gw, "VmHWM")
+	}
+	h.record(r)
+	extra := ""
+	if path == gateway {
+		extra = fmt.Sprintf(", gateway %.2f CPU s/GiB, peak RSS %.0f MiB", r.gwCPUPerGiB(), r.gwHWM/1024)
+	}
+	lat := ""
+	if !math.IsNaN(r.p99) {
+		lat = fmt.Sprintf(", p50/p99/p99.9 %s/%s/%s ms", fmtMS(r.p50), fmtMS(r.p99), fmtMS(r.p999))
+	}
+	h.say("  %-48s %-7s run %d: %9.0f rec/s %7.1f MiB/s%s%s %s", scenario, path, rep, r.recs, r.mibps, lat, extra, r.note)
+	return r
+}
+
+func (h *harness) record(r result) {
+	p := filepath.Join(h.out, "runs.tsv")
+	_, err := os.Stat(p)
+	f, ferr := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if ferr != nil {
+		return
+	}
+	defer f.Close()
+	if err != nil {
+		fmt.Fprintln(f, "scenario\tpath\trun\trecords_s\tmib_s\tp50_ms\tp99_ms\tp999_ms\tbytes\tgw_cpu_s\tgw_cpu_s_per_gib\tgw_peak_rss_kib\tbroker_cpu_s\twall_s\tnote")
+	}
+	fmt.Fprintf(f, "%s\t%s\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.3f\t%.3f\t%.0f\t%.3f\t%.2f\t%s\n",
+		r.scenario, r.path, r.rep, r.recs, r.mibps, r.p50, r.p99, r.p999, r.bytes, r.gwCPU, r.gwCPUPerGiB(), r.gwHWM, r.brCPU, r.wall, r.note)
+	h.results = append(h.results, r)
+}
+
+// ---- the tools ----
+
+// ProducerPerformance's final line:
+// "N records sent, X records/sec (Y MB/sec), A ms avg latency, M ms max latency, P50 ms 50th, P95 ms 95th, P99 ms 99th, P999 ms 99.9th."
+var perfLine = regexp.MustCompile(`(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, ([\d.]+) ms max latency, ([\d.]+) ms 50th, ([\d.]+) ms 95th, ([\d.]+) ms 99th, ([\d.]+) ms 99.9th`)
+
+func (h *harness) perfProducer(path, acks string, size, n, rate int) (result, error) {
+	props := envStr("KAFKA_PERF_PROPS_FLAG", "--producer-props")
+	args := []string{"--topic", "perf", "--num-records", strconv.Itoa(n), "--record-size", strconv.Itoa(size),
+		"--throughput", strconv.Itoa(rate), props, "bootstrap.servers=" + h.bootstrap(path), "acks=" + acks}
+	if path == gateway {
+		args = append(args, envStr("KAFKA_PERF_CONFIG_FLAG", "--producer.config"), h.clientProps)
+	}
+	out, err := h.kafkaTool(fmt.Sprintf("producer-%s-acks%s-%dB", path, acks, size), "org.apache.kafka.tools.ProducerPerformance", args...)
+	if err != nil {
+		return result{}, err
+	}
+	m := perfLine.FindAllStringSubmatch(out, -1)
+	if len(m) == 0 {
+		return result{}, fmt.Errorf("no final line in the ProducerPerformance output:\n%s", tail(out, 2000))
+	}
+	f := m[len(m)-1]
+	num := func(i int) float64 { v, _ := strconv.ParseFloat(f[i], 64); return v }
+	sent := num(1)
+	if int(sent) != n {
+		return result{}, fmt.Errorf("ProducerPerformance sent %v of %d records", sent, n)
+	}
+	return result{recs: num(2), mibps: num(3), p50: num(6), p99: num(8), p999: num(9), bytes: sent * float64(size)}, nil
+}
+
+// ConsumerPerformance prints a header line then one line of values:
+// start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec,
+// rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
+func (h *harness) perfConsumer(path string, n int) (result, error) {
+	args := []string{"--bootstrap-server", h.bootstrap(path), "--topic", "perf", "--messages", strconv.Itoa(n), "--timeout", "60000"}
+	if path == gateway {
+		args = append(args, consumerConfigFlag(), h.clientProps)
+	}
+	out, err := h.kafkaTool("consumer-"+path, "org.apache.kafka.tools.ConsumerPerformance", args...)
+	if err != nil {
+		return result{}, err
+	}
+	lines := strings.Split(out, "\n")
+	var head []string
+	var vals []string
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "start.time") && i+1 < len(lines) {
+			head = splitCSV(l)
+			vals = splitCSV(lines[i+1])
+		}
+	}
+	if len(head) == 0 || len(vals) != len(head) {
+		return result{}, fmt.Errorf("no result line in the ConsumerPerformance output:\n%s", tail(out, 2000))
+	}
+	get := func(k string) float64 {
+		for i, hk := range head {
+			if hk == k {
+				v, _ := strconv.ParseFloat(vals[i], 64)
+				return v
+			}
+		}
+		return nan
+	}
+	msgs := get("data.consumed.in.nMsg")
+	if msgs < float64(n) {
+		return result{}, fmt.Errorf("ConsumerPerformance consumed %v of %d records", msgs, n)
+	}
+	// The fetch.* figures leave out the group join (rebalance.time.ms).
+	return result{recs: get("fetch.nMsg.sec"), mibps: get("fetch.MB.sec"), p50: nan, p99: nan, p999: nan,
+		bytes: get("data.consumed.in.MB") * (1 << 20),
+		note:  fmt.Sprintf("(join %.0f ms; with it %.1f MiB/s)", get("rebalance.time.ms"), get("MB.sec"))}, nil
+}
+
+func consumerConfigFlag() string {
+	// Kafka 4.2 renamed --consumer.config to --command-config, as it did
+	// for the producer tool.
+	if envStr("KAFKA_PERF_CONFIG_FLAG", "--producer.config") == "--command-config" {
+		return "--command-config"
+	}
+	return "--consumer.config"
+}
+
+func splitCSV(l string) []string {
+	var out []string
+	for _, f := range strings.Split(l, ",") {
+		out = append(out, strings.TrimSpace(f))
+	}
+	return out
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+var loadgenLine = regexp.MustCompile(`RESULT phase=(\w+) (.*)`)
+
+// loadgen runs bench/cmd/loadgen for one phase (produce or consume).
+func (h *harness) loadgen(path, phase string, n, size, rate int) (result, error) {
+	args := []string{filepath.Join(h.bin, "loadgen"), "-brokers", h.bootstrap(path), "-topic", "perf",
+		"-n", strconv.Itoa(n), "-size", strconv.Itoa(size), "-acks", "all",
+		"-produce=" + strconv.FormatBool(phase == "produce"), "-consume=" + strconv.FormatBool(phase == "consume")}
+	if rate > 0 {
+		args = append(args, "-rate", strconv.Itoa(rate))
+	}
+	var env []string
+	if path == gateway {
+		args = append(args, "-user", h.keyID)
+		env = []string{"LOADGEN_PASS=" + h.key}
+	}
+	out, err := h.run(fmt.Sprintf("loadgen-%s-%s", phase, path), env, args...)
+	if err != nil {
+		return result{}, fmt.Errorf("%v\n%s", err, tail(out, 2000))
+	}
+	m := loadgenLine.FindStringSubmatch(out)
+	if m == nil || m[1] != phase {
+		return result{}, fmt.Errorf("no RESULT line in the loadgen output:\n%s", tail(out, 2000))
+	}
+	kv := map[string]float64{}
+	for _, f := range strings.Fields(m[2]) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			x, _ := strconv.ParseFloat(v, 64)
+			kv[k] = x
+		}
+	}
+	r := result{recs: kv["rec_s"], mibps: kv["mib_s"], p50: nan, p99: nan, p999: nan, bytes: kv["records"] * float64(size)}
+	if phase == "produce" {
+		r.p50, r.p99, r.p999 = kv["p50_ms"], kv["p99_ms"], kv["p999_ms"]
+	}
+	return r, nil
+}
+
+// ---- the run ----
+
+// order alternates which path goes first from one repetition to the next.
+func order(rep int) []string {
+	if rep%2 == 1 {
+		return []string{direct, gateway}
+	}
+	return []string{gateway, direct}
+}
+
+func (h *harness) runReal() {
+	t0 := time.Now()
+	h.startGateway()
+	// Warm-up, not recorded: JIT of the broker, page cache, the gateway's heap.
+	h.say("warm-up")
+	for _, p := range []string{direct, gateway} {
+		if _, err := h.perfProducer(p, "1", 1024, 50000, -1); err != nil {
+			die("warm-up: %v", err)
+		}
+	}
+
+	h.say("unlimited rate, %d records of 1 KiB, %d runs each", h.records, h.repeat)
+	for rep := 1; rep <= h.repeat; rep++ {
+		for _, acks := range []string{"all", "1"} {
+			for _, p := range order(rep) {
+				h.measure(scProduce(acks), p, rep, func() (result, error) { return h.perfProducer(p, acks, 1024, h.records, -1) })
+			}
+		}
+		for _, p := range order(rep) {
+			h.measure(scConsume, p, rep, func() (result, error) { return h.perfConsumer(p, h.records) })
+		}
+		for _, p := range order(rep) {
+			h.measure(scFranzProduce, p, rep, func() (result, error) { return h.loadgen(p, "produce", h.records, 1024, 0) })
+		}
+		for _, p := range order(rep) {
+			h.measure(scFranzConsume, p, rep, func() (result, error) { return h.loadgen(p, "consume", h.records, 1024, 0) })
+		}
+	}
+
+	// Fixed rate: half of the direct maximum measured above (median).
+	half := func(sc string) int {
+		m := median(h.pick(sc, direct, func(r result) float64 { return r.recs }))
+		return max(1000, int(m/2/1000)*1000)
+	}
+	rates := map[string]int{"all": half(scProduce("all")), "1": half(scProduce("1"))}
+	franzRate := half(scFranzProduce)
+	h.say("fixed rate, %d s per run: perf-test acks=all %d rec/s, acks=1 %d rec/s, franz-go %d rec/s", h.fixedSeconds, rates["all"], rates["1"], franzRate)
+	h.fixed = []string{scProduceFixed("all", rates["all"]), scProduceFixed("1", rates["1"]), fmt.Sprintf(scFranzFixedFmt, franzRate)}
+	for rep := 1; rep <= h.repeat; rep++ {
+		for _, acks := range []string{"all", "1"} {
+			rate := rates[acks]
+			for _, p := range order(rep) {
+				h.measure(scProduceFixed(acks, rate), p, rep, func() (result, error) {
+					return h.perfProducer(p, acks, 1024, rate*h.fixedSeconds, rate)
+				})
+			}
+		}
+		for _, p := range order(rep) {
+			h.measure(fmt.Sprintf(scFranzFixedFmt, franzRate), p, rep, func() (result, error) {
+				return h.loadgen(p, "produce", franzRate*h.fixedSeconds, 1024, franzRate)
+			})
+		}
+	}
+	table := h.table()
+	must(os.WriteFile(filepath.Join(h.out, "table.md"), []byte(table), 0o644))
+	fmt.Println()
+	fmt.Println(table)
+	h.say("table: %.0f s", time.Since(t0).Seconds())
+
+	h.sweep()
+	if h.profile {
+		h.cpuProfile()
+	}
+	h.stopGateway()
+	h.gatewayErrors()
+	h.say("real-broker run: %.0f s", time.Since(t0).Seconds())
+}
+
+// gatewayErrors reports what the gateway logged at WARN and above.
+func (h *harness) gatewayErrors() {
+	logs := mustGlob(filepath.Join(h.out, "gateway-*.log"))
+	var b strings.Builder
+	for _, p := range logs {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.Contains(l, `"level":"ERROR"`) || strings.Contains(l, `"level":"WARN"`) || strings.Contains(l, "panic") {
+				fmt.Fprintf(&b, "%s: %s\n", filepath.Base(p), l)
+			}
+		}
+	}
+	if b.Len() == 0 {
+		h.say("the gateway logged no warning or error")
+		return
+	}
+	_ = os.WriteFile(filepath.Join(h.out, "gateway-warnings.txt"), []byte(b.String()), 0o644)
+	h.say("the gateway logged warnings or errors (gateway-warnings.txt):\n%s", tail(b.String(), 3000))
+}
+
+// ---- statistics and the table ----
+
+func (h *harness) pick(sc, path string, f func(result) float64) []float64 {
+	var v []float64
+	for _, r := range h.results {
+		if r.scenario == sc && r.path == path {
+			if x := f(r); !math.IsNaN(x) {
+				v = append(v, x)
+			}
+		}
+	}
+	return v
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return nan
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func minMax(v []float64) (float64, float64) {
+	if len(v) == 0 {
+		return nan, nan
+	}
+	lo, hi := v[0], v[0]
+	for _, x := range v {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return lo, hi
+}
+
+func fmtMS(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+func spread(v []float64, format string) string {
+	if len(v) == 0 {
+		return "–"
+	}
+	lo, hi := minMax(v)
+	if len(v) == 1 {
+		return fmt.Sprintf(format, median(v))
+	}
+	return fmt.Sprintf(format+" ("+format+"–"+format+")", median(v), lo, hi)
+}
+
+func spreadMS(v []float64) string {
+	if len(v) == 0 {
+		return "–"
+	}
+	lo, hi := minMax(v)
+	if len(v) == 1 {
+		return fmtMS(median(v))
+	}
+	return fmt.Sprintf("%s (%s–%s)", fmtMS(median(v)), fmtMS(lo), fmtMS(hi))
+}
+
+func (h *harness) scenarios() []string {
+	return append([]string{scProduce("all"), scProduce("1"), scConsume, scFranzProduce, scFranzConsume}, h.fixed...)
+}
+
+// table is the markdown table of the medians and spreads.
+func (h *harness) table() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Median of %d runs, (min–max). MiB/s of payload. gw/direct: ratio of the median MiB/s; +p99: gateway p99 − direct p99 (medians).\n", h.repeat)
+	fmt.Fprintf(&b, "Gateway CPU: utime+stime of the gateway process per GiB of payload relayed; peak RSS: VmHWM during the run.\n\n")
+	fmt.Fprintln(&b, "| scenario | path | records/s | MiB/s | p50 ms | p99 ms | p99.9 ms | gw/direct | +p99 ms | gw CPU s/GiB | gw peak RSS MiB |")
+	fmt.Fprintln(&b, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	for _, sc := range h.scenarios() {
+		dm := median(h.pick(sc, direct, func(r result) float64 { return r.mibps }))
+		dp99 := median(h.pick(sc, direct, func(r result) float64 { return r.p99 }))
+		for _, p := range []string{direct, gateway} {
+			recs := h.pick(sc, p, func(r result) float64 { return r.recs })
+			if len(recs) == 0 {
+				continue
+			}
+			mib := h.pick(sc, p, func(r result) float64 { return r.mibps })
+			ratio, addP99, cpu, rss := "", "", "", ""
+			if p == gateway {
+				ratio = fmt.Sprintf("%.2f", median(mib)/dm)
+				if gp := median(h.pick(sc, p, func(r result) float64 { return r.p99 })); !math.IsNaN(gp) {
+					addP99 = fmt.Sprintf("%+.2f", gp-dp99)
+				}
+				cpu = spread(h.pick(sc, p, result.gwCPUPerGiB), "%.2f")
+				rss = fmt.Sprintf("%.0f", median(h.pick(sc, p, func(r result) float64 { return r.gwHWM }))/1024)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, p,
+				median(recs), spread(mib, "%.1f"),
+				fmtMS(median(h.pick(sc, p, func(r result) float64 { return r.p50 }))),
+				spreadMS(h.pick(sc, p, func(r result) float64 { return r.p99 })),
+				fmtMS(median(h.pick(sc, p, func(r result) float64 { return r.p999 }))),
+				ratio, addP99, cpu, rss)
+		}
+	}
+	return b.String()
+}

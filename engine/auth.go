@@ -249,6 +249,8 @@ func (cl *client) authDone(res authResult, h *codec.RequestHeader, mode authMode
 	lifetime := cl.startSession(snap)
 	cl.e.unauth.Add(-1)
 	cl.budget.Limit = int64(snap.Listener.MaxInFlightBytes)
+	cl.budget.Tenant = cl.e.takeTenantShare(res.id.tenant)
+	cl.budget.Replica = cl.e.replica
 	cl.sess = &decide.Session{
 		View:     view,
 		Versions: cl.e.versions[cl.route.cluster.Name],

@@ -62,6 +62,8 @@ type client struct {
 	queue  relay.Queue
 	budget relay.Budget
 	held   bool
+	// waitSince: held for the tenant's share since then (the wait histogram)
+	waitSince time.Time
 
 	// orphan holds the whole frames a client sent before it closed, copied
 	// at its close: what a broker would still handle (see drainOrphans).
@@ -165,9 +167,26 @@ func (cl *client) discard(n int) {
 func (cl *client) write(b []byte) {
 	if t := cl.tls; t != nil {
 		_, _ = t.conn.Write(b)
+	} else {
+		_, _ = cl.c.Write(b)
+	}
+	cl.syncOut()
+}
+
+// syncOut counts the client's unread bytes in its tenant's and the
+// replica's shares (B2); a client with unread bytes is looked at again at
+// each tick until it has read them.
+func (cl *client) syncOut() {
+	if cl.budget.Tenant == nil || cl.closed {
 		return
 	}
-	_, _ = cl.c.Write(b)
+	out := int64(cl.c.OutboundBuffered())
+	cl.budget.SyncOutbound(out)
+	if out > 0 {
+		cl.lp.unread[cl] = struct{}{}
+	} else {
+		delete(cl.lp.unread, cl)
+	}
 }
 
 // writev writes one frame given as slices: one vectored write in clear, one
@@ -182,9 +201,10 @@ func (cl *client) writev(bs [][]byte) {
 		if cap(t.out) > 1<<20 {
 			t.out = nil // a large answer's scratch is not kept
 		}
-		return
+	} else {
+		_, _ = cl.c.Writev(bs)
 	}
-	_, _ = cl.c.Writev(bs)
+	cl.syncOut()
 }
 
 // process handles every whole frame the connection holds, in order, until
@@ -280,10 +300,24 @@ func (cl *client) handle(frame []byte) bool {
 	if h.Key == 1 {
 		want = int64(cl.fetchCap())
 	}
-	grant := cl.budget.Grant(int64(cl.c.OutboundBuffered()), want)
+	grant, by := cl.budget.GrantBy(int64(cl.c.OutboundBuffered()), want)
 	if grant == 0 || (h.Key == 1 && grant < minFetchGrant && grant < want) {
+		if by == relay.LevelTenant && cl.snap.Listener.OnTenantBudgetExceeded == "close" {
+			cl.e.m.tenantBudget(false)
+			cl.e.log.Warn("kafka connection closed: the tenant's in-flight share is reached", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
+			cl.close("tenant share")
+			return true
+		}
+		if by == relay.LevelTenant && cl.waitSince.IsZero() {
+			cl.e.m.tenantBudget(true)
+			cl.waitSince = time.Now()
+		}
 		cl.hold()
 		return false
+	}
+	if !cl.waitSince.IsZero() {
+		cl.e.m.tenantWait(time.Since(cl.waitSince))
+		cl.waitSince = time.Time{}
 	}
 	cl.sess.Limits.FetchMaxBytes = int32(min(grant, int64(cl.fetchCap())))
 	p := cl.queue.Get()
@@ -437,6 +471,11 @@ func (cl *client) releaseAs(peerClosed bool) {
 	})
 	cl.lp.pending.Add(-int64(n))
 	cl.budget.Release(cl.budget.Reserved)
+	cl.budget.SyncOutbound(0)
+	delete(cl.lp.unread, cl)
+	if cl.budget.Tenant != nil {
+		cl.e.dropTenantShare(cl.ident.tenant)
+	}
 	if cl.up != nil {
 		if peerClosed && cl.state == stAuthed && cl.keepForDrain() {
 			cl.e.m.connClosed()

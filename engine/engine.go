@@ -20,6 +20,7 @@ import (
 
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/relay"
 	"github.com/panjf2000/ants/v2"
 	"github.com/panjf2000/gnet/v2"
 )
@@ -50,6 +51,9 @@ type Engine struct {
 	lastSweep time.Time
 
 	limits       *connLimits
+	replica      *relay.Shared // max_total_in_flight_bytes (B2)
+	tenantsMu    sync.Mutex
+	tenants      map[string]*tenantShare
 	refusedLog   rateLimiter
 	unmappedSeen sync.Map
 	m            *metricsSet
@@ -105,6 +109,8 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 	e.snap.Store(snap)
 	e.m = newMetrics()
 	e.limits = newConnLimits()
+	e.replica = &relay.Shared{Limit: int64(l.MaxTotalInFlightBytes)}
+	e.tenants = map[string]*tenantShare{}
 	if len(snap.File.Auth.Issuers) > 0 {
 		v, err := newOAuthVerifiers(ctx, snap)
 		if err != nil {
@@ -353,7 +359,7 @@ func (e *Engine) loopOf(el gnet.EventLoop) *loop {
 	defer e.loopsMu.Unlock()
 	l := e.loops[el]
 	if l == nil {
-		l = &loop{el: el, clients: map[*client]struct{}{}}
+		l = &loop{el: el, clients: map[*client]struct{}{}, unread: map[*client]struct{}{}}
 		e.loops[el] = l
 	}
 	return l
@@ -367,3 +373,34 @@ func (g gnetLogger) Infof(f string, a ...any)  { g.l.Debug(fmt.Sprintf(f, a...))
 func (g gnetLogger) Warnf(f string, a ...any)  { g.l.Warn(fmt.Sprintf(f, a...)) }
 func (g gnetLogger) Errorf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...)) }
 func (g gnetLogger) Fatalf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...)) }
+
+// tenantShare is a tenant's in-flight share, held while it has connections.
+type tenantShare struct {
+	relay.Shared
+	refs int
+}
+
+// takeTenantShare returns the tenant's share (max_tenant_in_flight_bytes,
+// start-only), counting one more connection on it.
+func (e *Engine) takeTenantShare(tenant string) *relay.Shared {
+	e.tenantsMu.Lock()
+	defer e.tenantsMu.Unlock()
+	ts := e.tenants[tenant]
+	if ts == nil {
+		ts = &tenantShare{}
+		ts.Limit = int64(e.snap.Load().Listener.MaxTenantInFlightBytes)
+		e.tenants[tenant] = ts
+	}
+	ts.refs++
+	return &ts.Shared
+}
+
+func (e *Engine) dropTenantShare(tenant string) {
+	e.tenantsMu.Lock()
+	defer e.tenantsMu.Unlock()
+	if ts := e.tenants[tenant]; ts != nil {
+		if ts.refs--; ts.refs <= 0 && ts.Used() == 0 {
+			delete(e.tenants, tenant)
+		}
+	}
+}

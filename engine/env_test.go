@@ -341,7 +341,25 @@ func (env *testEnv) createTopics() {
 				}
 			}
 			if ready {
-				break
+				// The broker's metadata names a leader before the leader's
+				// replica manager holds the partition (a Produce then is
+				// NOT_LEADER_OR_FOLLOWER, and an acks=0 one is lost): wait
+				// until every partition answers ListOffsets.
+				var offs kadm.ListedOffsets
+				offs, err = adm.ListEndOffsets(ctx, topics...)
+				n := 0
+				if err == nil {
+					offs.Each(func(o kadm.ListedOffset) {
+						if o.Err == nil {
+							n++
+						} else {
+							err = o.Err
+						}
+					})
+				}
+				if n == len(topics)*int(testPartitions) {
+					break
+				}
 			}
 		}
 		if ctx.Err() != nil {

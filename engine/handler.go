@@ -17,6 +17,8 @@ type loop struct {
 	el      gnet.EventLoop
 	clients map[*client]struct{}
 	held    []*client
+	// unread: clients whose unread bytes are counted in the shares (B2)
+	unread map[*client]struct{}
 	// draining: broker connections of gone clients, closed once flushed
 	draining []*upstreamConn
 	pending  atomic.Int64

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/decide"
@@ -18,13 +20,15 @@ var decisionNames = [...]string{"allowed", "refused", "throttled"}
 // formatted on the request path (O1). Per-tenant series come with the
 // tenant dimension (issue: signals).
 type metricsSet struct {
-	set         *metrics.Set
-	requests    [codec.MaxKey + 2][3]*metrics.Counter
-	connections *metrics.Counter // open (gauge-like: inc/dec)
-	closedBy    map[string]*metrics.Counter
-	refusedBy   map[string]*metrics.Counter
-	upOK, upErr *metrics.Counter
-	panics      *metrics.Counter
+	set                        *metrics.Set
+	requests                   [codec.MaxKey + 2][3]*metrics.Counter
+	connections                *metrics.Counter // open (gauge-like: inc/dec)
+	closedBy                   map[string]*metrics.Counter
+	refusedBy                  map[string]*metrics.Counter
+	upOK, upErr                *metrics.Counter
+	budgetWaited, budgetClosed *metrics.Counter
+	budgetWait                 *metrics.Histogram
+	panics                     *metrics.Counter
 }
 
 func newMetrics() *metricsSet {
@@ -48,6 +52,9 @@ func newMetrics() *metricsSet {
 	m.upOK = m.set.NewCounter(`flexway_kafka_upstream_connections_total{outcome="ok"}`)
 	m.upErr = m.set.NewCounter(`flexway_kafka_upstream_connections_total{outcome="failed"}`)
 	m.panics = m.set.NewCounter(`flexway_kafka_panics_total`)
+	m.budgetWaited = m.set.NewCounter(`flexway_kafka_tenant_budget_total{outcome="waited"}`)
+	m.budgetClosed = m.set.NewCounter(`flexway_kafka_tenant_budget_total{outcome="closed"}`)
+	m.budgetWait = m.set.NewHistogram(`flexway_kafka_tenant_budget_wait_seconds`)
 	return m
 }
 
@@ -81,3 +88,13 @@ func (m *metricsSet) upstream(cluster, broker string, ok bool) {
 
 // Metrics returns the engine's metric set (served at /metrics).
 func (e *Engine) Metrics() *metrics.Set { return e.m.set }
+
+func (m *metricsSet) tenantBudget(waited bool) {
+	if waited {
+		m.budgetWaited.Inc()
+	} else {
+		m.budgetClosed.Inc()
+	}
+}
+
+func (m *metricsSet) tenantWait(d time.Duration) { m.budgetWait.Update(d.Seconds()) }

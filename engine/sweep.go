@@ -13,6 +13,9 @@ const sweepEvery = 20 * time.Millisecond
 
 // sweep runs on loop l.
 func (e *Engine) sweep(l *loop) {
+	for cl := range l.unread {
+		cl.syncOut()
+	}
 	if len(l.held) > 0 {
 		held := l.held
 		l.held = nil

@@ -14,6 +14,7 @@ import "sync/atomic"
 type Budget struct {
 	Limit    int64 // max_in_flight_bytes
 	Reserved int64
+	Outbound int64 // the client's unread bytes, as last counted in the shares
 	Tenant   *Shared // may be nil
 	Replica  *Shared // may be nil
 }
@@ -27,24 +28,66 @@ type Shared struct {
 // Used returns the bytes held.
 func (s *Shared) Used() int64 { return s.used.Load() }
 
+// Level names the budget that limits a grant.
+type Level uint8
+
+const (
+	LevelNone Level = iota
+	LevelConn
+	LevelTenant
+	LevelReplica
+)
+
 // Grant returns how many bytes a request may ask of the broker now, given
 // the client's unread bytes (outbound), capped at want; 0 means wait. An
 // idle connection is always granted want: one answer always crosses alone.
 func (b *Budget) Grant(outbound, want int64) int64 {
+	g, _ := b.GrantBy(outbound, want)
+	return g
+}
+
+// GrantBy is Grant, and which budget is the tightest (LevelNone if want fits).
+func (b *Budget) GrantBy(outbound, want int64) (int64, Level) {
 	held := b.Reserved + outbound
 	if held == 0 {
-		return want
+		return want, LevelNone
 	}
-	avail := b.Limit - held
-	for _, s := range []*Shared{b.Tenant, b.Replica} {
-		if s != nil {
-			avail = min(avail, s.Limit-s.used.Load())
+	avail, by := b.Limit-held, LevelConn
+	if b.Tenant != nil {
+		if a := b.Tenant.Limit - b.Tenant.used.Load(); a < avail {
+			avail, by = a, LevelTenant
+		}
+	}
+	if b.Replica != nil {
+		if a := b.Replica.Limit - b.Replica.used.Load(); a < avail {
+			avail, by = a, LevelReplica
 		}
 	}
 	if avail <= 0 {
-		return 0
+		return 0, by
 	}
-	return min(avail, want)
+	if avail >= want {
+		return want, LevelNone
+	}
+	return avail, by
+}
+
+// SyncOutbound counts the client's unread bytes (its outbound buffer, read
+// by the caller) in the tenant and replica shares: the change since the
+// last call is added. Call after each write to the client and on a tick
+// while bytes are unread; SyncOutbound(0) at the close gives them back.
+func (b *Budget) SyncOutbound(out int64) {
+	d := out - b.Outbound
+	if d == 0 {
+		return
+	}
+	b.Outbound = out
+	if b.Tenant != nil {
+		b.Tenant.used.Add(d)
+	}
+	if b.Replica != nil {
+		b.Replica.used.Add(d)
+	}
 }
 
 // Reserve takes n bytes for a forwarded request.

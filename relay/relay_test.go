@@ -58,3 +58,28 @@ func TestBudgetAtTheBound(t *testing.T) {
 		t.Fatal("tenant bytes not given back")
 	}
 }
+
+// B2: the tenant's share counts its connections' unread bytes too, and
+// says which budget limits.
+func TestBudgetTenantShareCountsUnread(t *testing.T) {
+	ten, rep := &Shared{Limit: 1000}, &Shared{Limit: 10000}
+	a := Budget{Limit: 800, Tenant: ten, Replica: rep}
+	b := Budget{Limit: 800, Tenant: ten, Replica: rep}
+	a.SyncOutbound(700) // a's client reads nothing
+	if g, by := b.GrantBy(0, 5000); g != 5000 || by != LevelNone {
+		t.Fatalf("an idle connection: %d %v", g, by)
+	}
+	b.Reserve(200)
+	if g, by := b.GrantBy(0, 5000); g != 100 || by != LevelTenant {
+		t.Fatalf("grant %d by %v, want 100 by the tenant", g, by)
+	}
+	b.Reserve(100)
+	if g, by := b.GrantBy(0, 5000); g != 0 || by != LevelTenant {
+		t.Fatalf("at the tenant's bound: %d by %v", g, by)
+	}
+	a.SyncOutbound(0)
+	b.Release(300)
+	if ten.Used() != 0 || rep.Used() != 0 {
+		t.Fatalf("shares not given back: %d %d", ten.Used(), rep.Used())
+	}
+}

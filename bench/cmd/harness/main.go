@@ -68,7 +68,7 @@ func main() {
 	flag.StringVar(&h.out, "out", "", "results folder (default bench/results/<date>)")
 	flag.StringVar(&h.bin, "bin", "", "folder holding flexway, loadgen and density")
 	flag.StringVar(&h.work, "work", "", "scratch folder (gateway configuration)")
-	flag.StringVar(&h.broker, "broker", "127.0.0.1:39292", "the broker's PLAINTEXT address")
+	flag.StringVar(&h.broker, "broker", "127.0.0.1:29192", "the broker's PLAINTEXT address")
 	flag.Parse()
 
 	h.repeat = envInt("BENCH_REPEAT", 3)

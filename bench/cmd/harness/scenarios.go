@@ -329,7 +329,8 @@ func (h *harness) runReal() {
 	}
 	h.stopGateway()
 	h.gatewayErrors()
-	h.say("real-broker run: %.0f s", time.Since(t0).Seconds())
+	load, _ := os.ReadFile("/proc/loadavg")
+	h.say("real-broker run: %.0f s; load average now %s", time.Since(t0).Seconds(), strings.TrimSpace(string(load)))
 }
 
 // gatewayErrors reports what the gateway logged at WARN and above.

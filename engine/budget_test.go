@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fillOrders writes n records of 100 KiB to partition 0 of orders as acme.
+func fillOrders(t *testing.T, env *testEnv, n int) {
+	t.Helper()
+	prod := env.client("acme-app", kgo.ProducerBatchMaxBytes(900<<10), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	big := bytes.Repeat([]byte("r"), 100<<10)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < n; i++ {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 0, Value: big}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// leaderOf0 returns the gateway address of orders/0's leader.
+func leaderOf0(t *testing.T, env *testEnv) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	mreq := kmsg.NewPtrMetadataRequest()
+	mreq.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("orders")}}
+	mresp, err := mreq.RequestWith(ctx, env.client("acme-app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range mresp.Topics {
+		for _, p := range tp.Partitions {
+			if p.Partition == 0 {
+				for _, b := range mresp.Brokers {
+					if b.NodeID == p.Leader {
+						return net.JoinHostPort(b.Host, itoa(b.Port))
+					}
+				}
+			}
+		}
+	}
+	t.Fatal("no leader for orders/0")
+	return ""
+}
+
+// stall opens a connection that asks for many Fetch answers and reads none.
+func stall(t *testing.T, env *testEnv, addr string, fetches int) *rawConn {
+	r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
+	for i := 0; i < fetches; i++ {
+		f := kmsg.NewPtrFetchRequest()
+		f.Version = 11
+		f.MaxWaitMillis = 100
+		f.MaxBytes = 1 << 20
+		f.SessionEpoch = -1
+		tp := kmsg.NewFetchRequestTopic()
+		tp.Topic = "orders"
+		pp := kmsg.NewFetchRequestTopicPartition()
+		pp.FetchOffset = int64(i % 30)
+		pp.PartitionMaxBytes = 1 << 20
+		tp.Partitions = append(tp.Partitions, pp)
+		f.Topics = append(f.Topics, tp)
+		r.send(f)
+	}
+	return r
+}
+
+// B2: on_tenant_budget_exceeded: close — a connection whose next answer
+// would take its tenant past its share is closed, logged with the tenant
+// and the bound; another tenant goes on.
+func TestTenantShareClose(t *testing.T) {
+	env := newTestEnv(t, "    max_in_flight_bytes: 1MiB\n    max_response_bytes: 2MiB\n    max_tenant_in_flight_bytes: 2MiB\n    on_tenant_budget_exceeded: close\n")
+	fillOrders(t, env, 40)
+	addr := leaderOf0(t, env)
+	for i := 0; i < 4; i++ {
+		stall(t, env, addr, 60)
+	}
+	env.waitLog(10*time.Second, "kafka connection closed: the tenant's in-flight share is reached", "tenant=acme", "max_tenant_in_flight_bytes=2097152")
+	if env.e.m.budgetClosed.Get() == 0 {
+		t.Fatal("the closure is not counted")
+	}
+	produceN(t, env.client("globex-app"), "orders", 3, "globex") // not disturbed
+}
+
+// B2: on_tenant_budget_exceeded: wait — the tenant's unread answers stay
+// within its share (plus one answer alone per connection), the wait is
+// counted, and another tenant is not stalled.
+func TestTenantShareWait(t *testing.T) {
+	const share = 2 << 20
+	env := newTestEnv(t, "    max_in_flight_bytes: 1MiB\n    max_response_bytes: 2MiB\n    max_tenant_in_flight_bytes: 2MiB\n", WithWriteTimeout(20*time.Second))
+	fillOrders(t, env, 40)
+	addr := leaderOf0(t, env)
+	const conns = 4
+	for i := 0; i < conns; i++ {
+		stall(t, env, addr, 60)
+	}
+	var peak int64
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		env.e.tenantsMu.Lock()
+		if ts := env.e.tenants["acme"]; ts != nil && ts.Used() > peak {
+			peak = ts.Used()
+		}
+		env.e.tenantsMu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Each connection may take one answer alone (max_response_bytes/2 plus a batch).
+	if bound := int64(share + conns*(1<<20+256<<10)); peak > bound || peak == 0 {
+		t.Fatalf("tenant acme held %d bytes (share %d, bound with answers alone %d)", peak, share, bound)
+	}
+	if env.e.m.budgetWaited.Get() == 0 {
+		t.Fatal("no wait on the tenant's share was counted")
+	}
+	// globex reads and writes while acme waits on its own share.
+	gl := env.client("globex-app")
+	produceN(t, gl, "orders", 5, "g")
+	cons := env.client("globex-app", kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if got := consumeAll(t, cons, 5, 10*time.Second); len(got) != 5 {
+		t.Fatalf("globex consumed %d of 5 while acme waited", len(got))
+	}
+	t.Logf("tenant acme peak %d bytes for a share of %d", peak, share)
+}

@@ -44,5 +44,15 @@ bench:
 vet:
 	$(GO) vet ./...
 
+# A static binary and the systemd unit (P1): /usr/local/bin/flexway,
+# /etc/systemd/system/flexway.service; the configuration goes to /etc/flexway/.
+PREFIX ?= /usr/local
+install:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN) ./cmd/flexway
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/flexway
+	install -D -m 0644 configs/systemd/flexway.service $(DESTDIR)/etc/systemd/system/flexway.service
+	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/flexway/README.md
+	@echo "flexway installed: put flexway.yaml in /etc/flexway/, then systemctl daemon-reload && systemctl enable --now flexway"
+
 clean:
 	rm -rf bin

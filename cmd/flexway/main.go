@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/engine"
 )
@@ -73,6 +74,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	banner(stdout, snap, e)
 	log.Info("flexway started", "listeners", len(e.Addrs()))
+	notify(daemon.SdNotifyReady)
+	stopWatchdog := watchdog(ctx)
+	defer stopWatchdog()
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -88,14 +92,43 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			running = false
 		case <-hup:
+			notify(daemon.SdNotifyReloading)
 			reload(ctx, *path, e, log)
+			notify(daemon.SdNotifyReady)
 		}
 	}
+	notify(daemon.SdNotifyStopping)
 	log.Info("flexway stopping: draining requests in flight")
 	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer scancel()
 	_ = e.Stop(sctx)
 	return 0
+}
+
+// notify tells systemd (Type=notify) of the service's state; a no-op
+// outside systemd.
+func notify(state string) { _, _ = daemon.SdNotify(false, state) }
+
+// watchdog pets systemd's watchdog at half its interval, if one is set.
+func watchdog(ctx context.Context) (stop func()) {
+	every, err := daemon.SdWatchdogEnabled(false)
+	if err != nil || every == 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(every / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				notify(daemon.SdNotifyWatchdog)
+			}
+		}
+	}()
+	return cancel
 }
 
 // reload applies SIGHUP (S1): a new snapshot, or the old one stays.

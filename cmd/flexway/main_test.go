@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// freePorts finds n consecutive free ports on loopback.
+func freePorts(t *testing.T, n int) int {
+	for try := 0; try < 50; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		ok := base+n < 65000
+		for i := 0; ok && i < n; i++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free ports")
+	return 0
+}
+
+// P1: under systemd (Type=notify) the service says READY=1 once it
+// listens, RELOADING=1 then READY=1 around a SIGHUP reload (S1), and
+// STOPPING=1 when it drains on SIGTERM; the quickstart serves as is.
+func TestSystemdNotifyAndReload(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"asyncapi.yaml", "api-keys.yaml"} {
+		b, err := os.ReadFile(filepath.Join("../../configs/quickstart", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), b, 0o600)
+	}
+	base := freePorts(t, 5)
+	cfg, _ := os.ReadFile("../../configs/quickstart/flexway.yaml")
+	c := strings.NewReplacer("from: 19092, to: 19095", fmt.Sprintf("from: %d, to: %d", base, base+3),
+		"127.0.0.1:9464", fmt.Sprintf("127.0.0.1:%d", base+4)).Replace(string(cfg))
+	path := filepath.Join(dir, "flexway.yaml")
+	os.WriteFile(path, []byte(c), 0o600)
+
+	sock := filepath.Join(dir, "notify.sock")
+	ln, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	t.Setenv("NOTIFY_SOCKET", sock)
+	states := make(chan string, 16)
+	go func() {
+		buf := make([]byte, 256)
+		for {
+			n, _, err := ln.ReadFromUnix(buf)
+			if err != nil {
+				return
+			}
+			states <- string(buf[:n])
+		}
+	}()
+	want := func(s string) {
+		t.Helper()
+		select {
+		case got := <-states:
+			if !strings.Contains(got, s) {
+				t.Fatalf("systemd was told %q, want %q", got, s)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("systemd was never told %q", s)
+		}
+	}
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"-config", path}, &out, &errb) }()
+	want("READY=1")
+	if !strings.Contains(out.String(), "kcat -P") {
+		t.Fatalf("the banner shows no kcat command:\n%s", out.String())
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	want("RELOADING=1")
+	want("READY=1")
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	want("STOPPING=1")
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("did not stop")
+	}
+	if !strings.Contains(errb.String(), "configuration reloaded") {
+		t.Fatalf("no reload in the log:\n%s", errb.String())
+	}
+}

@@ -1,0 +1,36 @@
+# The benchmark harness against a real Apache Kafka broker (issue 4).
+# Included by the top-level Makefile; works alone too: make -f mk/bench.mk bench-real
+#
+#   make bench-real      bench/run: kafka-producer-perf-test, the consumer perf
+#                        test and the franz-go load generator, direct to a fresh
+#                        broker and through the gateway, in one table (median and
+#                        spread of BENCH_REPEAT runs); the record-size sweep and
+#                        its plot (docs/bench-throughput.png); a perf profile of
+#                        the gateway. About 12 minutes at the defaults.
+#   make bench-density   bench/run density: 1,000 and 9,000 idle authenticated
+#                        connection pairs: RSS per pair, GC pauses, one producer.
+#   make bench-micro     the codec micro-benchmarks and the in-process kfake
+#                        loopback benchmark (what `make bench` runs).
+#
+# Settings are environment variables, listed at the top of bench/run, e.g.
+#   make bench-real BENCH_REPEAT=5
+# Results go to bench/results/<date>/ (gitignored); BENCHMARKS.md holds the
+# latest figures.
+
+GO ?= go
+BENCH_RUN := $(CURDIR)/bench/run
+
+.PHONY: bench-real bench-density bench-all bench-micro
+
+bench-real:
+	GO=$(GO) $(BENCH_RUN) real
+
+bench-density:
+	GO=$(GO) $(BENCH_RUN) density
+
+bench-all:
+	GO=$(GO) $(BENCH_RUN) all
+
+bench-micro:
+	$(GO) test ./codec -run '^$$' -bench . -benchmem
+	$(GO) test ./bench -run '^$$' -bench LoopbackThroughput -benchtime 1x -timeout 10m

@@ -4,6 +4,8 @@ BIN     := bin/flexway
 CONFIG  ?= configs/quickstart/flexway.yaml
 
 include mk/deps.mk
+include mk/interop.mk
+include mk/bench.mk
 
 .PHONY: all build run check test test-go test-real fuzz bench vet install clean
 
@@ -20,10 +22,14 @@ run: build
 check: build
 	./$(BIN) -check -config $(CONFIG)
 
-# Installs what the tests need (Debian packages, idempotently), then runs them.
+# Installs what the tests need (Debian packages, the Kafka jars, the Java
+# client; idempotently), runs every test against the embedded kfake, then
+# the engine's suite again against a real Apache Kafka broker (started and
+# stopped by scripts/test-kafka.sh).
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) test-kafka
 
 FUZZTIME ?= 10s
 # Each target briefly; -fuzzminimizetime keeps a short run fuzzing rather than minimising.

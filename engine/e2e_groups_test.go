@@ -50,8 +50,9 @@ func produceParts(t *testing.T, env *testEnv, n int, prefix string) []string {
 // directAdmin is a kadm client on the embedded brokers (physical names).
 func directAdmin(env *testEnv) *kadm.Client { return kadm.NewClient(env.directClient()) }
 
-// checkBrokerGroup: the broker holds <tenant>.~g.<group> and no group
-// named <group>; the offsets committed on acme.orders sum to want.
+// checkBrokerGroup: the broker holds <tenant>.~g.<group> (under the env's
+// channel prefix) and no group named <group>; the offsets committed on
+// acme.orders sum to want.
 func checkBrokerGroup(t *testing.T, env *testEnv, group string, want int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -62,27 +63,28 @@ func checkBrokerGroup(t *testing.T, env *testEnv, group string, want int64) {
 		t.Fatalf("direct ListGroups: %v", err)
 	}
 	names := listed.Groups()
-	if !slices.Contains(names, "acme.~g."+group) || slices.Contains(names, group) {
-		t.Fatalf("the broker holds groups %q, want acme.~g.%s and no %s", names, group, group)
+	phys, topic := env.group("acme", group), env.phys("acme", "orders")
+	if !slices.Contains(names, phys) || slices.Contains(names, group) {
+		t.Fatalf("the broker holds groups %q, want %s and no %s", names, phys, group)
 	}
-	offs, err := adm.FetchOffsets(ctx, "acme.~g."+group)
+	offs, err := adm.FetchOffsets(ctx, phys)
 	if err != nil {
 		t.Fatalf("direct FetchOffsets: %v", err)
 	}
 	var sum int64
-	for topic, ps := range offs {
-		if topic != "acme.orders" {
-			t.Fatalf("the group committed offsets on %q", topic)
+	for tp, ps := range offs {
+		if tp != topic {
+			t.Fatalf("the group committed offsets on %q", tp)
 		}
 		for _, o := range ps {
 			if o.Err != nil {
-				t.Fatalf("offset %s/%d: %v", topic, o.Partition, o.Err)
+				t.Fatalf("offset %s/%d: %v", tp, o.Partition, o.Err)
 			}
 			sum += o.At
 		}
 	}
 	if sum != want {
-		t.Fatalf("offsets committed on acme.orders sum to %d, want %d (%v)", sum, want, offs.Offsets())
+		t.Fatalf("offsets committed on %s sum to %d, want %d (%v)", topic, sum, want, offs.Offsets())
 	}
 }
 
@@ -254,17 +256,18 @@ func TestFranzConsumerGroupRebalance(t *testing.T) {
 		}
 	}
 	// N1: the broker holds the subscriptions and assignments under the physical names.
-	ddg, err := directAdmin(env).DescribeGroups(ctx, "acme.~g.billing")
+	physGroup, physOrders := env.group("acme", "billing"), env.phys("acme", "orders")
+	ddg, err := directAdmin(env).DescribeGroups(ctx, physGroup)
 	if err != nil {
 		t.Fatalf("direct DescribeGroups: %v", err)
 	}
-	if dgr := ddg["acme.~g.billing"]; len(dgr.Members) != 2 {
+	if dgr := ddg[physGroup]; len(dgr.Members) != 2 {
 		t.Fatalf("the broker's group: %+v", dgr)
 	}
-	for _, mb := range ddg["acme.~g.billing"].Members {
+	for _, mb := range ddg[physGroup].Members {
 		join, ok := mb.Join.AsConsumer()
 		as, ok2 := mb.Assigned.AsConsumer()
-		if !ok || !ok2 || !slices.Equal(join.Topics, []string{"acme.orders"}) || len(as.Topics) != 1 || as.Topics[0].Topic != "acme.orders" ||
+		if !ok || !ok2 || !slices.Equal(join.Topics, []string{physOrders}) || len(as.Topics) != 1 || as.Topics[0].Topic != physOrders ||
 			!strings.HasPrefix(mb.ClientID, "acme.") {
 			t.Fatalf("the broker holds member %s (client id %q): subscription %+v, assignment %+v", mb.MemberID, mb.ClientID, join, as)
 		}

@@ -88,31 +88,36 @@ func brokerTxns(t *testing.T, env *testEnv) map[string]kadm.ListedTransaction {
 	return listed
 }
 
-// checkBrokerTxn: the broker holds acme.~t.<id>, its transaction ended
-// (kfake shows an ended transaction as Empty, Kafka as Complete*), and no
-// transactional id named <id>.
+// checkBrokerTxn: the broker holds acme.~t.<id> (under the env's channel
+// prefix), its transaction ended (kfake shows an ended transaction as
+// Empty, Kafka as Complete*), and no transactional id named <id>. Of the
+// ids under the env's prefix (a real broker is shared by every test, each
+// env under its own), every one is in a tenant's namespace.
 func checkBrokerTxn(t *testing.T, env *testEnv, id string) {
 	t.Helper()
 	listed := brokerTxns(t, env)
 	var names []string
 	for name := range listed {
-		names = append(names, name)
+		if strings.HasPrefix(name, env.prefix) {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
-	got, ok := listed["acme.~t."+id]
+	phys := env.txn("acme", id)
+	got, ok := listed[phys]
 	if !ok {
-		t.Fatalf("the broker does not hold acme.~t.%s: it holds %q", id, names)
+		t.Fatalf("the broker does not hold %s: it holds %q", phys, names)
 	}
 	if _, bad := listed[id]; bad {
 		t.Fatalf("the broker holds the client's transactional id %q: %q", id, names)
 	}
 	for _, name := range names {
-		if !strings.HasPrefix(name, "acme.~t.") && !strings.HasPrefix(name, "globex.~t.") {
+		if !strings.HasPrefix(name, env.txn("acme", "")) && !strings.HasPrefix(name, env.txn("globex", "")) {
 			t.Fatalf("the broker holds a transactional id outside the tenants' namespaces: %q", name)
 		}
 	}
 	if !slices.Contains([]string{"Empty", "CompleteCommit", "CompleteAbort"}, got.State) {
-		t.Fatalf("acme.~t.%s is %s, want its transaction ended", id, got.State)
+		t.Fatalf("%s is %s, want its transaction ended", phys, got.State)
 	}
 }
 
@@ -148,12 +153,13 @@ func TestFranzTransactions(t *testing.T) {
 	checkBrokerTxn(t, env, "tx-orders")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	desc, err := kadm.NewClient(env.directClient()).DescribeTransactions(ctx, "acme.~t.tx-orders")
+	physTxn := env.txn("acme", "tx-orders")
+	desc, err := kadm.NewClient(env.directClient()).DescribeTransactions(ctx, physTxn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := desc["acme.~t.tx-orders"]; d.Err != nil || d.ProducerID < 0 {
-		t.Fatalf("the broker describes acme.~t.tx-orders as %+v", d)
+	if d := desc[physTxn]; d.Err != nil || d.ProducerID < 0 {
+		t.Fatalf("the broker describes %s as %+v", physTxn, d)
 	}
 
 	// The other tenant reads its own (empty) topic: nothing of acme's.
@@ -314,19 +320,20 @@ func TestFranzGroupTransactSession(t *testing.T) {
 	checkBrokerTxn(t, env, "tx-ctp")
 	actx, acancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer acancel()
-	offs, err := kadm.NewClient(env.directClient()).FetchOffsets(actx, "acme.~g.ctp")
+	physGroup, physOrders := env.group("acme", "ctp"), env.phys("acme", "orders")
+	offs, err := kadm.NewClient(env.directClient()).FetchOffsets(actx, physGroup)
 	if err != nil {
-		t.Fatalf("fetch offsets of acme.~g.ctp on the broker: %v", err)
+		t.Fatalf("fetch offsets of %s on the broker: %v", physGroup, err)
 	}
 	var sum int64
 	offs.Each(func(o kadm.OffsetResponse) {
-		if o.Topic != "acme.orders" {
+		if o.Topic != physOrders {
 			t.Errorf("offset committed for topic %q", o.Topic)
 		}
 		sum += o.At
 	})
 	if sum < int64(len(src)) {
-		t.Fatalf("offsets committed for acme.~g.ctp sum to %d, want at least %d", sum, len(src))
+		t.Fatalf("offsets committed for %s sum to %d, want at least %d", physGroup, sum, len(src))
 	}
 	if got := txnValues(t, env, len(src)+len(copies), txnReadCommitted()); !slices.Equal(got, txnSorted(src, copies)) {
 		t.Fatalf("read_committed after the session: %q", got)
@@ -439,25 +446,27 @@ func TestDescribeClusterThroughGateway(t *testing.T) {
 	if resp.ErrorCode != 0 || resp.ClusterID != "shop" || resp.ClusterAuthorizedOperations != math.MinInt32 || resp.ErrorMessage != nil {
 		t.Fatalf("DescribeCluster answered %+v", resp)
 	}
-	var bootPort int32
-	fmt.Sscanf(env.boot[strings.LastIndexByte(env.boot, ':')+1:], "%d", &bootPort)
 	direct, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, env.directClient())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.Brokers) != len(direct.Brokers) || len(resp.Brokers) != 3 {
+	if len(resp.Brokers) != len(direct.Brokers) || len(resp.Brokers) != len(env.nodes()) {
 		t.Fatalf("%d brokers through the gateway, %d on the cluster", len(resp.Brokers), len(direct.Brokers))
 	}
 	if resp.ControllerID != direct.ControllerID {
 		t.Fatalf("controller %d, the cluster's is %d", resp.ControllerID, direct.ControllerID)
 	}
 	for _, b := range resp.Brokers {
-		if b.Host != "127.0.0.1" || b.Port != bootPort+1+b.NodeID || b.Rack != nil {
-			t.Fatalf("broker %d announced at %s:%d (rack %v), want 127.0.0.1:%d", b.NodeID, b.Host, b.Port, b.Rack, bootPort+1+b.NodeID)
+		want := env.nodePort(b.NodeID)
+		if !slices.Contains(env.nodes(), b.NodeID) || want == 0 {
+			t.Fatalf("broker %d announced: the upstream's nodes are %v, in the range from node %d", b.NodeID, env.nodes(), env.first)
+		}
+		if b.Host != "127.0.0.1" || b.Port != want || b.Rack != nil {
+			t.Fatalf("broker %d announced at %s:%d (rack %v), want 127.0.0.1:%d", b.NodeID, b.Host, b.Port, b.Rack, want)
 		}
 	}
 	if direct.ClusterID == "shop" {
-		t.Fatal("the embedded cluster is named like the virtual one: the test proves nothing")
+		t.Fatal("the upstream cluster is named like the virtual one: the test proves nothing")
 	}
 
 	ctrl := kmsg.NewPtrDescribeClusterRequest()

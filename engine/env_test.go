@@ -146,6 +146,7 @@ var testKeys = []struct {
 }{
 	{"acme-app", "acme", "produceOrders, consumeOrders, consumePayments", false},
 	{"acme-orders-reader", "acme", "consumeOrders", false},
+	{"acme-orders-producer", "acme", "produceOrders", false},
 	{"globex-app", "globex", "produceOrders, consumeOrders", false},
 	{"acme-old", "acme", "produceOrders", true},
 	{"bad-tenant", "acme_corp", "produceOrders", false},

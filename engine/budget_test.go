@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/codec"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -67,9 +68,23 @@ func stall(t *testing.T, env *testEnv, addr string, fetches int) *rawConn {
 		pp.PartitionMaxBytes = 1 << 20
 		tp.Partitions = append(tp.Partitions, pp)
 		f.Topics = append(f.Topics, tp)
-		r.send(f)
+		if !r.trySend(f) {
+			break // closed by the gateway (on_tenant_budget_exceeded: close)
+		}
 	}
 	return r
+}
+
+// trySend is send without failing the test: false once the gateway closed.
+func (r *rawConn) trySend(req kmsg.Request) bool {
+	r.corr++
+	b := []byte{0, 0, 0, 0}
+	b = codec.AppendRequestHeader(b, req.Key(), req.GetVersion(), r.corr, []byte("raw"), false, req.IsFlexible())
+	b = req.AppendTo(b)
+	codec.PutSize(b, len(b)-4)
+	r.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_, err := r.c.Write(b)
+	return err == nil
 }
 
 // B2: on_tenant_budget_exceeded: close — a connection whose next answer

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,16 +156,11 @@ var testKeys = []struct {
 
 // freeRange finds n consecutive free ports on loopback.
 func freeRange(t *testing.T, n int) int {
-	for try := 0; try < 50; try++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if base+n > 65000 {
-			continue
-		}
+	// Below the kernel's ephemeral range (32768 and up): ports there can be
+	// taken at any moment by outgoing connections, or held in TIME_WAIT by
+	// a busy load test on the same machine.
+	for try := 0; try < 200; try++ {
+		base := 20000 + mrand.IntN(12000-n)
 		ok := true
 		for i := 0; i < n && ok; i++ {
 			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
@@ -310,6 +307,36 @@ func randomHex(t *testing.T, n int) string {
 // createTopics creates the env's physical topics on the real broker
 // (auto.create.topics.enable=false there) and waits until every partition
 // has a leader; they are deleted when the test ends.
+// coordinatorsOnce: a fresh broker creates __consumer_offsets and
+// __transaction_state on first use, and answers COORDINATOR_NOT_AVAILABLE
+// meanwhile: the first test to need a coordinator waits for them, once.
+var coordinatorsOnce sync.Once
+
+func waitCoordinators(t *testing.T, ctx context.Context, adm *kadm.Client) {
+	for {
+		ok := true
+		var last error
+		for _, r := range []kadm.FindCoordinatorResponses{
+			adm.FindGroupCoordinators(ctx, "flexway-warmup"),
+			adm.FindTxnCoordinators(ctx, "flexway-warmup"),
+		} {
+			r.Each(func(c kadm.FindCoordinatorResponse) {
+				if c.Err != nil {
+					ok, last = false, c.Err
+				}
+			})
+		}
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the real broker's coordinators never became available: %v", last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 func (env *testEnv) createTopics() {
 	t := env.t
 	t.Helper()
@@ -320,8 +347,9 @@ func (env *testEnv) createTopics() {
 		}
 	}
 	adm := kadm.NewClient(env.directClient())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	coordinatorsOnce.Do(func() { waitCoordinators(t, ctx, adm) })
 	resp, err := adm.CreateTopics(ctx, testPartitions, 1, nil, topics...)
 	if err != nil {
 		t.Fatalf("the real broker at %s: create topics: %v (is it running? scripts/kafka-start.sh)", env.direct[0], err)

@@ -52,6 +52,7 @@ type harness struct {
 	profile      bool
 
 	gw        *exec.Cmd
+	gwExited  chan struct{}
 	gwLog     string
 	brokerPID int
 	seq       int
@@ -387,35 +388,46 @@ func (h *harness) createTopics() {
 	h.say("topics perf and acme.perf (3 partitions each) on %s", h.broker)
 }
 
-func (h *harness) startGateway() {
+func (h *harness) startGateway() { h.startGatewayWith("flexway", "http://"+h.admin+"/healthz") }
+
+// startGatewayWith starts bin (flexway, or gwprof for the Go profile) on the
+// benchmark's configuration and waits until health answers and the
+// bootstrap port accepts.
+func (h *harness) startGatewayWith(bin, health string, args ...string) {
 	h.stopGateway()
-	h.gwLog = filepath.Join(h.out, fmt.Sprintf("gateway-%d.log", time.Now().Unix()))
+	h.gwLog = filepath.Join(h.out, fmt.Sprintf("%s-%d.log", strings.Replace(bin, "flexway", "gateway", 1), time.Now().UnixNano()))
 	f, err := os.Create(h.gwLog)
 	must(err)
-	cmd := exec.Command(filepath.Join(h.bin, "flexway"), "-config", filepath.Join(h.work, "flexway.yaml"))
+	cmd := exec.Command(filepath.Join(h.bin, bin), append([]string{"-config", filepath.Join(h.work, "flexway.yaml")}, args...)...)
 	cmd.Dir = h.work
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	must(cmd.Start())
 	h.gw = cmd
+	exited := make(chan struct{})
+	go func() { _, _ = cmd.Process.Wait(); close(exited) }()
+	h.gwExited = exited
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if cmd.ProcessState != nil {
-			break
+		select {
+		case <-exited:
+			data, _ := os.ReadFile(h.gwLog)
+			die("%s exited at start:\n%s", bin, data)
+		default:
 		}
-		resp, err := http.Get("http://" + h.admin + "/healthz")
+		resp, err := http.Get(health)
 		if err == nil {
 			resp.Body.Close()
 			if c, err := net.DialTimeout("tcp", h.gwBoot, time.Second); err == nil {
 				c.Close()
-				h.say("gateway up (pid %d) on %s, admin %s, log %s", cmd.Process.Pid, h.gwBoot, h.admin, h.gwLog)
+				h.say("%s up (pid %d) on %s, log %s", bin, cmd.Process.Pid, h.gwBoot, h.gwLog)
 				return
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	data, _ := os.ReadFile(h.gwLog)
-	die("gateway did not start:\n%s", data)
+	die("%s did not start:\n%s", bin, data)
 }
 
 func (h *harness) stopGateway() {
@@ -423,13 +435,11 @@ func (h *harness) stopGateway() {
 		return
 	}
 	_ = h.gw.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = h.gw.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-h.gwExited:
 	case <-time.After(15 * time.Second):
 		_ = h.gw.Process.Kill()
-		<-done
+		<-h.gwExited
 	}
 	h.gw = nil
 }
@@ -443,8 +453,15 @@ func (h *harness) gwPID() int {
 
 // gatewayAlive says whether the gateway still runs (a crash is a finding).
 func (h *harness) gatewayAlive() bool {
-	pid := h.gwPID()
-	return pid != 0 && syscall.Kill(pid, 0) == nil && h.gw.ProcessState == nil
+	if h.gw == nil {
+		return false
+	}
+	select {
+	case <-h.gwExited:
+		return false
+	default:
+		return true
+	}
 }
 
 // ---- /proc ----

@@ -55,6 +55,7 @@ const (
 	scFranzProduce  = "franz-go produce 1 KiB acks=all, unlimited"
 	scFranzConsume  = "franz-go consume 1 KiB"
 	scFranzFixedFmt = "franz-go produce 1 KiB acks=all, fixed %d rec/s"
+	scFranzLowFmt   = "franz-go produce 1 KiB acks=all, fixed %d rec/s, linger 0"
 )
 
 func (h *harness) bootstrap(path string) string {
@@ -220,9 +221,9 @@ func tail(s string, n int) string {
 var loadgenLine = regexp.MustCompile(`RESULT phase=(\w+) (.*)`)
 
 // loadgen runs bench/cmd/loadgen for one phase (produce or consume).
-func (h *harness) loadgen(path, phase string, n, size, rate int) (result, error) {
+func (h *harness) loadgen(path, phase string, n, size, rate int, linger time.Duration) (result, error) {
 	args := []string{filepath.Join(h.bin, "loadgen"), "-brokers", h.bootstrap(path), "-topic", "perf",
-		"-n", strconv.Itoa(n), "-size", strconv.Itoa(size), "-acks", "all",
+		"-n", strconv.Itoa(n), "-size", strconv.Itoa(size), "-acks", "all", "-linger", linger.String(),
 		"-produce=" + strconv.FormatBool(phase == "produce"), "-consume=" + strconv.FormatBool(phase == "consume")}
 	if rate > 0 {
 		args = append(args, "-rate", strconv.Itoa(rate))
@@ -286,10 +287,10 @@ func (h *harness) runReal() {
 			h.measure(scConsume, p, rep, func() (result, error) { return h.perfConsumer(p, h.records) })
 		}
 		for _, p := range order(rep) {
-			h.measure(scFranzProduce, p, rep, func() (result, error) { return h.loadgen(p, "produce", h.records, 1024, 0) })
+			h.measure(scFranzProduce, p, rep, func() (result, error) { return h.loadgen(p, "produce", h.records, 1024, 0, 5*time.Millisecond) })
 		}
 		for _, p := range order(rep) {
-			h.measure(scFranzConsume, p, rep, func() (result, error) { return h.loadgen(p, "consume", h.records, 1024, 0) })
+			h.measure(scFranzConsume, p, rep, func() (result, error) { return h.loadgen(p, "consume", h.records, 1024, 0, 5*time.Millisecond) })
 		}
 	}
 
@@ -300,8 +301,11 @@ func (h *harness) runReal() {
 	}
 	rates := map[string]int{"all": half(scProduce("all")), "1": half(scProduce("1"))}
 	franzRate := half(scFranzProduce)
-	h.say("fixed rate, %d s per run: perf-test acks=all %d rec/s, acks=1 %d rec/s, franz-go %d rec/s", h.fixedSeconds, rates["all"], rates["1"], franzRate)
-	h.fixed = []string{scProduceFixed("all", rates["all"]), scProduceFixed("1", rates["1"]), fmt.Sprintf(scFranzFixedFmt, franzRate)}
+	lowRate := envInt("BENCH_LOW_RATE", 1000)
+	h.say("fixed rate, %d s per run: perf-test acks=all %d rec/s, acks=1 %d rec/s, franz-go %d rec/s, and franz-go at %d rec/s with linger 0",
+		h.fixedSeconds, rates["all"], rates["1"], franzRate, lowRate)
+	h.fixed = []string{scProduceFixed("all", rates["all"]), scProduceFixed("1", rates["1"]), fmt.Sprintf(scFranzFixedFmt, franzRate),
+		fmt.Sprintf(scFranzLowFmt, lowRate)}
 	for rep := 1; rep <= h.repeat; rep++ {
 		for _, acks := range []string{"all", "1"} {
 			rate := rates[acks]
@@ -313,7 +317,14 @@ func (h *harness) runReal() {
 		}
 		for _, p := range order(rep) {
 			h.measure(fmt.Sprintf(scFranzFixedFmt, franzRate), p, rep, func() (result, error) {
-				return h.loadgen(p, "produce", franzRate*h.fixedSeconds, 1024, franzRate)
+				return h.loadgen(p, "produce", franzRate*h.fixedSeconds, 1024, franzRate, 5*time.Millisecond)
+			})
+		}
+		// A light load: what one request costs through the gateway when
+		// the machine is not saturated (one record per request).
+		for _, p := range order(rep) {
+			h.measure(fmt.Sprintf(scFranzLowFmt, lowRate), p, rep, func() (result, error) {
+				return h.loadgen(p, "produce", lowRate*h.fixedSeconds, 1024, lowRate, 0)
 			})
 		}
 	}
@@ -326,6 +337,7 @@ func (h *harness) runReal() {
 	h.sweep()
 	if h.profile {
 		h.cpuProfile()
+		h.goProfile()
 	}
 	h.stopGateway()
 	h.gatewayErrors()

@@ -15,7 +15,7 @@
 //
 //	loadgen -brokers 127.0.0.1:29092 -user bench-acme -pass KEY -topic perf ...
 //
-// -rate R paces the producer at R records/s (in steps of 64 records), for
+// -rate R paces the producer at R records/s (checked about every ms), for
 // latency at a fixed load; latencies are measured in microseconds, finer
 // than kafka-producer-perf-test's milliseconds.
 package main
@@ -125,8 +125,9 @@ func runProduce(base []kgo.Opt, topic string, n, size int, acks string, linger t
 	)
 	wg.Add(n)
 	t0 := time.Now()
+	step := max(1, rate/1000) // pace about once per millisecond
 	for i := 0; i < n; i++ {
-		if rate > 0 && i%64 == 0 {
+		if rate > 0 && i%step == 0 {
 			// Paced: record i is due at t0 + i/rate.
 			if d := time.Until(t0.Add(time.Duration(float64(i) / float64(rate) * float64(time.Second)))); d > 0 {
 				time.Sleep(d)
@@ -160,8 +161,7 @@ func runConsume(base []kgo.Opt, topic string, n int, limit time.Duration) error 
 	cl, err := kgo.NewClient(append(base,
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxBytes(50<<20),
-		kgo.FetchMaxPartitionBytes(10<<20),
+		// franz-go's defaults: 50 MiB per fetch, 1 MiB per partition
 	)...)
 	if err != nil {
 		return err

@@ -1,0 +1,133 @@
+// Command gwprof is the gateway built for profiling, for the benchmark
+// harness only: the same engine as cmd/flexway, booted from the same
+// flexway.yaml, plus two endpoints on -prof that start and stop a Go CPU
+// profile (runtime/pprof). The gateway itself has no pprof endpoint; this
+// main adds one without touching it. bench/run uses it for the profile of
+// the gateway under the producer and consumer perf tests:
+//
+//	gwprof -config flexway.yaml -prof 127.0.0.1:29465
+//	curl -X POST 'http://127.0.0.1:29465/start?file=/tmp/cpu.pprof'
+//	... load ...
+//	curl -X POST http://127.0.0.1:29465/stop
+//	go tool pprof -top gwprof /tmp/cpu.pprof
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine"
+)
+
+func main() {
+	path := flag.String("config", "flexway.yaml", "the configuration file")
+	prof := flag.String("prof", "127.0.0.1:29465", "address of the profile control endpoint")
+	hz := flag.Int("hz", 1000, "CPU profile sampling rate (Go's default is 100)")
+	flag.Parse()
+	snap, err := configs.Load(*path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	e, err := engine.New(ctx, snap, engine.WithLogger(log))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gwprof:", err)
+		os.Exit(1)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- e.Serve() }()
+	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+	err = e.Ready(rctx)
+	rcancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gwprof:", err)
+		os.Exit(1)
+	}
+
+	var (
+		mu  sync.Mutex
+		out *os.File
+	)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/start", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if out != nil {
+			http.Error(w, "a profile is running", http.StatusConflict)
+			return
+		}
+		f, err := os.Create(r.URL.Query().Get("file"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		// Set the rate first: StartCPUProfile then keeps it (and says on
+		// stderr that it cannot set its own 100 Hz).
+		runtime.SetCPUProfileRate(*hz)
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		out = f
+		_, _ = io.WriteString(w, "started\n")
+	})
+	mux.HandleFunc("/stop", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if out == nil {
+			http.Error(w, "no profile running", http.StatusConflict)
+			return
+		}
+		pprof.StopCPUProfile()
+		out.Close()
+		out = nil
+		_, _ = io.WriteString(w, "stopped\n")
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		e.Metrics().WritePrometheus(w)
+		metrics.WriteProcessMetrics(w)
+	})
+	srv := &http.Server{Addr: *prof, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+			log.Error("gwprof endpoint stopped", "error", err.Error())
+		}
+	}()
+	log.Info("flexway started (gwprof)", "listeners", len(e.Addrs()), "prof", *prof)
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gwprof:", err)
+		}
+	}
+	mu.Lock()
+	if out != nil {
+		pprof.StopCPUProfile()
+		out.Close()
+	}
+	mu.Unlock()
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	_ = e.Stop(sctx)
+	_ = srv.Close()
+}

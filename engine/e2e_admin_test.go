@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -142,23 +140,9 @@ listeners:
 	if op := snap.Operations["consumeOrders"]; op == nil || op.AdminScope != "orders:admin" {
 		t.Fatalf("consumeOrders: %+v", op)
 	}
-	logger := slog.New(slog.NewTextHandler(io.MultiWriter(env.logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	e, err := New(context.Background(), snap, WithLogger(logger), WithLoops(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go e.Serve()
+	e := env.start(snap)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := e.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		e.Stop(ctx)
-	})
-	env.e = e
 	env.boot = fmt.Sprintf("127.0.0.1:%d", base)
 	oe := &oauthEnv{testEnv: env, issuer: ti, key: key}
 	if !env.real {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,23 +104,7 @@ listeners:
 	if !snap.Clusters["shop"].OAuth {
 		t.Fatal("the contract admits no token")
 	}
-	logger := slog.New(slog.NewTextHandler(io.MultiWriter(env.logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	e, err := New(context.Background(), snap, WithLogger(logger), WithLoops(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go e.Serve()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := e.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		e.Stop(ctx)
-	})
-	env.e = e
+	e := env.start(snap)
 	env.boot = fmt.Sprintf("127.0.0.1:%d", base)
 	if !env.real {
 		env.direct = e.EmbeddedBrokers()["events"]

@@ -271,9 +271,21 @@ listeners:
 	if err != nil {
 		t.Fatal(err)
 	}
+	e := env.start(snap, opt...)
+	env.boot = fmt.Sprintf("127.0.0.1:%d", base)
+	if !real {
+		env.direct = e.EmbeddedBrokers()["events"]
+	}
+	return env
+}
+
+// start boots the gateway of snap for the test (stopped at its end), its
+// log lines kept in env.logs.
+func (env *testEnv) start(snap *configs.Snapshot, opt ...Option) *Engine {
+	t := env.t
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(env.logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	opts := append([]Option{WithLogger(log), WithLoops(2)}, opt...)
-	e, err := New(context.Background(), snap, opts...)
+	e, err := New(context.Background(), snap, append([]Option{WithLogger(log), WithLoops(2)}, opt...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,11 +301,7 @@ listeners:
 		e.Stop(ctx)
 	})
 	env.e = e
-	env.boot = fmt.Sprintf("127.0.0.1:%d", base)
-	if !real {
-		env.direct = e.EmbeddedBrokers()["events"]
-	}
-	return env
+	return e
 }
 
 func randomHex(t *testing.T, n int) string {

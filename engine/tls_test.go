@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -88,23 +87,7 @@ listeners:
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.MultiWriter(env.logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	e, err := New(context.Background(), snap, append([]Option{WithLogger(log), WithLoops(2)}, opt...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go e.Serve()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := e.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		e.Stop(ctx)
-	})
-	env.e = e
+	e := env.start(snap, opt...)
 	env.direct = e.EmbeddedBrokers()["events"]
 	te.testEnv = env
 	te.port = e.TLSPort()

@@ -46,6 +46,7 @@ type Engine struct {
 	loopsMu   sync.Mutex
 	loops     map[gnet.EventLoop]*loop
 	started   chan error
+	booted    chan struct{} // closed by OnBoot
 	stopped   chan struct{}
 	stopping  atomic.Bool
 	lastSweep time.Time
@@ -76,6 +77,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		ports:     map[int]portRoute{},
 		loops:     map[gnet.EventLoop]*loop{},
 		started:   make(chan error, 1),
+		booted:    make(chan struct{}),
 		stopped:   make(chan struct{}),
 	}
 	e.opts = Options{WriteTimeout: 30 * time.Second, ReadBufferCap: 256 << 10, AuthWorkers: 64}
@@ -294,24 +296,17 @@ func (e *Engine) Ready(ctx context.Context) error {
 			return errors.New("engine stopped")
 		}
 		return err
-	case <-e.bootCh():
+	case <-e.booted:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-var bootOnce sync.Map
-
-func (e *Engine) bootCh() chan struct{} {
-	ch, _ := bootOnce.LoadOrStore(e, make(chan struct{}))
-	return ch.(chan struct{})
-}
-
 // OnBoot implements gnet.EventHandler.
 func (e *Engine) OnBoot(eng gnet.Engine) gnet.Action {
 	e.eng = eng
-	close(e.bootCh())
+	close(e.booted)
 	return gnet.None
 }
 

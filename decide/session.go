@@ -106,9 +106,6 @@ func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr int32, p 
 // maxKafkaString is the longest a Kafka (non-compact) string can be.
 const maxKafkaString = 32767
 
-// upstreamHeader returns the client id to write towards the broker.
-func (s *Session) clientID() []byte { return s.cid }
-
 // Response rewrites the broker's answer to a forwarded request (frame
 // after the size prefix) into s.RW.Vec for the client.
 func (s *Session) Response(p *Pending, frame []byte) error {

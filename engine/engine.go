@@ -49,7 +49,6 @@ type Engine struct {
 	booted    chan struct{} // closed by OnBoot
 	stopped   chan struct{}
 	stopping  atomic.Bool
-	lastSweep time.Time
 
 	limits       *connLimits
 	replica      *relay.Shared // max_total_in_flight_bytes (B2)

@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -420,7 +421,7 @@ func (cl *client) tlsRead() {
 			if errors.As(err, &ne) && ne.Temporary() {
 				return
 			}
-			if !errors.Is(err, errEOFLike) {
+			if !errors.Is(err, io.EOF) { // a close_notify is a normal close
 				cl.e.log.Info("kafka connection closed: TLS error", "cluster", cl.route.cluster.Name, "error", err.Error())
 			}
 			cl.close("tls read")
@@ -431,8 +432,6 @@ func (cl *client) tlsRead() {
 		}
 	}
 }
-
-var errEOFLike = errors.New("eof")
 
 // certAuth authenticates a verified client certificate (I3): declared in
 // auth.mtls.clients by subject, no SASL handshake.

@@ -19,22 +19,17 @@ func listOffsetsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pend
 	}
 	req := r.(*kmsg.ListOffsetsRequest)
 	req.ReplicaID = -1
-	kept := req.Topics[:0]
-	for _, t := range req.Topics {
-		phys, code := s.View.FetchTopic([]byte(t.Topic))
-		if code != 0 {
-			d := addDropped(&p.Dropped, t.Topic, code)
-			for _, pp := range t.Partitions {
-				d.Partitions = append(d.Partitions, pp.Partition)
+	req.Topics = keepReceiveTopics(s.View, req.Topics,
+		func(t *kmsg.ListOffsetsRequestTopic) *string { return &t.Topic },
+		func(t *kmsg.ListOffsetsRequestTopic) []int32 {
+			ps := make([]int32, 0, len(t.Partitions))
+			for _, p := range t.Partitions {
+				ps = append(ps, p.Partition)
 			}
-			continue
-		}
-		t.Topic = string(phys)
-		kept = append(kept, t)
-	}
-	req.Topics = kept
+			return ps
+		}, &p.Dropped)
 	p.Reserve = answerReserve
-	if len(kept) == 0 {
+	if len(req.Topics) == 0 {
 		resp := kmsg.NewPtrListOffsetsResponse()
 		resp.Version = h.Version
 		mergeListOffsetsDropped(resp, &p.Dropped)

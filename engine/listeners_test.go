@@ -65,7 +65,9 @@ func TestListenerCombinations(t *testing.T) {
 	}
 	t.Run("plaintext only", func(t *testing.T) {
 		env := newTestEnv(t, "")
-		roundTrip(t, func(o ...kgo.Opt) *kgo.Client { return plaintextClient(t, env.boot, "acme-app", env.keys["acme-app"], o...) }, "plain", "127.0.0.1")
+		roundTrip(t, func(o ...kgo.Opt) *kgo.Client {
+			return plaintextClient(t, env.boot, "acme-app", env.keys["acme-app"], o...)
+		}, "plain", "127.0.0.1")
 	})
 	t.Run("tls only", func(t *testing.T) {
 		te := newTLSEnv(t, "")

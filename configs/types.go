@@ -262,6 +262,34 @@ type Operation struct {
 	OAuthScopes  [][]string // one entry per oauth2/openIdConnect alternative: the scopes it requires
 }
 
+// Mechanism is how an identity proved itself. Its values are the seed's
+// (the `mechanism` dimension of flexway_kafka_connections).
+type Mechanism string
+
+const (
+	MechAPIKey Mechanism = "api_key"     // SASL PLAIN with an API key
+	MechOAuth  Mechanism = "oauthbearer" // SASL OAUTHBEARER with a token
+	MechMTLS   Mechanism = "mtls"        // a client certificate
+)
+
+// Admits says whether an identity proven by m may open op: only through an
+// alternative of the operation's security that names its mechanism (seed 001
+// "Les identités"): plain (or apiKey in: password) for API keys, oauth2 or
+// openIdConnect for tokens (their scopes are matched when the token is
+// verified), X509 for certificates. A key bound to an oauth2-only operation
+// does not open it.
+func (op *Operation) Admits(m Mechanism) bool {
+	switch m {
+	case MechAPIKey:
+		return op.Plain
+	case MechOAuth:
+		return len(op.OAuthScopes) > 0
+	case MechMTLS:
+		return op.X509
+	}
+	return false
+}
+
 // APIKey is one entry of the key store (SPEC I1).
 type APIKey struct {
 	ID         string

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/configs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -30,7 +31,7 @@ const (
 func adminSession(t *testing.T, scopes ...string) *Session {
 	t.Helper()
 	snap := fuzzSnapshot()
-	v := NewView(snap, snap.Clusters["shop"], "acme", []string{"acme-send-orders", "acme-recv-orders", "acme-recv-audit"})
+	v := NewView(snap, snap.Clusters["shop"], "acme", configs.MechAPIKey, []string{"acme-send-orders", "acme-recv-orders", "acme-recv-audit"})
 	if v == nil {
 		t.Fatal("no view")
 	}
@@ -512,7 +513,7 @@ func TestAdminGroups(t *testing.T) {
 			snap.Operations["acme-recv-orders"].AdminScope = ""
 			snap.Operations["acme-send-orders"].AdminScope = fuzzAdminScope
 		}
-		v := NewView(snap, snap.Clusters["shop"], "acme", []string{"acme-send-orders", "acme-recv-orders", "acme-recv-audit"})
+		v := NewView(snap, snap.Clusters["shop"], "acme", configs.MechAPIKey, []string{"acme-send-orders", "acme-recv-orders", "acme-recv-audit"})
 		v.SetAdminScopes(c.scopes)
 		s := &Session{View: v, Versions: fuzzVersions(), Brokers: stubBrokers{}}
 		if c.sendAdmin {

@@ -84,7 +84,7 @@ var fuzzVersions = sync.OnceValue(func() *Versions {
 func fuzzSession(t testing.TB, txn bool) *Session {
 	snap := fuzzSnapshot()
 	snap.Operations["acme-send-orders"].Transactions = txn
-	v := NewView(snap, snap.Clusters["shop"], "acme", []string{
+	v := NewView(snap, snap.Clusters["shop"], "acme", configs.MechAPIKey, []string{
 		"acme-send-orders", "acme-recv-orders", "acme-recv-audit", "acme-send-elsewhere", "no-such-op",
 	})
 	if v == nil || len(v.Ops) != 3 || v.Transactions != txn {

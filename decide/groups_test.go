@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/configs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -25,7 +26,7 @@ func groupSession(t *testing.T, recv bool) *Session {
 	if recv {
 		ops = append(ops, "acme-recv-orders", "acme-recv-audit")
 	}
-	v := NewView(snap, snap.Clusters["shop"], "acme", ops)
+	v := NewView(snap, snap.Clusters["shop"], "acme", configs.MechAPIKey, ops)
 	if v == nil || v.CanReceive != recv {
 		t.Fatalf("view %+v", v)
 	}
@@ -817,7 +818,7 @@ func TestGroupNamesWithPrefix(t *testing.T) {
 	snap := fuzzSnapshot()
 	shop := snap.Clusters["shop"]
 	shop.Prefix = "px-"
-	s.View = NewView(snap, shop, "acme", []string{"acme-send-orders", "acme-recv-orders"})
+	s.View = NewView(snap, shop, "acme", configs.MechAPIKey, []string{"acme-send-orders", "acme-recv-orders"})
 	r := kmsg.NewPtrFindCoordinatorRequest()
 	r.Version, r.CoordinatorKeys = 4, []string{"billing"}
 	_, fw, _, p := groupReq(t, s, r)

@@ -27,7 +27,7 @@ func txnSession(t *testing.T, mutate func(*configs.Snapshot), ops ...string) *Se
 	if mutate != nil {
 		mutate(snap)
 	}
-	v := NewView(snap, snap.Clusters["shop"], "acme", ops)
+	v := NewView(snap, snap.Clusters["shop"], "acme", configs.MechAPIKey, ops)
 	if v == nil {
 		t.Fatalf("no view for %v", ops)
 	}

@@ -38,10 +38,11 @@ type topicAccess struct {
 	admin           bool // an operation on the topic has an admin_scope the token carries (D8)
 }
 
-// NewView builds the view of tenant with the given operation ids on cluster.
-// Operations of other clusters, or unknown, are ignored. It returns nil if
-// no operation of the cluster admits the identity.
-func NewView(snap *configs.Snapshot, cluster *configs.Cluster, tenant string, opIDs []string) *View {
+// NewView builds the view of tenant with the given operation ids on cluster,
+// for an identity proven by mech. Operations of other clusters, unknown, or
+// with no security alternative for mech are ignored. It returns nil if no
+// operation of the cluster admits the identity.
+func NewView(snap *configs.Snapshot, cluster *configs.Cluster, tenant string, mech configs.Mechanism, opIDs []string) *View {
 	v := &View{
 		Cluster:   cluster,
 		Tenant:    tenant,
@@ -53,7 +54,7 @@ func NewView(snap *configs.Snapshot, cluster *configs.Cluster, tenant string, op
 	}
 	for _, id := range opIDs {
 		op := snap.Operations[id]
-		if op == nil || op.Cluster != cluster.Name {
+		if op == nil || op.Cluster != cluster.Name || !op.Admits(mech) {
 			continue
 		}
 		v.Ops = append(v.Ops, op)

@@ -18,7 +18,7 @@ import (
 // identity is a verified principal.
 type identity struct {
 	principal string // the key's id
-	mechanism string // api_key
+	mechanism configs.Mechanism
 	tenant    string
 	ops       []string
 	expires   time.Time
@@ -190,7 +190,7 @@ func verifyPlain(snap *configs.Snapshot, tok []byte, now time.Time) authResult {
 	if !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt) {
 		return authResult{cause: "expired key", user: user}
 	}
-	return authResult{user: user, id: &identity{principal: k.ID, mechanism: "api_key", tenant: k.Tenant, ops: k.Operations, expires: k.ExpiresAt, keyHash: k.Hash, keyExpires: k.ExpiresAt}}
+	return authResult{user: user, id: &identity{principal: k.ID, mechanism: configs.MechAPIKey, tenant: k.Tenant, ops: k.Operations, expires: k.ExpiresAt, keyHash: k.Hash, keyExpires: k.ExpiresAt}}
 }
 
 // validTenant: letters, digits and '-' only (I4): a dot ends the tenant in
@@ -220,7 +220,7 @@ func (cl *client) authDone(res authResult, h *codec.RequestHeader, mode authMode
 		case !validTenant(res.id.tenant):
 			res.cause, res.id = "tenant missing or not letters, digits and '-'", nil
 		default:
-			view = decide.NewView(snap, cl.route.cluster, res.id.tenant, res.id.ops)
+			view = decide.NewView(snap, cl.route.cluster, res.id.tenant, res.id.mechanism, res.id.ops)
 			if view == nil {
 				res.cause, res.id = "no operation of the cluster admits the identity", nil
 			}
@@ -231,7 +231,8 @@ func (cl *client) authDone(res authResult, h *codec.RequestHeader, mode authMode
 		l := snap.Listener
 		if bound := cl.e.limits.takeTenant(res.id.tenant, intOr(l.MaxConnectionsPerTenant, 1024), intOr(l.MaxConnectionRatePerTenant, 100), time.Now()); bound != "" {
 			cl.e.m.refused(bound)
-			cl.e.refusedLine("kafka connection refused", "bound", bound, "tenant", res.id.tenant, "cluster", cl.route.cluster.Name)
+			// Seed 002: past a tenant's bound the answer is SASL_AUTHENTICATION_FAILED, logged as such.
+			cl.e.refusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound, "user", res.user, "tenant", res.id.tenant, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
 			cl.authFailed(h, mode)
 			return
 		}
@@ -345,7 +346,7 @@ func (cl *client) adopt(snap *configs.Snapshot) {
 		return
 	}
 	cl.route.cluster = cluster
-	view := decide.NewView(snap, cluster, cl.ident.tenant, cl.ident.ops)
+	view := decide.NewView(snap, cluster, cl.ident.tenant, cl.ident.mechanism, cl.ident.ops)
 	if view == nil {
 		cl.revoked = "no operation of the cluster admits the identity any more"
 		cl.checkSession()

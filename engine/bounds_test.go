@@ -306,7 +306,7 @@ func TestConnectionsPerTenant(t *testing.T) {
 	if !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Fatalf("a third acme connection: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
-	env.waitLog(3*time.Second, "bound=max_connections_per_tenant", "tenant=acme")
+	env.waitLog(3*time.Second, "kafka authentication refused", "bound=max_connections_per_tenant", "tenant=acme")
 	_ = dialRaw(t, env.boot, "globex-app", env.keys["globex-app"]) // another tenant is not disturbed
 	a1.c.Close()
 	time.Sleep(200 * time.Millisecond)
@@ -341,5 +341,5 @@ func TestConnectionRatePerTenant(t *testing.T) {
 	if refused != 2 {
 		t.Fatalf("%d of 5 new connections in one second refused at a rate of 3, want 2", refused)
 	}
-	env.waitLog(3*time.Second, "bound=max_connection_rate_per_tenant")
+	env.waitLog(3*time.Second, "kafka authentication refused", "bound=max_connection_rate_per_tenant")
 }

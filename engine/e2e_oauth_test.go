@@ -28,6 +28,14 @@ type oauthEnv struct {
 
 func newOAuthEnv(t *testing.T) *oauthEnv {
 	t.Helper()
+	return newOAuthEnvWith(t, nil, 1)
+}
+
+// newOAuthEnvWith is newOAuthEnv with the contract passed through edit
+// (after the oauth2 alternatives are added; nil keeps it) and the first
+// nkeys of testKeys in the store.
+func newOAuthEnvWith(t *testing.T, edit func(contract string) string, nkeys int) *oauthEnv {
+	t.Helper()
 	ti := newTestIssuer(t)
 	key := newSigningKey(t, "gw-1", jose.RS256)
 	ti.publish(key)
@@ -48,7 +56,7 @@ func newOAuthEnv(t *testing.T) *oauthEnv {
 	// The key store names tenant acme (the embedded upstream seeds its topics).
 	var store strings.Builder
 	store.WriteString("keys:\n")
-	for i, k := range testKeys[:1] {
+	for i, k := range testKeys[:nkeys] {
 		key := fmt.Sprintf("oauth-env-key-%d-%s", i, k.id)
 		env.keys[k.id] = key
 		h := configs.HashKey(key)
@@ -94,6 +102,9 @@ listeners:
       flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:read": Read orders } } }
       scopes: ["orders:read"]
 `, 1)
+	if edit != nil {
+		contract = edit(contract)
+	}
 	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(contract), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store.String()), 0o600))

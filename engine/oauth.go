@@ -555,7 +555,7 @@ func checkClaims(snap *configs.Snapshot, st *issuerKeys, payload []byte, now tim
 	}
 	return authResult{user: user, id: &identity{
 		principal: user,
-		mechanism: "oauthbearer",
+		mechanism: configs.MechOAuth,
 		tenant:    tenant,
 		ops:       ops,
 		expires:   exp,

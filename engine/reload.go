@@ -103,7 +103,7 @@ func (e *Engine) reverifyTokens(ctx context.Context, loops []*loop, snap *config
 		if err := l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			defer wg.Done()
 			for cl := range l.clients {
-				if cl.state == stAuthed && cl.ident != nil && cl.ident.mechanism == "oauthbearer" && cl.revoked == "" {
+				if cl.state == stAuthed && cl.ident != nil && cl.ident.mechanism == configs.MechOAuth && cl.revoked == "" {
 					mu.Lock()
 					jobs = append(jobs, &job{l: l, cl: cl, token: cl.ident.token, id: cl.ident})
 					mu.Unlock()
@@ -165,7 +165,7 @@ func (e *Engine) reverifyTokens(ctx context.Context, loops []*loop, snap *config
 // revocation says why an identity no longer stands in snap ("" if it does).
 func revocation(id *identity, snap *configs.Snapshot) string {
 	switch id.mechanism {
-	case "api_key":
+	case configs.MechAPIKey:
 		k := snap.Keys[id.principal]
 		switch {
 		case k == nil:
@@ -179,7 +179,7 @@ func revocation(id *identity, snap *configs.Snapshot) string {
 		case !k.ExpiresAt.Equal(id.keyExpires):
 			return "key's expiry changed"
 		}
-	case "mtls":
+	case configs.MechMTLS:
 		for _, c := range snap.Clients {
 			if c.ID == id.principal {
 				if c.Subject != id.subject || c.Tenant != id.tenant || !sameSet(c.Operations, id.ops) {

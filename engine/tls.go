@@ -450,6 +450,6 @@ func (cl *client) certAuth(cert *x509.Certificate) {
 		return
 	}
 	cl.mech = "mtls"
-	res := authResult{user: mc.ID, id: &identity{principal: mc.ID, mechanism: "mtls", tenant: mc.Tenant, ops: mc.Operations, expires: cert.NotAfter, subject: mc.Subject}}
+	res := authResult{user: mc.ID, id: &identity{principal: mc.ID, mechanism: configs.MechMTLS, tenant: mc.Tenant, ops: mc.Operations, expires: cert.NotAfter, subject: mc.Subject}}
 	cl.authDone(res, nil, authCert, snap)
 }

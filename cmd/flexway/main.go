@@ -12,13 +12,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"sort"
-	"strings"
 	"syscall"
 	"time"
 
@@ -72,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if adm := snap.File.Server.Admin; adm != nil && adm.Address != "" {
 		go serveAdmin(adm.Address, e, log)
 	}
-	banner(stdout, snap, e)
+	banner(stdout, snap, len(e.Addrs()), e.EmbeddedBrokers(), time.Now())
 	log.Info("flexway started", "listeners", len(e.Addrs()))
 	notify(daemon.SdNotifyReady)
 	stopWatchdog := watchdog(ctx)
@@ -191,86 +187,4 @@ func boundsInForce(snap *configs.Snapshot) map[string]any {
 		"on_tenant_budget_exceeded":       l.OnTenantBudgetExceeded,
 		"write_timeout":                   configs.WriteStallTimeout.String(),
 	}
-}
-
-// banner prints how to reach the gateway: the kcat commands that produce
-// and consume each cluster's first topic, and the embedded brokers' own
-// addresses (so a user can look at the physical names they hold).
-func banner(w io.Writer, snap *configs.Snapshot, e *engine.Engine) {
-	fmt.Fprintf(w, "flexway: serving %d listener ports\n", len(e.Addrs()))
-	l := snap.Listener
-	names := make([]string, 0, len(snap.Clusters))
-	for n := range snap.Clusters {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	keyDir := ""
-	if ak := snap.File.Auth.APIKeys; ak != nil {
-		p := strings.TrimPrefix(ak.Store, "file:")
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(filepath.Dir(snap.Path), p)
-		}
-		keyDir = filepath.Dir(p)
-	}
-	for _, name := range names {
-		cl := snap.Clusters[name]
-		pc := l.Plaintext.Clusters[name]
-		if pc == nil {
-			continue
-		}
-		boot := net.JoinHostPort(l.Plaintext.AdvertisedHost, fmt.Sprint(pc.Ports.From))
-		topics := make([]string, 0, len(cl.Topics))
-		for t := range cl.Topics {
-			topics = append(topics, t)
-		}
-		sort.Strings(topics)
-		if len(topics) == 0 {
-			continue
-		}
-		topic := topics[0]
-		fmt.Fprintf(w, "\ncluster %s: bootstrap %s\n", name, boot)
-		var prod, cons *configs.APIKey
-		ids := make([]string, 0, len(snap.Keys))
-		for id := range snap.Keys {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		for _, id := range ids {
-			k := snap.Keys[id]
-			for _, op := range k.Operations {
-				o := snap.Operations[op]
-				if o == nil || o.Cluster != name || o.Channel != topic {
-					continue
-				}
-				if o.Action == "send" && prod == nil {
-					prod = k
-				}
-				if o.Action == "receive" && cons == nil {
-					cons = k
-				}
-			}
-		}
-		pass := func(k *configs.APIKey) string {
-			if keyDir != "" {
-				f := filepath.Join(keyDir, k.ID+".key")
-				if _, err := os.Stat(f); err == nil {
-					return "$(cat " + f + ")"
-				}
-			}
-			return "<the key of " + k.ID + ">"
-		}
-		sasl := func(k *configs.APIKey) string {
-			return fmt.Sprintf("-X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=PLAIN -X sasl.username=%s -X sasl.password=%s", k.ID, pass(k))
-		}
-		if prod != nil {
-			fmt.Fprintf(w, "  produce: echo hello | kcat -P -b %s %s -t %s\n", boot, sasl(prod), topic)
-		}
-		if cons != nil {
-			fmt.Fprintf(w, "  consume: kcat -C -b %s %s -t %s -o beginning -e\n", boot, sasl(cons), topic)
-		}
-	}
-	for up, addrs := range e.EmbeddedBrokers() {
-		fmt.Fprintf(w, "\nembedded upstream %s (the broker itself, physical names): kcat -L -b %s\n", up, strings.Join(addrs, ","))
-	}
-	fmt.Fprintln(w)
 }

@@ -426,6 +426,11 @@ func (ex *example) checkAgainst(t *testing.T, want exampleCase, ports map[string
 	if p := l.Plaintext; p != nil && p.Clusters["shop"].Ports.From != ports["plaintext"] {
 		t.Fatalf("the plaintext range starts at %d, not the test's %d", p.Clusters["shop"].Ports.From, ports["plaintext"])
 	}
+	for _, id := range ex.ids {
+		if !id.send && !id.receive {
+			t.Fatalf("%s %s opens nothing on %s: no operation it is bound to admits its mechanism", id.kind, id.name, exampleTopic)
+		}
+	}
 	for _, l := range ex.listeners {
 		if ex.sender(l) == nil || ex.receiver(l) == nil {
 			t.Fatalf("listener %s: no identity of tenant %s both produces and consumes %s", l, exampleTenant, exampleTopic)

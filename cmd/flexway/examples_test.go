@@ -136,6 +136,16 @@ func runExample(t *testing.T, bin, script string, issuer *testkit.Issuer, name, 
 	if out, err := exec.Command("bash", script, dir).CombinedOutput(); err != nil {
 		t.Fatalf("make-demo-certs.sh: %v\n%s", err, out)
 	}
+	// flexway -check, from the example's folder: as written, then as rewritten.
+	check := func(what string) {
+		t.Helper()
+		cmd := exec.Command(bin, "-check", "-config", "flexway.yaml")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "configuration valid") {
+			t.Fatalf("flexway -check, %s: %v\n%s", what, err, out)
+		}
+	}
+	check("the example as written")
 	cfgPath := filepath.Join(dir, "flexway.yaml")
 	orig, err := os.ReadFile(cfgPath)
 	if err != nil {
@@ -153,12 +163,7 @@ func runExample(t *testing.T, bin, script string, issuer *testkit.Issuer, name, 
 	ex := describeExample(t, snap, dir, issuer)
 	ex.checkAgainst(t, want, ports)
 
-	// flexway -check, then flexway -config, from the example's folder.
-	check := exec.Command(bin, "-check", "-config", "flexway.yaml")
-	check.Dir = dir
-	if out, err := check.CombinedOutput(); err != nil || !strings.Contains(string(out), "configuration valid") {
-		t.Fatalf("flexway -check: %v\n%s", err, out)
-	}
+	check("rewritten for the test machine")
 	gw := startFlexway(t, bin, dir)
 	gw.waitLog(`"msg":"flexway started"`, 30*time.Second)
 	if p, ok := ports["admin"]; ok {
@@ -303,7 +308,6 @@ func forTestMachine(t *testing.T, cfg string, issuer *testkit.Issuer, ports map[
 
 // example is what a loaded example serves: its listeners and identities.
 type example struct {
-	dir        string
 	snap       *configs.Snapshot
 	listeners  []string          // "tls", "plaintext"
 	seeds      map[string]string // the bootstrap address of each listener, as the example announces it
@@ -324,7 +328,7 @@ type identity struct {
 
 func describeExample(t *testing.T, snap *configs.Snapshot, dir string, issuer *testkit.Issuer) *example {
 	t.Helper()
-	ex := &example{dir: dir, snap: snap, seeds: map[string]string{}, caFile: filepath.Join(dir, "tls", "ca.crt")}
+	ex := &example{snap: snap, seeds: map[string]string{}, caFile: filepath.Join(dir, "tls", "ca.crt")}
 	l := snap.Listener
 	if l.TLS != nil {
 		ex.listeners = append(ex.listeners, "tls")

@@ -34,7 +34,7 @@ type Engine struct {
 	snap      atomic.Pointer[configs.Snapshot]
 	upstreams map[string]*upstreamState
 	versions  map[string]*decide.Versions // by cluster
-	ports     map[int]portRoute
+	acc       *acceptor                   // the listener ports (max_connections, L3)
 	addrs     []string
 
 	eng       gnet.Engine
@@ -46,7 +46,8 @@ type Engine struct {
 	loopsMu   sync.Mutex
 	loops     map[gnet.EventLoop]*loop
 	started   chan error
-	booted    chan struct{} // closed by OnBoot
+	booted    chan struct{} // closed at the first tick: loops running, accepting
+	bootOnce  sync.Once
 	stopped   chan struct{}
 	stopping  atomic.Bool
 
@@ -73,7 +74,6 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 	e := &Engine{
 		upstreams: map[string]*upstreamState{},
 		versions:  map[string]*decide.Versions{},
-		ports:     map[int]portRoute{},
 		loops:     map[gnet.EventLoop]*loop{},
 		started:   make(chan error, 1),
 		booted:    make(chan struct{}),
@@ -109,6 +109,11 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 	}
 	e.snap.Store(snap)
 	e.m = newMetrics()
+	maxConns := l.MaxConnections
+	if maxConns <= 0 {
+		maxConns = configs.DefaultMaxConnections
+	}
+	e.acc = newAcceptor(e, maxConns)
 	e.limits = newConnLimits()
 	e.replica = &relay.Shared{Limit: int64(l.MaxTotalInFlightBytes)}
 	e.tenants = map[string]*tenantShare{}
@@ -144,23 +149,19 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 	if l.TLS != nil {
 		th, tp, err := net.SplitHostPort(l.Address)
 		if err != nil {
+			e.closeUpstreams()
 			return nil, fmt.Errorf("%w: listeners.kafka.address: %v", ErrEngineConfig, err)
 		}
 		port, _ := strconv.Atoi(tp)
-		if port == 0 {
-			// Port 0 (tests): take a free one now, so the route is known.
-			ln, err := net.Listen("tcp", net.JoinHostPort(th, "0"))
-			if err != nil {
-				return nil, err
-			}
-			port = ln.Addr().(*net.TCPAddr).Port
-			ln.Close()
-		}
 		if th == "" {
 			th = "0.0.0.0"
 		}
+		// Port 0 (tests): bound now, so that the route is known.
+		if port, err = e.acc.add(th, port, portRoute{node: -1, tls: true}); err != nil {
+			e.closeUpstreams()
+			return nil, err
+		}
 		e.tlsPort = port
-		e.ports[port] = portRoute{node: -1, tls: true}
 		e.addrs = append(e.addrs, "tcp://"+net.JoinHostPort(th, strconv.Itoa(port)))
 	}
 	// Listener ports: the fallback range of each cluster.
@@ -186,12 +187,17 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 			if port > pc.Ports.From {
 				node = pc.FirstNodeID + int32(port-pc.Ports.From-1)
 			}
-			e.ports[port] = portRoute{cluster: cl, node: node}
+			if _, err := e.acc.add(host, port, portRoute{cluster: cl, node: node}); err != nil {
+				e.acc.stop()
+				e.closeUpstreams()
+				return nil, err
+			}
 			e.addrs = append(e.addrs, "tcp://"+net.JoinHostPort(host, strconv.Itoa(port)))
 		}
 	}
 	pool, err := ants.NewPool(e.opts.AuthWorkers, ants.WithNonblocking(true))
 	if err != nil {
+		e.acc.stop()
 		e.closeUpstreams()
 		return nil, err
 	}
@@ -200,6 +206,8 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 	// unauthenticated connections may exist.
 	hs, err := ants.NewPool(max(intOr(l.MaxUnauthenticatedConnections, 256), 16), ants.WithNonblocking(true))
 	if err != nil {
+		e.acc.stop()
+		e.pool.Release()
 		e.closeUpstreams()
 		return nil, err
 	}
@@ -267,10 +275,25 @@ func (e *Engine) Snapshot() *configs.Snapshot { return e.snap.Load() }
 
 // Serve listens and serves until Stop; it returns once the engine stopped.
 // Ready is closed (or sent an error) once listening.
+//
+// The listener ports are the acceptor's (accept.go): gnet serves the
+// connections it is handed, and listens itself only on a loopback port of
+// its own (gnet refuses to run or stop an engine without a listener);
+// whatever connects there is closed at once (OnOpen: no route).
 func (e *Engine) Serve() error {
-	err := gnet.Rotate(e, e.addrs,
+	if err := e.acc.listen(); err != nil {
+		select {
+		case e.started <- err:
+		default:
+		}
+		e.closeUpstreams()
+		close(e.stopped)
+		return err
+	}
+	err := gnet.Rotate(e, []string{"tcp://127.0.0.1:0"},
 		gnet.WithMulticore(true),
 		gnet.WithNumEventLoop(e.opts.Loops),
+		gnet.WithLoadBalancing(gnet.LeastConnections),
 		gnet.WithReadBufferCap(e.opts.ReadBufferCap),
 		gnet.WithWriteBufferCap(e.opts.ReadBufferCap),
 		gnet.WithTicker(true),
@@ -278,6 +301,7 @@ func (e *Engine) Serve() error {
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{e.log}),
 	)
+	e.acc.stop()
 	select {
 	case e.started <- err:
 	default:
@@ -302,10 +326,10 @@ func (e *Engine) Ready(ctx context.Context) error {
 	}
 }
 
-// OnBoot implements gnet.EventHandler.
+// OnBoot implements gnet.EventHandler. gnet starts its loops after it:
+// accepting starts at the first tick (handler.go).
 func (e *Engine) OnBoot(eng gnet.Engine) gnet.Action {
 	e.eng = eng
-	close(e.booted)
 	return gnet.None
 }
 
@@ -316,6 +340,9 @@ func (e *Engine) Stop(ctx context.Context) error {
 		<-e.stopped
 		return nil
 	}
+	// No new connection: the listeners close (connections still in the
+	// kernel's queue are reset), then the drain.
+	e.acc.stop()
 	deadline := time.Now().Add(5 * time.Second)
 	if d, ok := ctx.Deadline(); ok {
 		deadline = d

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"net"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -25,28 +24,26 @@ type loop struct {
 	lastFull time.Time
 }
 
-// OnOpen implements gnet.EventHandler: a client connection on a listener
-// port, or a broker connection enrolled for a client (its context set).
+// OnOpen implements gnet.EventHandler: a client connection the acceptor
+// enrolled (its route in its context), or a broker connection enrolled for
+// a client (its context set). Anything else came through gnet's own
+// loopback listener and is closed.
 func (e *Engine) OnOpen(c gnet.Conn) (out []byte, action gnet.Action) {
 	defer e.recoverConn(c, "open")
-	if u, ok := c.Context().(*upstreamConn); ok {
-		u.opened(c)
+	switch x := c.Context().(type) {
+	case *upstreamConn:
+		x.opened(c)
+		return nil, gnet.None
+	case *acceptedConn:
+		x.opened = true
+		cl := newClient(e, c, x.route)
+		if cl == nil {
+			return nil, gnet.Close
+		}
+		c.SetContext(cl)
 		return nil, gnet.None
 	}
-	port := 0
-	if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
-		port = a.Port
-	}
-	route, ok := e.ports[port]
-	if !ok {
-		return nil, gnet.Close
-	}
-	cl := newClient(e, c, route)
-	if cl == nil {
-		return nil, gnet.Close
-	}
-	c.SetContext(cl)
-	return nil, gnet.None
+	return nil, gnet.Close
 }
 
 // OnTraffic implements gnet.EventHandler.
@@ -70,7 +67,13 @@ func (e *Engine) OnClose(c gnet.Conn, err error) gnet.Action {
 	defer e.recoverConn(nil, "close")
 	switch x := c.Context().(type) {
 	case *client:
+		// Its place under max_connections is given back after the release
+		// (the gauge never counts the next one before this one is gone),
+		// and even if onClose panics.
+		defer e.acc.free()
 		x.onClose(err)
+	case *acceptedConn:
+		e.acc.free() // closed at its open (a bound refused it)
 	case *upstreamConn:
 		x.onClose(err)
 	}
@@ -78,8 +81,13 @@ func (e *Engine) OnClose(c gnet.Conn, err error) gnet.Action {
 }
 
 // OnTick implements gnet.EventHandler: it runs on its own goroutine, so it
-// hands a sweep to each loop.
+// hands a sweep to each loop. gnet starts it once its loops run: the first
+// tick starts accepting and makes the engine ready.
 func (e *Engine) OnTick() (time.Duration, gnet.Action) {
+	e.bootOnce.Do(func() {
+		e.acc.start()
+		close(e.booted)
+	})
 	e.loopsMu.Lock()
 	loops := make([]*loop, 0, len(e.loops))
 	for _, l := range e.loops {

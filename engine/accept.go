@@ -1,0 +1,321 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
+)
+
+// The listener ports are the engine's own sockets, not gnet's: gnet accepts
+// whenever a listener is readable and cannot be told to stop, and
+// max_connections (L3) is "a gauge of occupation, never a refusal: more
+// connections wait in the kernel queue". So one goroutine accepts for every
+// listener port, and only while fewer than max_connections client
+// connections are open; at the bound it stops calling accept(2) and the
+// kernel's listen queue (somaxconn, as Go's net.Listen sets it) holds the
+// newcomers until a client connection closes. Each accepted connection is
+// handed to a gnet loop with Engine.Register (EventLoop.Enroll on the least
+// loaded loop); its OnOpen finds its route in the context it carries.
+
+// acceptWait bounds an accept(2) after poll said a connection was queued:
+// should it have gone meanwhile, the other ports never wait for it.
+const acceptWait = 50 * time.Millisecond
+
+// listenSpec is one listener port: where it binds and what it serves.
+type listenSpec struct {
+	network, addr string // "tcp4", "127.0.0.1:9092"
+	route         portRoute
+	ln            *net.TCPListener // bound in New (port 0: the TLS port of tests), else in Serve
+}
+
+// acceptedConn is the context of a connection the acceptor handed to gnet,
+// until OnOpen makes it a client.
+type acceptedConn struct {
+	route  portRoute
+	opened bool // set by OnOpen, on the loop; read once the enroll reported
+}
+
+// acceptor owns the listener sockets and the accept goroutine.
+type acceptor struct {
+	e *Engine
+	// slots holds one token per client connection accepted and not yet
+	// closed (its OnClose gives it back): max_connections tokens at most.
+	slots chan struct{}
+	specs []listenSpec
+	quit  chan struct{}
+	done  chan struct{}
+	log   rateLimiter
+
+	mu               sync.Mutex
+	started, stopped bool
+	wakeR, wakeW     *os.File // closing wakeW ends the goroutine's poll
+}
+
+func newAcceptor(e *Engine, maxConns int) *acceptor {
+	a := &acceptor{
+		e:     e,
+		slots: make(chan struct{}, maxConns),
+		quit:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	a.log.perSecond = 1
+	return a
+}
+
+// listenNetwork is the family gnet chose for an address: an IPv4 address
+// listens on IPv4 only, an IPv6 one on IPv6 only.
+func listenNetwork(host string) string {
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.To4() != nil {
+			return "tcp4"
+		}
+		return "tcp6"
+	}
+	return "tcp"
+}
+
+// bind opens one listener port. Keep-alive stays off on the accepted
+// connections, as under gnet (idle_timeout closes the silent ones).
+func bind(network, addr string) (*net.TCPListener, error) {
+	lc := net.ListenConfig{KeepAlive: -1}
+	ln, err := lc.Listen(context.Background(), network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("listeners.kafka: %w", err)
+	}
+	return ln.(*net.TCPListener), nil
+}
+
+// add declares a listener port; port 0 is bound at once (the test's TLS
+// port), so that its route is known before Serve. It returns the port.
+func (a *acceptor) add(host string, port int, route portRoute) (int, error) {
+	s := listenSpec{network: listenNetwork(host), addr: net.JoinHostPort(host, strconv.Itoa(port)), route: route}
+	if port == 0 {
+		ln, err := bind(s.network, s.addr)
+		if err != nil {
+			return 0, err
+		}
+		s.ln = ln
+		port = ln.Addr().(*net.TCPAddr).Port
+		s.addr = net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	a.specs = append(a.specs, s)
+	return port, nil
+}
+
+// listen binds every listener port not bound yet; the first failure closes
+// them all and is the error of the start.
+func (a *acceptor) listen() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped {
+		return errors.New("engine stopped")
+	}
+	for i := range a.specs {
+		if a.specs[i].ln != nil {
+			continue
+		}
+		ln, err := bind(a.specs[i].network, a.specs[i].addr)
+		if err != nil {
+			a.closeListeners()
+			return err
+		}
+		a.specs[i].ln = ln
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		a.closeListeners()
+		return err
+	}
+	a.wakeR, a.wakeW = r, w
+	return nil
+}
+
+func (a *acceptor) closeListeners() {
+	for i := range a.specs {
+		if a.specs[i].ln != nil {
+			_ = a.specs[i].ln.Close()
+			a.specs[i].ln = nil
+		}
+	}
+}
+
+// start runs the accept goroutine: gnet's loops are running (the first
+// tick), connections can be enrolled.
+func (a *acceptor) start() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started || a.stopped || a.wakeR == nil {
+		return
+	}
+	a.started = true
+	go a.run()
+}
+
+// stop ends the accept goroutine and closes the listeners (connections
+// still queued in the kernel are reset); idempotent.
+func (a *acceptor) stop() {
+	a.mu.Lock()
+	if a.stopped {
+		a.mu.Unlock()
+		return
+	}
+	a.stopped = true
+	started := a.started
+	close(a.quit)
+	if a.wakeW != nil {
+		_ = a.wakeW.Close()
+	}
+	a.mu.Unlock()
+	if started {
+		<-a.done
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	// The goroutine has returned: no poll reads these descriptors any more.
+	a.closeListeners()
+	if a.wakeR != nil {
+		_ = a.wakeR.Close()
+	}
+}
+
+// free gives back the place of a client connection that closed: the
+// goroutine, if it waited at the bound, accepts the next queued one.
+func (a *acceptor) free() {
+	select {
+	case <-a.slots:
+	default:
+	}
+}
+
+// open counts the client connections holding a place (tests).
+func (a *acceptor) open() int { return len(a.slots) }
+
+// run is the accept goroutine. A place is taken before the listeners are
+// even polled: at max_connections the goroutine waits on slots, and nothing
+// is accepted, refused or reset.
+func (a *acceptor) run() {
+	defer close(a.done)
+	fds := make([]unix.PollFd, 1+len(a.specs))
+	fds[0] = unix.PollFd{Fd: int32(a.wakeR.Fd()), Events: unix.POLLIN}
+	for i := range a.specs {
+		var fd int
+		rc, err := a.specs[i].ln.SyscallConn()
+		if err == nil {
+			err = rc.Control(func(p uintptr) { fd = int(p) })
+		}
+		if err != nil {
+			a.e.log.Error("kafka listener unusable", "address", a.specs[i].addr, "error", err.Error())
+			return
+		}
+		// The descriptor stays valid: listeners close after this goroutine returns.
+		fds[1+i] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	}
+	next, backoff := 0, time.Duration(0)
+	for {
+		select {
+		case a.slots <- struct{}{}:
+		case <-a.quit:
+			return
+		}
+		i, ok := a.ready(fds, &next)
+		if !ok {
+			a.free()
+			return
+		}
+		switch err := a.accept(i); {
+		case err == nil:
+			backoff = 0
+		case errors.Is(err, net.ErrClosed), errors.Is(err, errStopping):
+			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// The queued connection went away before accept: nothing to do.
+		default:
+			// Out of descriptors and the like: the listener stays readable,
+			// so wait before trying again (the queue holds the clients).
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			if ok, _ := a.log.allow(); ok {
+				a.e.log.Warn("kafka listener accept failed", "address", a.specs[i].addr, "error", err.Error(), "retry_in", backoff.String())
+			}
+			select {
+			case <-time.After(backoff):
+			case <-a.quit:
+				return
+			}
+		}
+	}
+}
+
+var errStopping = errors.New("engine stopping")
+
+// ready waits until a listener has a queued connection and returns its
+// index, the ports taken in turn; false once stop woke it.
+func (a *acceptor) ready(fds []unix.PollFd, next *int) (int, bool) {
+	n := len(fds) - 1
+	for {
+		for j := range fds {
+			fds[j].Revents = 0
+		}
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			a.e.log.Error("kafka listeners: poll failed", "error", err.Error())
+			return 0, false
+		}
+		if fds[0].Revents != 0 {
+			return 0, false
+		}
+		for k := 0; k < n; k++ {
+			j := (*next + k) % n
+			if fds[1+j].Revents != 0 {
+				*next = j + 1
+				return j, true
+			}
+		}
+	}
+}
+
+// accept takes the connection queued on listener i (its place is taken)
+// and enrolls it on a loop. On every error the place is given back.
+func (a *acceptor) accept(i int) error {
+	ln := a.specs[i].ln
+	_ = ln.SetDeadline(time.Now().Add(acceptWait))
+	c, err := ln.AcceptTCP()
+	if err != nil {
+		a.free()
+		return err
+	}
+	// Socket options are the accepted socket's, kept by gnet's dup: Nagle
+	// off (as gnet set it on its listeners), keep-alive off (bind).
+	_ = c.SetNoDelay(true)
+	ac := &acceptedConn{route: a.specs[i].route}
+	ctx := gnet.NewNetConnContext(gnet.NewContext(context.Background(), ac), c)
+	res, err := a.e.eng.Register(ctx)
+	if err != nil {
+		_ = c.Close()
+		a.free()
+		return fmt.Errorf("enroll: %w", err)
+	}
+	select {
+	case r := <-res:
+		// A connection gnet did not open never reaches OnClose: its place
+		// is given back here (gnet closed the socket).
+		if r.Err != nil || !ac.opened {
+			a.free()
+			if r.Err != nil {
+				return fmt.Errorf("enroll: %w", r.Err)
+			}
+		}
+		return nil
+	case <-a.quit:
+		return errStopping
+	}
+}

@@ -21,7 +21,13 @@ import (
 // Load touches no shared state: a reload calls it from any goroutine, then
 // compares the result with the Snapshot in force (StartOnlyDiff).
 func Load(path string) (*Snapshot, error) {
-	l := &loader{path: filepath.Clean(path), dir: filepath.Dir(path), now: time.Now()}
+	return load(path, false)
+}
+
+// load is Load; servingUnbuilt accepts the keys of notServed, for the tests
+// that keep their checks alive until their feature is built.
+func load(path string, servingUnbuilt bool) (*Snapshot, error) {
+	l := &loader{path: filepath.Clean(path), dir: filepath.Dir(path), now: time.Now(), servingUnbuilt: servingUnbuilt}
 	snap := l.load()
 	if !l.r.ok() {
 		errs := l.r.errs
@@ -37,6 +43,8 @@ type loader struct {
 	dir  string // its folder: relative paths are read from there
 	now  time.Time
 	r    report
+	// servingUnbuilt: the keys of notServed load (tests only, see load).
+	servingUnbuilt bool
 
 	cfg *doc
 	f   *File
@@ -68,6 +76,7 @@ func (l *loader) load() *Snapshot {
 	l.cfg = d
 	l.f = &File{}
 	d.decode(l.f, true)
+	l.refuseNotServed()
 	applyDefaults(l.f)
 
 	l.checkFile()

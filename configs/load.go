@@ -64,13 +64,19 @@ type loader struct {
 }
 
 func (l *loader) load() *Snapshot {
-	data, err := os.ReadFile(l.path)
+	data, err := readConfigFile(l.path)
 	if err != nil {
 		l.r.errs = append(l.r.errs, FieldError{File: l.path, Msg: "cannot read: " + unwrapPathError(err)})
 		return nil
 	}
 	d, ok := parseDoc(l.path, data, &l.r)
 	if !ok {
+		return nil
+	}
+	if d.body == nil {
+		// Said alone: "version: required" and the rest would hide that
+		// the file holds nothing (a truncated copy, the wrong path).
+		l.r.errs = append(l.r.errs, FieldError{File: l.path, Msg: "empty: nothing is configured (a flexway.yaml starts with version: 1; see configs/quickstart/flexway.yaml)"})
 		return nil
 	}
 	l.cfg = d
@@ -128,7 +134,7 @@ func (l *loader) readSecret(s *Secret, p path) {
 		return
 	}
 	name := l.resolve(ref)
-	data, err := os.ReadFile(name)
+	data, err := readConfigFile(name)
 	if err != nil {
 		l.cfg.errorf(p, "cannot read the secret's file %s: %s", name, unwrapPathError(err))
 		*s = ""

@@ -709,3 +709,52 @@ func TestNotServedAll(t *testing.T) {
 		t.Errorf("notServed = %q, want %q", got, want)
 	}
 }
+
+// TestParseBounds: what a YAML file may hold (issue 13.8): nesting up to
+// maxNesting levels, block or flow, and aliases that add up to
+// maxAliasValues values, parse; one more level, or an alias beyond, is
+// refused at its line. Anchors used as the seeds' examples use them stay
+// far below.
+func TestParseBounds(t *testing.T) {
+	block := func(n int) string { // n nested mappings, by indentation
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			b.WriteString(strings.Repeat(" ", i) + "k:\n")
+		}
+		return b.String() + strings.Repeat(" ", n) + "v\n"
+	}
+	flow := func(n int) string { return "x: " + strings.Repeat("[", n) + strings.Repeat("]", n) + "\n" }
+	entries := func(n int) string { return "x:\n" + strings.Repeat("- ", n) + "v\n" }
+	// aliases: an anchor of size values, and n aliases of it.
+	aliases := func(size, n int) string {
+		return "a: &a [" + strings.Repeat("1, ", size-1) + "1]\nb: [" + strings.Repeat("*a, ", n-1) + "*a]\n"
+	}
+	for _, tc := range []struct {
+		name, yaml string
+		want       string // "" parses
+	}{
+		{"block at the bound", block(maxNesting), ""},
+		{"block beyond", block(maxNesting + 1), "nested more than 100 levels deep"},
+		{"flow at the bound", flow(maxNesting), ""},
+		{"flow beyond", flow(maxNesting + 1), "x.yaml:1: nested more than 100 levels deep"},
+		{"list entries on one line beyond", entries(maxNesting + 1), "x.yaml:2: nested more than 100 levels deep"},
+		{"aliases adding 1M values", aliases(1000, 1000), ""},
+		{"aliases adding more than 1M values", aliases(1000, 1050), "x.yaml:2: its aliases expand to more than 1048576 values"},
+		{"an alias inside its own anchor", "a: &a [1, *a]\n", ""},
+		{"not UTF-8", "a: caf\xe9\n", "x.yaml:1: not YAML text: byte 6 is not UTF-8"},
+		{"a form feed", "a: 1\n\fb: 2\n", "x.yaml:2: not YAML text: byte 5 is the control character 0x0c"},
+		{"tabs, CRLF and a BOM are text", "\ufeffa:\tb\r\nc: d\r\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r report
+			_, ok := parseDoc("x.yaml", []byte(tc.yaml), &r)
+			got := (&LoadError{Errors: r.errs}).Error()
+			if tc.want == "" && !ok {
+				t.Errorf("refused: %s", got)
+			}
+			if tc.want != "" && (ok || !strings.Contains(got, tc.want)) {
+				t.Errorf("parsed %v, report %q, want %q", ok, got, tc.want)
+			}
+		})
+	}
+}

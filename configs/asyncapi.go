@@ -2,7 +2,6 @@ package configs
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -92,13 +91,17 @@ func (l *loader) loadContract() {
 	}
 	name := filepath.Clean(l.resolve(l.f.Contracts.AsyncAPI))
 	l.contractName = name
-	data, err := os.ReadFile(name)
+	data, err := readConfigFile(name)
 	if err != nil {
 		l.cfg.errorf(path{"contracts", "asyncapi"}, "cannot read %s: %s", name, unwrapPathError(err))
 		return
 	}
 	d, ok := parseDoc(name, data, &l.r)
 	if !ok {
+		return
+	}
+	if d.body == nil {
+		l.r.errs = append(l.r.errs, FieldError{File: name, Msg: "empty: an AsyncAPI 3 contract is expected (asyncapi: 3.0.0, channels, operations)"})
 		return
 	}
 	l.contract = d

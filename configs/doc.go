@@ -7,10 +7,13 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
 // path is a place in a YAML document: string segments are mapping keys, int
@@ -78,11 +81,32 @@ type report struct {
 
 func (r *report) ok() bool { return len(r.errs) == 0 }
 
+// What a YAML file may hold, so that a hostile one costs Load little (with
+// MaxFileBytes, which bounds its size): goccy's parser spends time and memory
+// quadratic in the depth of nesting (40 KB of "[" takes it 660 MB), and
+// aliases multiply what the decoder and the checks walk (a "billion laughs":
+// anchors of lists of aliases of anchors).
+const (
+	maxNesting     = 100     // levels of mappings and lists, block and flow together
+	maxAliasValues = 1 << 20 // values the aliases add, each expanded
+)
+
 // parseDoc parses data into a doc; a syntax error is reported and leaves the
-// doc without a body.
+// doc without a body. Text that is not UTF-8, too deep a nesting and aliases
+// that expand too far are refused before or right after parsing.
 func parseDoc(name string, data []byte, r *report) (*doc, bool) {
 	d := &doc{name: name, r: r, anchors: map[string]ast.Node{}}
-	f, err := parser.ParseBytes(data, 0)
+	if line, msg := notText(data); msg != "" {
+		r.errs = append(r.errs, FieldError{File: name, Line: line, Msg: msg})
+		return d, false
+	}
+	tokens := lexer.Tokenize(string(data))
+	if tk := tooDeep(tokens); tk != nil {
+		r.errs = append(r.errs, FieldError{File: name, Line: tk.Position.Line,
+			Msg: fmt.Sprintf("nested more than %d levels deep, far more than a configuration needs", maxNesting)})
+		return d, false
+	}
+	f, err := parser.Parse(tokens, 0)
 	if err != nil {
 		d.addYAMLError(nil, err)
 		return d, false
@@ -96,8 +120,135 @@ func parseDoc(name string, data []byte, r *report) (*doc, bool) {
 	}
 	if d.body != nil {
 		ast.Walk(anchorCollector(d.anchors), d.body)
+		if added, at := d.aliasValues(); added > maxAliasValues {
+			r.errs = append(r.errs, FieldError{File: name, Line: nodeLine(at),
+				Msg: fmt.Sprintf("its aliases expand to more than %d values (anchors of aliases of anchors: a YAML bomb?)", maxAliasValues)})
+			return d, false
+		}
 	}
 	return d, true
+}
+
+// notText names the first byte that YAML text cannot hold: one that is not
+// UTF-8, or a control character other than tab, line feed and carriage
+// return (YAML 1.2, 5.1). A binary file stops here, with its line.
+func notText(data []byte) (line int, msg string) {
+	line = 1
+	for i := 0; i < len(data); {
+		c, size := utf8.DecodeRune(data[i:])
+		switch {
+		case c == utf8.RuneError && size == 1:
+			return line, fmt.Sprintf("not YAML text: byte %d is not UTF-8 (a binary file?)", i)
+		case c < 0x20 && c != '\t' && c != '\n' && c != '\r', c == 0x7f:
+			return line, fmt.Sprintf("not YAML text: byte %d is the control character %#02x (a binary file?)", i, c)
+		case c == '\n':
+			line++
+		}
+		i += size
+	}
+	return line, ""
+}
+
+// tooDeep returns the first token nested deeper than maxNesting: its block
+// indentation level, the "- " entries before it on its line ("- - - x"
+// nests three lists) and the flow collections ([ {) open around it.
+func tooDeep(tokens token.Tokens) *token.Token {
+	flow, line, entries := 0, 0, 0
+	for _, tk := range tokens {
+		if tk.Position == nil {
+			continue
+		}
+		if tk.Position.Line != line {
+			line, entries = tk.Position.Line, 0
+		}
+		switch tk.Type {
+		case token.SequenceStartType, token.MappingStartType:
+			flow++
+		case token.SequenceEndType, token.MappingEndType:
+			flow = max(flow-1, 0)
+		case token.SequenceEntryType:
+			if flow == 0 {
+				entries++
+			}
+		}
+		if tk.Position.IndentLevel+entries+flow > maxNesting {
+			return tk
+		}
+	}
+	return nil
+}
+
+// aliasValues counts the values the document's aliases add when each is
+// expanded (the anchor's values, its own aliases expanded in turn), and
+// returns the alias that adds the most. The count stops a little above
+// maxAliasValues: it never walks the expansion itself, each anchor is
+// counted once.
+func (d *doc) aliasValues() (added int, biggest ast.Node) {
+	const limit = maxAliasValues + 1
+	memo := map[ast.Node]int{}
+	busy := map[ast.Node]bool{}
+	most := 0
+	var count func(n ast.Node) int // values under n, aliases expanded, at most limit
+	// anchored counts an anchor's value once, whether the walk meets it
+	// where it is written or through an alias first.
+	anchored := func(target ast.Node) int {
+		if c, ok := memo[target]; ok {
+			return c
+		}
+		busy[target] = true
+		c := count(target)
+		busy[target] = false
+		memo[target] = c
+		return c
+	}
+	count = func(n ast.Node) int {
+		switch v := n.(type) {
+		case nil:
+			return 0
+		case *ast.AliasNode:
+			if v.Value == nil {
+				return 1
+			}
+			target := d.anchors[v.Value.GetToken().Value]
+			if target == nil || busy[target] {
+				return 1 // unknown, or an alias inside its own anchor: goccy reports it
+			}
+			c := anchored(target)
+			if c > most {
+				most, biggest = c, v
+			}
+			added = min(added+c, limit)
+			return c
+		case *ast.AnchorNode:
+			if v.Value == nil {
+				return 0
+			}
+			return anchored(v.Value)
+		case *ast.TagNode:
+			return count(v.Value)
+		case *ast.DocumentNode:
+			return count(v.Body)
+		case *ast.MappingValueNode:
+			return min(count(v.Key)+count(v.Value), limit)
+		case *ast.MappingNode:
+			c := 1
+			for _, mv := range v.Values {
+				c = min(c+count(mv), limit)
+			}
+			return c
+		case *ast.SequenceNode:
+			c := 1
+			for _, item := range v.Values {
+				c = min(c+count(item), limit)
+			}
+			return c
+		case *ast.CommentGroupNode, *ast.CommentNode:
+			return 0
+		}
+		return 1
+	}
+	count(d.body)
+	return added, biggest
 }
 
 type anchorCollector map[string]ast.Node

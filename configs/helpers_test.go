@@ -28,8 +28,6 @@ upstreams:
   events:
     protocol: kafka
     brokers: [kafka-0.kafka:9093, kafka-1.kafka:9093, kafka-2.kafka:9093]
-    tls: { server_name: kafka.internal }
-    sasl: { mechanism: SCRAM-SHA-512, username: flexway, password: "file:./kafka-password" }
     timeout: 5s
 auth:
   issuers:
@@ -102,6 +100,12 @@ const baseKeys = `keys:
     operations: [consumeOrders]
 `
 
+// upstreamAuth is the seed 001 upstream's TLS and SASL towards the brokers,
+// which this version refuses (notServed): withUpstreamAuth puts it back.
+const upstreamAuth = `    tls: { server_name: kafka.internal }
+    sasl: { mechanism: SCRAM-SHA-512, username: flexway, password: "file:./kafka-password" }
+`
+
 // tlsListener replaces the base's listener with the TLS one (seed 001
 // "L'écouteur TLS"); the certificate files are written by writeFixture.
 const tlsListener = `listeners:
@@ -118,6 +122,9 @@ const tlsListener = `listeners:
 type fixture struct {
 	flexway, asyncapi, keys string
 	extra                   map[string]string
+	// servingUnbuilt loads the keys this version refuses (notServed), to
+	// test the checks kept for the version that serves them.
+	servingUnbuilt bool
 }
 
 func base() fixture {
@@ -128,6 +135,19 @@ func base() fixture {
 func (f fixture) withTLS() fixture {
 	i := strings.Index(f.flexway, "listeners:\n")
 	f.flexway = f.flexway[:i] + tlsListener
+	return f
+}
+
+// withUpstreamAuth gives the base's upstream the seed's tls and sasl
+// (lines 8 and 9 of flexway.yaml).
+func (f fixture) withUpstreamAuth() fixture {
+	f.flexway = strings.Replace(f.flexway, "    timeout: 5s\n", upstreamAuth+"    timeout: 5s\n", 1)
+	return f
+}
+
+// unbuilt makes the fixture load as if every key of notServed were served.
+func (f fixture) unbuilt() fixture {
+	f.servingUnbuilt = true
 	return f
 }
 
@@ -191,7 +211,7 @@ func (f fixture) write(t *testing.T) string {
 func (f fixture) load(t *testing.T) (*Snapshot, string) {
 	t.Helper()
 	p := f.write(t)
-	s, err := Load(p)
+	s, err := load(p, f.servingUnbuilt)
 	if err == nil {
 		return s, ""
 	}

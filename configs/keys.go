@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -80,13 +79,19 @@ func (l *loader) loadKeyStore() {
 	}
 	name := filepath.Clean(l.resolve(ref))
 	l.storeName = name
-	data, err := os.ReadFile(name)
+	data, err := readConfigFile(name)
 	if err != nil {
 		l.cfg.errorf(path{"auth", "api_keys", "store"}, "cannot read %s: %s", name, unwrapPathError(err))
 		return
 	}
 	d, ok := parseDoc(name, data, &l.r)
 	if !ok {
+		return
+	}
+	if d.body == nil {
+		// A store truncated by a deployment must not pass for one without
+		// keys: that one says so.
+		l.r.errs = append(l.r.errs, FieldError{File: name, Msg: "empty: a store without keys is written keys: []"})
 		return
 	}
 	l.store = d

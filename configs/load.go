@@ -21,7 +21,13 @@ import (
 // Load touches no shared state: a reload calls it from any goroutine, then
 // compares the result with the Snapshot in force (StartOnlyDiff).
 func Load(path string) (*Snapshot, error) {
-	l := &loader{path: filepath.Clean(path), dir: filepath.Dir(path), now: time.Now()}
+	return load(path, false)
+}
+
+// load is Load; servingUnbuilt accepts the keys of notServed, for the tests
+// that keep their checks alive until their feature is built.
+func load(path string, servingUnbuilt bool) (*Snapshot, error) {
+	l := &loader{path: filepath.Clean(path), dir: filepath.Dir(path), now: time.Now(), servingUnbuilt: servingUnbuilt}
 	snap := l.load()
 	if !l.r.ok() {
 		errs := l.r.errs
@@ -37,6 +43,8 @@ type loader struct {
 	dir  string // its folder: relative paths are read from there
 	now  time.Time
 	r    report
+	// servingUnbuilt: the keys of notServed load (tests only, see load).
+	servingUnbuilt bool
 
 	cfg *doc
 	f   *File
@@ -56,7 +64,7 @@ type loader struct {
 }
 
 func (l *loader) load() *Snapshot {
-	data, err := os.ReadFile(l.path)
+	data, err := readConfigFile(l.path)
 	if err != nil {
 		l.r.errs = append(l.r.errs, FieldError{File: l.path, Msg: "cannot read: " + unwrapPathError(err)})
 		return nil
@@ -65,9 +73,16 @@ func (l *loader) load() *Snapshot {
 	if !ok {
 		return nil
 	}
+	if d.body == nil {
+		// Said alone: "version: required" and the rest would hide that
+		// the file holds nothing (a truncated copy, the wrong path).
+		l.r.errs = append(l.r.errs, FieldError{File: l.path, Msg: "empty: nothing is configured (a flexway.yaml starts with version: 1; see configs/quickstart/flexway.yaml)"})
+		return nil
+	}
 	l.cfg = d
 	l.f = &File{}
 	d.decode(l.f, true)
+	l.refuseNotServed()
 	applyDefaults(l.f)
 
 	l.checkFile()
@@ -119,7 +134,7 @@ func (l *loader) readSecret(s *Secret, p path) {
 		return
 	}
 	name := l.resolve(ref)
-	data, err := os.ReadFile(name)
+	data, err := readConfigFile(name)
 	if err != nil {
 		l.cfg.errorf(p, "cannot read the secret's file %s: %s", name, unwrapPathError(err))
 		*s = ""

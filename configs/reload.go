@@ -15,7 +15,8 @@ import (
 // plaintext (the fallback ranges), max_connections, max_total_in_flight_bytes
 // and max_tenant_in_flight_bytes (seed 001 "Rechargement"); then
 // observability.kafka.budget_wait_buckets (seed 001: an histogram's bounds are
-// fixed at its creation), and our own server.admin.address and
+// fixed at its creation; not served by this version, see notServed, so both
+// sides hold the defaults until it is), and our own server.admin.address and
 // upstreams.<name>.embedded (a socket bound, a broker started at start).
 // The result is sorted; nil when nothing start-only changed or old is nil.
 func (s *Snapshot) StartOnlyDiff(old *Snapshot) []string {

@@ -34,12 +34,18 @@ func TestStartOnlyDiff(t *testing.T) {
 		{"S1 the plaintext range", []edit{
 			{"flexway", "    sni_domain: kafka.example.com\n", "    sni_domain: kafka.example.com\n    plaintext:\n      mesh_only: true\n      advertised_host: h\n      clusters: { shop: { ports: { from: 19092, to: 19095 } } }\n"},
 		}, []string{"listeners.kafka.plaintext"}},
-		{"histogram bounds and the admin address", []edit{
-			{"flexway", "version: 1\n", "version: 1\nobservability: { kafka: { budget_wait_buckets: [1ms, 1s] } }\nserver: { admin: { address: \"127.0.0.1:9464\" } }\n"},
-		}, []string{"observability.kafka.budget_wait_buckets", "server.admin.address"}},
+		{"the admin address", []edit{
+			{"flexway", "version: 1\n", "version: 1\nserver: { admin: { address: \"127.0.0.1:9464\" } }\n"},
+		}, []string{"server.admin.address"}},
+		// observability.kafka is not served yet (notServed): the check of
+		// the version that serves it.
+		{"histogram bounds", []edit{
+			{"flexway", "version: 1\n", "version: 1\nobservability: { kafka: { budget_wait_buckets: [1ms, 1s] } }\n"},
+		}, []string{"observability.kafka.budget_wait_buckets"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			next, errs := base().withTLS().apply(t, tc.edits...).load(t)
+			// unbuilt: for the histogram row's key; the others hold none.
+			next, errs := base().withTLS().unbuilt().apply(t, tc.edits...).load(t)
 			if errs != "" {
 				t.Fatal(errs)
 			}

@@ -1,20 +1,59 @@
 package configs
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/goccy/go-yaml"
 )
 
+// seedUpstreamAuth are the seed 001 example's lines of the upstream's TLS and
+// SASL towards the brokers, which this version does not serve.
+const seedUpstreamAuth = `    tls: { server_name: kafka.internal }
+    sasl: { mechanism: SCRAM-SHA-512, username: flexway, password: "file:./secrets/kafka-password" }   # testdata: was file:/etc/flexway-secrets/kafka/password
+`
+
+// TestSeedExampleRefused: seed 001's full example (testdata/seed001) sets the
+// upstream's tls and sasl, which this version does not serve: Load refuses it
+// with exactly these two lines, each key named, rather than the engine at
+// start (issue 13.7). Without them, the same files load.
+func TestSeedExampleRefused(t *testing.T) {
+	_, err := Load("testdata/seed001/flexway.yaml")
+	want := "testdata/seed001/flexway.yaml:12: upstreams.events.tls: not served by this version (TLS towards the brokers is not built yet: they are reached in clear text): remove it\n" +
+		"testdata/seed001/flexway.yaml:13: upstreams.events.sasl: not served by this version (SASL towards the brokers is not built yet: the gateway connects without a principal): remove it"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Load = %v\nwant:\n%s", err, want)
+	}
+
+	dir := t.TempDir()
+	yml := readFile(t, "testdata/seed001/flexway.yaml")
+	if !strings.Contains(yml, seedUpstreamAuth) {
+		t.Fatal("the seed's upstream lines moved")
+	}
+	writeFile(t, filepath.Join(dir, "flexway.yaml"), strings.Replace(yml, seedUpstreamAuth, "", 1))
+	writeFile(t, filepath.Join(dir, "asyncapi.yaml"), readFile(t, "testdata/seed001/asyncapi.yaml"))
+	writeFile(t, filepath.Join(dir, "api-keys.yaml"), readFile(t, "testdata/seed001/api-keys.yaml"))
+	s, err := Load(filepath.Join(dir, "flexway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up := s.Upstreams["events"]; up.TLS != nil || up.SASL != nil || len(up.Brokers) != 3 {
+		t.Errorf("upstream = %+v", up)
+	}
+}
+
 // TestSeedExampleLoads: seed 001's example flexway.yaml and asyncapi.yaml
 // (testdata/seed001, copied line for line; only the password file's path is
-// rewritten, see its README) load as they are (SPEC C1, C2, I1, L2).
+// rewritten, see its README) load as they are (SPEC C1, C2, I1, L2), their
+// upstream's tls and sasl served (the checks kept for the version that
+// serves them).
 func TestSeedExampleLoads(t *testing.T) {
-	s, err := Load("testdata/seed001/flexway.yaml")
+	s, err := load("testdata/seed001/flexway.yaml", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,9 +91,11 @@ func TestSeedExampleLoads(t *testing.T) {
 
 // TestSeedSnippetsLoad: every flexway.yaml snippet of seed 001 (TLS listener,
 // upstreams, sessions, bounds, budget modes, quotas, observability) and seed
-// 002's bounds example, each laid over the seed 001 example, load (SPEC L1,
-// L3, S3, B1, B2, Q1, Q3, U1). Their /etc/... paths are rewritten to
-// certificates and secrets the test makes.
+// 002's bounds example, each laid over the seed 001 example without its
+// upstream's tls and sasl, load (SPEC L1, L3, S3, B1, B2, Q1, Q3, U1); those
+// that set a key this version does not serve are refused with exactly the
+// keys named (issue 13.7), and load with them served. Their /etc/... paths
+// are rewritten to certificates and secrets the test makes.
 func TestSeedSnippetsLoad(t *testing.T) {
 	snippets, _ := filepath.Glob("testdata/seed001/snippets/*.yaml")
 	more, _ := filepath.Glob("testdata/seed002/*.yaml")
@@ -62,7 +103,15 @@ func TestSeedSnippetsLoad(t *testing.T) {
 	if len(snippets) < 10 {
 		t.Fatalf("snippets = %v", snippets)
 	}
-	baseYAML := readFile(t, "testdata/seed001/flexway.yaml")
+	// The keys each snippet sets that are not served, in the report's order.
+	notServedBy := map[string][]string{
+		"quotas-budget.yaml": {"listeners.kafka.quotas", "policies", "server.counters"},
+		"quotas-client.yaml": {"listeners.kafka.quotas", "server.counters"},
+		"quotas-tenant.yaml": {"listeners.kafka.quotas"},
+		"observability.yaml": {"observability.kafka"},
+		"upstreams.yaml":     {"upstreams.events.tls", "upstreams.events.sasl", "upstreams.events-redpanda.tls"},
+	}
+	baseYAML := strings.Replace(readFile(t, "testdata/seed001/flexway.yaml"), seedUpstreamAuth, "", 1)
 	for _, sn := range snippets {
 		t.Run(sn, func(t *testing.T) {
 			t.Setenv("COUNTERS_URL", "redis://127.0.0.1:6379/0")
@@ -96,8 +145,28 @@ func TestSeedSnippetsLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			writeFile(t, filepath.Join(dir, "flexway.yaml"), string(out))
-			s, err := Load(filepath.Join(dir, "flexway.yaml"))
+			name := filepath.Join(dir, "flexway.yaml")
+			writeFile(t, name, string(out))
+			s, err := Load(name)
+			if refused := notServedBy[filepath.Base(sn)]; refused != nil {
+				var le *LoadError
+				if !errors.As(err, &le) {
+					t.Fatalf("Load = %v, want the keys not served: %q", err, refused)
+				}
+				var got []string
+				for _, fe := range le.Errors {
+					got = append(got, fe.Path)
+					if !strings.HasPrefix(fe.Msg, "not served by this version (") || fe.File != name || fe.Line == 0 {
+						t.Errorf("%v", fe)
+					}
+				}
+				slices.Sort(got)
+				slices.Sort(refused)
+				if !slices.Equal(got, refused) {
+					t.Errorf("refused %q, want %q", got, refused)
+				}
+				s, err = load(name, true)
+			}
 			if err != nil {
 				t.Fatalf("%v\n--- flexway.yaml:\n%s", err, out)
 			}

@@ -222,7 +222,7 @@ func (l *loader) checkJWKS(is *Issuer, p path) {
 	}
 	name := l.resolve(ref)
 	is.JWKS = "file:" + name
-	data, err := os.ReadFile(name)
+	data, err := readConfigFile(name)
 	if err != nil {
 		l.cfg.errorf(p, "cannot read %s: %s", name, unwrapPathError(err))
 		return
@@ -599,7 +599,7 @@ func (l *loader) crossCheck() {
 // ---- shared helpers ----
 
 func (l *loader) checkCAFile(name string, p path) {
-	data, err := os.ReadFile(name)
+	data, err := readConfigFile(name)
 	if err != nil {
 		l.cfg.errorf(p, "cannot read %s: %s", name, unwrapPathError(err))
 		return
@@ -621,9 +621,19 @@ func (l *loader) checkKeyPair(cert, key string, p path) {
 		l.cfg.errorf(p.at("key_file"), "required with cert_file")
 		return
 	}
-	if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+	certPEM, err := readConfigFile(cert)
+	if err != nil {
+		l.cfg.errorf(p.at("cert_file"), "cannot read %s: %s", cert, unwrapPathError(err))
+		return
+	}
+	keyPEM, err := readConfigFile(key)
+	if err != nil {
+		l.cfg.errorf(p.at("key_file"), "cannot read %s: %s", key, unwrapPathError(err))
+		return
+	}
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
 		// crypto/tls's message names the problem, never the key's bytes.
-		l.cfg.errorf(p.at("cert_file"), "%s and %s: %s", cert, key, unwrapPathError(err))
+		l.cfg.errorf(p.at("cert_file"), "%s and %s: %s", cert, key, err)
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 // testEnv is a whole gateway booted from configuration files on free
 // ports, in front of its upstream: an embedded kfake cluster (three
 // brokers, nodes 0-2), or with FLEXWAY_TEST_UPSTREAM=kafka a real Apache
-// Kafka broker (FLEXWAY_TEST_KAFKA, default 127.0.0.1:39092; one node, id 1)
+// Kafka broker (FLEXWAY_TEST_KAFKA, default 127.0.0.1:18092; one node, id 1)
 // shared by every test, each env under its own random channel prefix.
 type testEnv struct {
 	t      *testing.T
@@ -59,7 +59,7 @@ func realKafka() (string, bool) {
 		if a := os.Getenv(envKafka); a != "" {
 			return a, true
 		}
-		return "127.0.0.1:39092", true
+		return "127.0.0.1:18092", true // scripts/kafka-env.sh's KAFKA_PLAINTEXT_PORT, where it is defined
 	default:
 		panic(fmt.Sprintf("%s=%q: want kafka or kfake", envUpstream, v))
 	}

@@ -2,7 +2,7 @@
 # Maven Central), redis. Included by the top-level Makefile; scripts live in scripts/.
 #   make deps            Debian packages (kcat, python clients, redis, gnuplot)
 #   make kafka-install   Kafka jars into ~/.cache/flexway/kafka-<version>/libs
-#   make kafka-start     broker: PLAINTEXT 127.0.0.1:39092, SASL 127.0.0.1:39093
+#   make kafka-start     broker: PLAINTEXT 127.0.0.1:18092, SASL 127.0.0.1:18093
 #   make kafka-stop
 #   make rdkafka-install librdkafka >= 2.6.1 (PyPI wheel) for SCRAM vs Kafka 4.x
 #   make redis-start / redis-stop   redis on 127.0.0.1:6390

@@ -16,9 +16,15 @@ KAFKA_CLASSPATH="$KAFKA_LIBS/*"
 
 KAFKA_STATE_DIR="${KAFKA_STATE_DIR:-/tmp/flexway-kafka}"
 KAFKA_HOST="${KAFKA_HOST:-127.0.0.1}"
-KAFKA_PLAINTEXT_PORT="${KAFKA_PLAINTEXT_PORT:-39092}"
-KAFKA_SASL_PORT="${KAFKA_SASL_PORT:-39093}"
-KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-39094}"
+# The test broker's ports: defined here only (the defaults elsewhere name this
+# file). Below the kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range,
+# 32768-60999 by default), where any client socket of the machine can hold a
+# port at the moment the broker binds it; and apart from the quickstart's
+# 19092-19095, the engine tests' random ranges (20000-31999) and bench/run's
+# 29092-29094 and 29192-29194.
+KAFKA_PLAINTEXT_PORT="${KAFKA_PLAINTEXT_PORT:-18092}"
+KAFKA_SASL_PORT="${KAFKA_SASL_PORT:-18093}"
+KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-18094}"
 KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"
 KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
 
@@ -65,7 +71,45 @@ kafka_pid() {
   echo "$pid"
 }
 
-# port_open HOST PORT
+# port_open HOST PORT: something accepts connections there.
 port_open() {
   (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null
+}
+
+# port_users HOST PORT prints the sockets of this machine bound to PORT, in
+# any state but TIME-WAIT (a listener, or a client socket whose local port it
+# is: either makes the broker's bind fail), with their process when ss can
+# see it; it fails when there is none. Without ss, only a listener is seen.
+port_users() {
+  local out
+  if command -v ss >/dev/null 2>&1; then
+    out="$(ss -Htanp exclude time-wait "( sport = :$2 )" 2>/dev/null || true)"
+  elif port_open "$1" "$2"; then
+    out="a process listens on $1:$2"
+  fi
+  [ -n "${out:-}" ] || return 1
+  printf '%s\n' "$out"
+}
+
+# kafka_check_ports refuses, with what holds it and what to do, a port of the
+# broker that is taken; it warns of one inside the ephemeral range.
+kafka_check_ports() {
+  local var p users lo hi taken=0
+  read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || { lo=32768; hi=60999; }
+  for var in KAFKA_PLAINTEXT_PORT KAFKA_SASL_PORT KAFKA_CONTROLLER_PORT; do
+    p="${!var}"
+    if [ "$p" -ge "$lo" ] && [ "$p" -le "$hi" ]; then
+      echo "kafka-start: warning: $var=$p lies in the ephemeral range $lo-$hi: a client socket of any process may hold it when the broker binds" >&2
+    fi
+    if users="$(port_users "$KAFKA_HOST" "$p")"; then
+      echo "kafka-start: $KAFKA_HOST:$p ($var) is taken, the broker cannot bind it; held by:" >&2
+      printf '%s\n' "$users" | sed 's/^/  /' >&2
+      taken=1
+    fi
+  done
+  if [ "$taken" = 1 ]; then
+    echo "kafka-start: stop what holds it (a broker of these scripts with another KAFKA_STATE_DIR: KAFKA_STATE_DIR=... scripts/kafka-stop.sh)," >&2
+    echo "  or choose free ports below $lo: KAFKA_PLAINTEXT_PORT=... KAFKA_SASL_PORT=... KAFKA_CONTROLLER_PORT=... (now $KAFKA_PLAINTEXT_PORT, $KAFKA_SASL_PORT, $KAFKA_CONTROLLER_PORT)" >&2
+    return 1
+  fi
 }

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Starts a single-node KRaft Kafka broker (combined broker + controller) on loopback
 # in the background and waits until it serves metadata.
-#   PLAINTEXT       $KAFKA_HOST:$KAFKA_PLAINTEXT_PORT  (default 127.0.0.1:39092)
-#   SASL_PLAINTEXT  $KAFKA_HOST:$KAFKA_SASL_PORT       (default 127.0.0.1:39093)
+#   PLAINTEXT       $KAFKA_HOST:$KAFKA_PLAINTEXT_PORT  (default 127.0.0.1:18092)
+#   SASL_PLAINTEXT  $KAFKA_HOST:$KAFKA_SASL_PORT       (default 127.0.0.1:18093)
 #                   PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; user flexway / flexway-secret
-#   CONTROLLER      $KAFKA_HOST:$KAFKA_CONTROLLER_PORT (default 127.0.0.1:39094)
+#   CONTROLLER      $KAFKA_HOST:$KAFKA_CONTROLLER_PORT (default 127.0.0.1:18094)
 # State (data, logs, pid, generated configs) lives in $KAFKA_STATE_DIR
 # (default /tmp/flexway-kafka); KAFKA_FRESH=1 wipes it first.
+# The ports are scripts/kafka-env.sh's (its comment says why they lie where
+# they do); a port taken is refused before anything starts, with what holds it.
 # Idempotent: a broker already running for this state dir is left as it is.
 set -euo pipefail
 . "$(dirname "$0")/kafka-env.sh"
@@ -16,12 +18,7 @@ if pid="$(kafka_pid)"; then
   exit 0
 fi
 
-for p in "$KAFKA_PLAINTEXT_PORT" "$KAFKA_SASL_PORT" "$KAFKA_CONTROLLER_PORT"; do
-  if port_open "$KAFKA_HOST" "$p"; then
-    echo "kafka-start: port $KAFKA_HOST:$p is taken by another process" >&2
-    exit 1
-  fi
-done
+kafka_check_ports || exit 1
 
 "$FLEXWAY_ROOT/scripts/install-kafka.sh" >/dev/null
 

@@ -2,8 +2,8 @@
 # Runs a Java main class with the installed Kafka classpath, e.g.
 #   scripts/kafka-tool.sh org.apache.kafka.tools.ProducerPerformance --topic t \
 #       --num-records 10000 --record-size 1024 --throughput -1 \
-#       $KAFKA_PERF_PROPS_FLAG bootstrap.servers=127.0.0.1:39092
-#   scripts/kafka-tool.sh org.apache.kafka.tools.TopicCommand --bootstrap-server 127.0.0.1:39092 --list
+#       $KAFKA_PERF_PROPS_FLAG bootstrap.servers=127.0.0.1:18092
+#   scripts/kafka-tool.sh org.apache.kafka.tools.TopicCommand --bootstrap-server 127.0.0.1:18092 --list
 # Tools log warnings to stderr. KAFKA_TOOL_HEAP (default -Xmx512m) and
 # KAFKA_TOOL_OPTS add JVM options. Installs Kafka first if needed.
 set -euo pipefail

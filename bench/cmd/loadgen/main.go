@@ -9,7 +9,7 @@
 // Produce latency is per record, from Produce to its acknowledgement (as
 // kafka-producer-perf-test measures it). Direct to a broker:
 //
-//	loadgen -brokers 127.0.0.1:39092 -topic perf -n 300000 -size 1024
+//	loadgen -brokers 127.0.0.1:18092 -topic perf -n 300000 -size 1024
 //
 // through the gateway (SASL PLAIN, the API key's id and the key):
 //
@@ -37,7 +37,7 @@ import (
 )
 
 func main() {
-	brokers := flag.String("brokers", "127.0.0.1:39092", "seed brokers, comma-separated")
+	brokers := flag.String("brokers", "127.0.0.1:18092", "seed brokers, comma-separated; the default is make kafka-start's broker (scripts/kafka-env.sh)")
 	user := flag.String("user", "", "SASL PLAIN user (empty: no SASL)")
 	pass := flag.String("pass", "", "SASL PLAIN password (or env LOADGEN_PASS)")
 	topic := flag.String("topic", "perf", "topic")

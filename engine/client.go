@@ -9,6 +9,7 @@ import (
 	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/relay"
 	"github.com/panjf2000/gnet/v2"
+	"github.com/twmb/franz-go/pkg/kbin"
 )
 
 // preAuthMaxRequest bounds a request before authentication (L3).
@@ -270,6 +271,9 @@ func (cl *client) handle(frame []byte) bool {
 		return true
 	}
 	h, err := codec.ParseRequestHeader(frame)
+	if err == nil && h.Key == 18 && cl.e.versions[cl.route.cluster.Name].Has(18, h.Version) {
+		err = apiVersionsBody(h.Version, frame[h.BodyOffset:])
+	}
 	if err != nil {
 		cl.protocolError(h, err)
 		return true
@@ -350,6 +354,33 @@ func (cl *client) handle(frame []byte) bool {
 		cl.close("refused api")
 	}
 	return true
+}
+
+// apiVersionsBody checks the body of an ApiVersions request of a version
+// the gateway answers: empty before v3; from v3 (KIP-511) the client's
+// software name and version, then tagged fields, then nothing. Kafka
+// closes a connection whose request it cannot read, ApiVersions included;
+// so does the gateway (a hostile probe's tag length of 0xFFFFFFFF used to
+// be answered in full). A version the gateway does not answer is not read:
+// it gets KIP-511's v0 answer with UNSUPPORTED_VERSION.
+func apiVersionsBody(version int16, body []byte) error {
+	r := kbin.Reader{Src: body}
+	if version >= 3 {
+		r.Span(int(r.Uvarint()) - 1) // client_software_name (compact, not null)
+		r.Span(int(r.Uvarint()) - 1) // client_software_version
+		n := r.Uvarint()
+		for i := uint32(0); i < n && r.Ok(); i++ {
+			r.Uvarint()              // tag
+			r.Span(int(r.Uvarint())) // its bytes
+		}
+	}
+	switch {
+	case !r.Ok():
+		return codec.ErrCodecShort
+	case len(r.Src) > 0:
+		return codec.ErrCodecTrailing
+	}
+	return nil
 }
 
 // answerReserveGuess is what a request without records may bring back.

@@ -71,6 +71,11 @@ type client struct {
 	orphan []byte
 
 	lastActive time.Time
+	// frameSince: bytes of a request not yet whole have waited since then
+	// (zero: none). The sweep closes an authenticated connection whose
+	// request is not whole within idle_timeout: a client that trickles a
+	// frame, one byte at a time, is active but never done.
+	frameSince time.Time
 	outLast    int
 	outSince   time.Time
 	scratch    []byte
@@ -133,6 +138,10 @@ func (cl *client) onTraffic() {
 			cl.onTLSHello()
 		}
 		return
+	}
+	if cl.frameSince.IsZero() {
+		// Over TLS a part of a record counts too: it decrypts to nothing yet.
+		cl.frameSince = cl.lastActive
 	}
 	cl.process()
 }
@@ -240,12 +249,18 @@ func (cl *client) process() {
 			return
 		}
 		if !cl.handle(frame[codec.SizeLen:]) {
-			return // waiting: the frame stays in the buffer
+			cl.frameSince = time.Time{} // whole: the wait is the gateway's
+			return                      // waiting: the frame stays in the buffer
 		}
 		if cl.closed {
 			return
 		}
 		cl.discard(total)
+		if cl.inBuffered() == 0 {
+			cl.frameSince = time.Time{}
+		} else {
+			cl.frameSince = cl.lastActive // the next frame came with the last read, or before it
+		}
 	}
 }
 

@@ -5,7 +5,11 @@ package engine
 // that connection alone, says why, and goes on serving the others.
 
 import (
+	"bytes"
+	"crypto/tls"
+	"fmt"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -92,4 +96,123 @@ func TestMalformedApiVersionsClosesAtOnce(t *testing.T) {
 	a.writeRaw(apiVersionsFrame(3, 9, append(sw[:4:4], 0, 0)))
 	a.closedWithoutAnswer(3 * time.Second)
 	env.waitLog(3*time.Second, "kafka connection closed: malformed or unknown request", "tenant=acme", "api_key=18", "trailing")
+}
+
+// trickle writes b to c one byte every `every`, from a goroutine, until
+// b is done, a write fails, or the test ends.
+func trickle(t *testing.T, c net.Conn, b []byte, every time.Duration) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	t.Cleanup(func() { close(stop); <-done })
+	go func() {
+		defer close(done)
+		for i := range b {
+			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+			if _, err := c.Write(b[i : i+1]); err != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(every):
+			}
+		}
+	}()
+}
+
+// closedAfter reads c until the gateway closes it, and says when that was
+// (counted from start); it fails past within.
+func closedAfter(t *testing.T, c net.Conn, start time.Time, within time.Duration) time.Duration {
+	t.Helper()
+	_ = c.SetReadDeadline(start.Add(within))
+	if _, err := io.Copy(io.Discard, c); err != nil {
+		t.Fatalf("still open after %v (%v)", within, err)
+	}
+	return time.Since(start)
+}
+
+// The probe's second fault: an authenticated connection that trickled a
+// partial frame, one byte every 5 s, stayed open past 60 s with
+// idle_timeout: 15s: every byte counted as activity. A request not whole
+// within idle_timeout now closes the connection, logged with the cause
+// (here idle_timeout 3 s and a byte every 400 ms: closed between 3 s and
+// one full sweep after, never by the idle check, which each byte resets);
+// a request trickled and finished within the bound is answered.
+func TestTricklingPartialFrameClosedAtIdleTimeout(t *testing.T) {
+	const idle = 3 * time.Second
+	env := newTestEnv(t, "    idle_timeout: 3s\n")
+
+	// Finished within the bound: answered, the connection stays.
+	ok := dialRaw(t, env.boot, "globex-app", env.keys["globex-app"])
+	v0 := apiVersionsFrame(0, 5, nil)
+	trickle(t, ok.c, v0, 60*time.Millisecond) // whole in about 1 s
+	var resp kmsg.ApiVersionsResponse
+	resp.Version = 0
+	ok.recv(&resp)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("trickled ApiVersions: error %d", resp.ErrorCode)
+	}
+
+	// Never finished: a frame of 100 bytes, a byte every 400 ms.
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	partial := append([]byte{0, 0, 0, 100}, bytes.Repeat([]byte{0}, 100)...)
+	start := time.Now()
+	trickle(t, r.c, partial, 400*time.Millisecond)
+	d := closedAfter(t, r.c, start, idle+4*time.Second)
+	if d < idle-100*time.Millisecond {
+		t.Fatalf("closed after %v, before idle_timeout (%v)", d, idle)
+	}
+	env.waitLog(3*time.Second, "kafka connection closed: a request not completed within idle_timeout", "tenant=acme", "idle_timeout=3s")
+	if n := env.e.m.closedBy["idle_timeout"].Get(); n != 1 {
+		t.Fatalf("idle_timeout closes counted: %d", n)
+	}
+}
+
+// The same over TLS, below the frames: a client authenticated by its
+// certificate trickles the bytes of one TLS record, which decrypts to
+// nothing until it is whole.
+func TestTricklingPartialTLSRecordClosedAtIdleTimeout(t *testing.T) {
+	const idle = 3 * time.Second
+	te := newTLSEnv(t, "    idle_timeout: 3s\n")
+	raw, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", te.port), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	capture := &capturingConn{Conn: raw}
+	cert := te.client["billing"]
+	c := tls.Client(capture, &tls.Config{ServerName: "bootstrap.shop." + sniDomain, RootCAs: te.ca.pool(), Certificates: []tls.Certificate{cert}})
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := c.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	// The record of a 4 KiB request, kept rather than sent.
+	capture.on = true
+	big := apiVersionsFrame(0, 1, bytes.Repeat([]byte{0}, 4<<10))
+	if _, err := c.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	capture.on = false
+	start := time.Now()
+	trickle(t, raw, capture.buf[:len(capture.buf)-1], 400*time.Millisecond)
+	d := closedAfter(t, raw, start, idle+4*time.Second)
+	if d < idle-100*time.Millisecond {
+		t.Fatalf("closed after %v, before idle_timeout (%v)", d, idle)
+	}
+	te.waitLog(3*time.Second, "kafka connection closed: a request not completed within idle_timeout", "tenant=acme")
+}
+
+// capturingConn keeps what is written while on, instead of sending it.
+type capturingConn struct {
+	net.Conn
+	on  bool
+	buf []byte
+}
+
+func (c *capturingConn) Write(p []byte) (int, error) {
+	if c.on {
+		c.buf = append(c.buf, p...)
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
 }

@@ -7,14 +7,18 @@ package engine
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/flexway/flexway/codec"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -215,4 +219,300 @@ func (c *capturingConn) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return c.Conn.Write(p)
+}
+
+// Brokers that misbehave. The gateway reads every broker answer before it
+// writes anything of it to the client: an answer it cannot match with the
+// request at the head of the client's queue, or larger than
+// max_response_bytes, or that does not decode, closes that client's
+// connection (and its broker connection), unanswered, with a log line
+// saying why; the other clients, of another tenant here, are served on.
+
+// metadataOrders asks r for the metadata of its topic "orders".
+func metadataOrders(r *rawConn) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	req.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("orders")}}
+	r.send(req)
+}
+
+// servedOrders checks that r is answered the metadata of "orders".
+func servedOrders(t *testing.T, r *rawConn) {
+	t.Helper()
+	metadataOrders(r)
+	var resp kmsg.MetadataResponse
+	resp.Version = 12
+	r.recv(&resp)
+	if len(resp.Topics) != 1 || resp.Topics[0].Topic == nil || *resp.Topics[0].Topic != "orders" ||
+		resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) == 0 {
+		t.Fatalf("metadata of orders: %+v", resp.Topics)
+	}
+}
+
+// brokerMisbehaves runs one case: a globex connection is served, acme's
+// Metadata requests (inFlight of them, sent at once) meet the broker's
+// misbehaviour and the connection is closed unanswered with a log line
+// holding why, the globex connection is served again, nothing panicked.
+func brokerMisbehaves(t *testing.T, env *testEnv, inFlight int, why ...string) {
+	t.Helper()
+	other := dialRaw(t, env.boot, "globex-app", env.keys["globex-app"])
+	servedOrders(t, other)
+	victim := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	for i := 0; i < inFlight; i++ {
+		metadataOrders(victim)
+	}
+	victim.closedWithoutAnswer(5 * time.Second)
+	env.waitLog(5*time.Second, append([]string{"kafka connection closed"}, why...)...)
+	servedOrders(t, other)
+	if n := env.e.m.panics.Get(); n != 0 {
+		t.Fatalf("%d panics", n)
+	}
+}
+
+// kfakeOf returns the env's embedded cluster; the kfake control hooks
+// need it (skipped against a real broker).
+func kfakeOf(t *testing.T, env *testEnv) *kfake.Cluster {
+	t.Helper()
+	u := env.e.upstreams["events"]
+	if u == nil || u.embedded == nil {
+		t.Skip("needs the embedded kfake upstream")
+	}
+	return u.embedded
+}
+
+func skipOnRealKafka(t *testing.T) {
+	if _, real := realKafka(); real {
+		t.Skip("drives kfake's control hooks")
+	}
+}
+
+// acmeMetadata: a Metadata request of tenant acme (its topics are
+// acme.<name> at the broker), never one of globex's.
+func acmeMetadata(req kmsg.Request) bool {
+	for _, tp := range req.(*kmsg.MetadataRequest).Topics {
+		if tp.Topic != nil && strings.HasPrefix(*tp.Topic, "acme.") {
+			return true
+		}
+	}
+	return false
+}
+
+// metadataAnswer is a plausible Metadata answer to req: one broker (node
+// 0 at host:port), each topic asked with partitions 0..n-1 led by it.
+func metadataAnswer(req *kmsg.MetadataRequest, host string, port int32, n int) *kmsg.MetadataResponse {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID, b.Host, b.Port = 0, host, port
+	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	resp.ClusterID = kmsg.StringPtr("fake-cluster")
+	for _, rt := range req.Topics {
+		tp := kmsg.NewMetadataResponseTopic()
+		tp.Topic = rt.Topic
+		for i := 0; i < n; i++ {
+			p := kmsg.NewMetadataResponseTopicPartition()
+			p.Partition, p.Leader, p.Replicas, p.ISR = int32(i), 0, []int32{0}, []int32{0}
+			tp.Partitions = append(tp.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, tp)
+	}
+	return resp
+}
+
+// An answer larger than max_response_bytes (a Metadata of 130 KB, the
+// bound at 64 KiB) is refused on its size, before it is read.
+func TestBrokerAnswerOversized(t *testing.T) {
+	skipOnRealKafka(t)
+	env := newTestEnv(t, "    max_response_bytes: 64KiB\n")
+	kfakeOf(t, env).ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if !acmeMetadata(req) {
+			return nil, nil, false
+		}
+		return metadataAnswer(req.(*kmsg.MetadataRequest), "127.0.0.1", 9, 5000), nil, true
+	})
+	brokerMisbehaves(t, env, 1, "broker answer larger than max_response_bytes", "max_response_bytes=65536")
+}
+
+// truncated is a broker answer cut in the middle of its body.
+type truncated struct{ kmsg.Response }
+
+func (r truncated) AppendTo(dst []byte) []byte {
+	full := r.Response.AppendTo(dst)
+	return full[:len(dst)+(len(full)-len(dst))/2]
+}
+
+// An answer the gateway decodes (Metadata: names mapped back, brokers
+// renamed) whose body is cut short.
+func TestBrokerAnswerMalformed(t *testing.T) {
+	skipOnRealKafka(t)
+	env := newTestEnv(t, "")
+	kfakeOf(t, env).ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if !acmeMetadata(req) {
+			return nil, nil, false
+		}
+		return truncated{metadataAnswer(req.(*kmsg.MetadataRequest), "127.0.0.1", 9, 2)}, nil, true
+	})
+	brokerMisbehaves(t, env, 1, "malformed broker answer", "api=3")
+}
+
+// fakeBroker is a broker that speaks just enough for the gateway's start
+// (ApiVersions, Metadata) and serves Metadata, except to the connections
+// of tenant acme (client ids "acme.…" at the broker), where misbehave
+// takes over: kfake answers each connection in order with the request's
+// correlation id, so what these cases need is written by hand.
+type fakeBroker struct {
+	t         *testing.T
+	ln        net.Listener
+	host      string
+	port      int32
+	misbehave func(c net.Conn, h codec.RequestHeader, req *kmsg.MetadataRequest)
+
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+func newFakeBroker(t *testing.T, misbehave func(f *fakeBroker, c net.Conn, h codec.RequestHeader, req *kmsg.MetadataRequest)) *fakeBroker {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ln.Addr().(*net.TCPAddr)
+	f := &fakeBroker{t: t, ln: ln, host: a.IP.String(), port: int32(a.Port)}
+	f.misbehave = func(c net.Conn, h codec.RequestHeader, req *kmsg.MetadataRequest) { misbehave(f, c, h, req) }
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			f.mu.Lock()
+			f.conns = append(f.conns, c)
+			f.mu.Unlock()
+			f.wg.Add(1)
+			go func() { defer f.wg.Done(); f.serve(c) }()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		f.mu.Lock()
+		for _, c := range f.conns {
+			c.Close()
+		}
+		f.mu.Unlock()
+		f.wg.Wait()
+	})
+	return f
+}
+
+// upstream is the env's upstreams.events for this broker.
+func (f *fakeBroker) upstream() string {
+	return fmt.Sprintf("    brokers: [\"%s:%d\"]\n", f.host, f.port)
+}
+
+// read reads one request; ok false when the connection ends.
+func (f *fakeBroker) read(c net.Conn) (codec.RequestHeader, []byte, bool) {
+	var size [4]byte
+	if _, err := io.ReadFull(c, size[:]); err != nil {
+		return codec.RequestHeader{}, nil, false
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n > 1<<20 {
+		f.t.Errorf("fake broker: a request of %d bytes", n)
+		return codec.RequestHeader{}, nil, false
+	}
+	frame := make([]byte, n)
+	if _, err := io.ReadFull(c, frame); err != nil {
+		return codec.RequestHeader{}, nil, false
+	}
+	h, err := codec.ParseRequestHeader(frame)
+	if err != nil {
+		f.t.Errorf("fake broker: %v", err)
+		return h, nil, false
+	}
+	return h, frame[h.BodyOffset:], true
+}
+
+// answer writes resp with correlation id corr.
+func (f *fakeBroker) answer(c net.Conn, corr int32, resp kmsg.Response) {
+	b := []byte{0, 0, 0, 0}
+	b = codec.AppendResponseHeader(b, resp.Key(), resp.GetVersion(), corr)
+	b = resp.AppendTo(b)
+	codec.PutSize(b, len(b)-4)
+	_, _ = c.Write(b)
+}
+
+// metadata decodes a Metadata request body.
+func (f *fakeBroker) metadata(h codec.RequestHeader, body []byte) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = h.Version
+	if err := req.ReadFrom(body); err != nil {
+		f.t.Errorf("fake broker: Metadata v%d: %v", h.Version, err)
+		return nil
+	}
+	return req
+}
+
+func (f *fakeBroker) serve(c net.Conn) {
+	defer c.Close()
+	for {
+		h, body, ok := f.read(c)
+		if !ok {
+			return
+		}
+		switch h.Key {
+		case int16(kmsg.ApiVersions):
+			resp := kmsg.NewPtrApiVersionsResponse()
+			resp.Version = h.Version
+			for k := int16(0); k <= codec.MaxKey; k++ {
+				if r := kmsg.RequestForKey(k); r != nil {
+					kv := kmsg.NewApiVersionsResponseApiKey()
+					kv.ApiKey, kv.MaxVersion = k, r.MaxVersion()
+					resp.ApiKeys = append(resp.ApiKeys, kv)
+				}
+			}
+			f.answer(c, h.Correlation, resp)
+		case int16(kmsg.Metadata):
+			req := f.metadata(h, body)
+			if req == nil {
+				return
+			}
+			if strings.HasPrefix(string(h.ClientID), "acme.") {
+				f.misbehave(c, h, req)
+				continue
+			}
+			f.answer(c, h.Correlation, metadataAnswer(req, f.host, f.port, 1))
+		default:
+			f.t.Errorf("fake broker: unexpected %s", kmsg.NameForKey(h.Key))
+			return
+		}
+	}
+}
+
+// An answer whose correlation id the gateway never gave.
+func TestBrokerAnswerUnknownCorrelationID(t *testing.T) {
+	f := newFakeBroker(t, func(f *fakeBroker, c net.Conn, h codec.RequestHeader, req *kmsg.MetadataRequest) {
+		f.answer(c, h.Correlation+1000, metadataAnswer(req, f.host, f.port, 1))
+	})
+	env := newTestEnvWith(t, envConfig{upstream: f.upstream()})
+	brokerMisbehaves(t, env, 1, "broker answer out of order", "unknown correlation id")
+}
+
+// Two requests in flight, answered second first.
+func TestBrokerAnswersOutOfOrder(t *testing.T) {
+	f := newFakeBroker(t, func(f *fakeBroker, c net.Conn, h codec.RequestHeader, req *kmsg.MetadataRequest) {
+		h2, body2, ok := f.read(c)
+		if !ok || h2.Key != int16(kmsg.Metadata) {
+			return
+		}
+		req2 := f.metadata(h2, body2)
+		if req2 == nil {
+			return
+		}
+		f.answer(c, h2.Correlation, metadataAnswer(req2, f.host, f.port, 1))
+		f.answer(c, h.Correlation, metadataAnswer(req, f.host, f.port, 1))
+	})
+	env := newTestEnvWith(t, envConfig{upstream: f.upstream()})
+	brokerMisbehaves(t, env, 2, "broker answer out of order", "the answer to a later request")
 }

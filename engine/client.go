@@ -217,6 +217,12 @@ func (cl *client) writev(bs [][]byte) {
 	cl.syncOut()
 }
 
+// waitsOnGateway: the frame at the head of the input is whole and waits
+// for the gateway (its budget, its broker connection, a re-authentication).
+func (cl *client) waitsOnGateway() bool {
+	return cl.held || cl.upSt == upDialing || cl.reauthing
+}
+
 // process handles every whole frame the connection holds, in order, until
 // it must wait: for the worker pool, for its broker connection, or for its
 // budget. gnet keeps reading while we wait; what a client may pipeline is

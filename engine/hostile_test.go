@@ -516,3 +516,34 @@ func TestBrokerAnswersOutOfOrder(t *testing.T) {
 	env := newTestEnvWith(t, envConfig{upstream: f.upstream()})
 	brokerMisbehaves(t, env, 2, "broker answer out of order", "the answer to a later request")
 }
+
+// A connection the gateway makes wait (held for its in-flight budget: it
+// reads none of its answers) while the client goes on sending whole
+// requests is not "a request not completed": its frames are whole, the
+// wait is the gateway's. It is closed by the write timeout, as before,
+// and not at idle_timeout.
+func TestHeldConnectionNotClosedAsPartialFrame(t *testing.T) {
+	const write = 5 * time.Second
+	env := newTestEnv(t, "    idle_timeout: 2s\n    max_in_flight_bytes: 1MiB\n    max_response_bytes: 2MiB\n", WithWriteTimeout(write))
+	fillOrders(t, env, 40)
+	addr := leaderOf0(t, env)
+	start := time.Now()
+	r := stall(t, env, addr, 100) // far more than the kernel's buffers hold
+	// Whole requests, one every 300 ms, behind the held one: the
+	// connection is never idle.
+	go func() {
+		for i := int32(0); ; i++ {
+			_ = r.c.SetWriteDeadline(time.Now().Add(time.Second))
+			if _, err := r.c.Write(apiVersionsFrame(0, 1000+i, nil)); err != nil {
+				return
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}()
+	// Reading would drain the answers: the close is watched in the log.
+	line := env.waitLog(write+5*time.Second, "kafka connection closed")
+	d := time.Since(start)
+	if !strings.Contains(line, "does not read its answers") || d < write-200*time.Millisecond {
+		t.Fatalf("closed after %v (write timeout %v): %s", d, write, line)
+	}
+}

@@ -55,10 +55,12 @@ func (e *Engine) sweep(l *loop) {
 			e.log.Info("kafka connection closed: session ended", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "principal", cl.ident.principal)
 			cl.close("max_session_lifetime")
 			continue
-		case !cl.frameSince.IsZero() && now.Sub(cl.frameSince) > lim.IdleTimeout.D():
+		case !cl.frameSince.IsZero() && !cl.waitsOnGateway() && now.Sub(cl.frameSince) > lim.IdleTimeout.D():
 			// A request begun and not finished within the idle bound: the
 			// bytes keep coming (so the connection is not idle) but never
-			// make a frame. Before authentication auth_timeout bounds it.
+			// make a frame. Before authentication auth_timeout bounds it;
+			// while the gateway makes the connection wait, its head frame
+			// is whole and the clock restarts when it goes on.
 			e.m.closed("idle_timeout")
 			e.log.Warn("kafka connection closed: a request not completed within idle_timeout", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
 			cl.close("partial frame")

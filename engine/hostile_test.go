@@ -172,6 +172,18 @@ func TestTricklingPartialFrameClosedAtIdleTimeout(t *testing.T) {
 	}
 }
 
+// Before authentication a trickled frame is bounded by auth_timeout,
+// which is absolute: the bytes that keep coming do not extend it.
+func TestTricklingBeforeAuthClosedAtAuthTimeout(t *testing.T) {
+	env := newTestEnv(t, "    auth_timeout: 1s\n    idle_timeout: 1h\n")
+	r := dialPlain(t, env.boot)
+	start := time.Now()
+	trickle(t, r.c, append([]byte{0, 0, 0, 100}, make([]byte, 100)...), 100*time.Millisecond)
+	if d := closedAfter(t, r.c, start, 4*time.Second); d < 900*time.Millisecond {
+		t.Fatalf("closed after %v, before auth_timeout", d)
+	}
+}
+
 // The same over TLS, below the frames: a client authenticated by its
 // certificate trickles the bytes of one TLS record, which decrypts to
 // nothing until it is whole.

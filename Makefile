@@ -41,6 +41,7 @@ fuzz:
 	$(FUZZ) ./codec -fuzz '^FuzzFetchResponseRewrite$$'
 	$(FUZZ) ./decide -fuzz '^FuzzSessionRequest$$'
 	$(FUZZ) ./decide -fuzz '^FuzzGroupResponse$$'
+	$(FUZZ) ./engine -fuzz '^FuzzParseSNI$$'
 	@if grep -q '^func FuzzSessionResponse' decide/*_test.go; then $(FUZZ) ./decide -fuzz '^FuzzSessionResponse$$'; fi
 
 bench:

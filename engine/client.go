@@ -9,6 +9,7 @@ import (
 	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/relay"
 	"github.com/panjf2000/gnet/v2"
+	"github.com/twmb/franz-go/pkg/kbin"
 )
 
 // preAuthMaxRequest bounds a request before authentication (L3).
@@ -70,6 +71,11 @@ type client struct {
 	orphan []byte
 
 	lastActive time.Time
+	// frameSince: bytes of a request not yet whole have waited since then
+	// (zero: none). The sweep closes an authenticated connection whose
+	// request is not whole within idle_timeout: a client that trickles a
+	// frame, one byte at a time, is active but never done.
+	frameSince time.Time
 	outLast    int
 	outSince   time.Time
 	scratch    []byte
@@ -132,6 +138,10 @@ func (cl *client) onTraffic() {
 			cl.onTLSHello()
 		}
 		return
+	}
+	if cl.frameSince.IsZero() {
+		// Over TLS a part of a record counts too: it decrypts to nothing yet.
+		cl.frameSince = cl.lastActive
 	}
 	cl.process()
 }
@@ -207,6 +217,12 @@ func (cl *client) writev(bs [][]byte) {
 	cl.syncOut()
 }
 
+// waitsOnGateway: the frame at the head of the input is whole and waits
+// for the gateway (its budget, its broker connection, a re-authentication).
+func (cl *client) waitsOnGateway() bool {
+	return cl.held || cl.upSt == upDialing || cl.reauthing
+}
+
 // process handles every whole frame the connection holds, in order, until
 // it must wait: for the worker pool, for its broker connection, or for its
 // budget. gnet keeps reading while we wait; what a client may pipeline is
@@ -239,12 +255,18 @@ func (cl *client) process() {
 			return
 		}
 		if !cl.handle(frame[codec.SizeLen:]) {
-			return // waiting: the frame stays in the buffer
+			cl.frameSince = time.Time{} // whole: the wait is the gateway's
+			return                      // waiting: the frame stays in the buffer
 		}
 		if cl.closed {
 			return
 		}
 		cl.discard(total)
+		if cl.inBuffered() == 0 {
+			cl.frameSince = time.Time{}
+		} else {
+			cl.frameSince = cl.lastActive // the next frame came with the last read, or before it
+		}
 	}
 }
 
@@ -270,6 +292,9 @@ func (cl *client) handle(frame []byte) bool {
 		return true
 	}
 	h, err := codec.ParseRequestHeader(frame)
+	if err == nil && h.Key == 18 && cl.e.versions[cl.route.cluster.Name].Has(18, h.Version) {
+		err = apiVersionsBody(h.Version, frame[h.BodyOffset:])
+	}
 	if err != nil {
 		cl.protocolError(h, err)
 		return true
@@ -350,6 +375,33 @@ func (cl *client) handle(frame []byte) bool {
 		cl.close("refused api")
 	}
 	return true
+}
+
+// apiVersionsBody checks the body of an ApiVersions request of a version
+// the gateway answers: empty before v3; from v3 (KIP-511) the client's
+// software name and version, then tagged fields, then nothing. Kafka
+// closes a connection whose request it cannot read, ApiVersions included;
+// so does the gateway (a hostile probe's tag length of 0xFFFFFFFF used to
+// be answered in full). A version the gateway does not answer is not read:
+// it gets KIP-511's v0 answer with UNSUPPORTED_VERSION.
+func apiVersionsBody(version int16, body []byte) error {
+	r := kbin.Reader{Src: body}
+	if version >= 3 {
+		r.Span(int(r.Uvarint()) - 1) // client_software_name (compact, not null)
+		r.Span(int(r.Uvarint()) - 1) // client_software_version
+		n := r.Uvarint()
+		for i := uint32(0); i < n && r.Ok(); i++ {
+			r.Uvarint()              // tag
+			r.Span(int(r.Uvarint())) // its bytes
+		}
+	}
+	switch {
+	case !r.Ok():
+		return codec.ErrCodecShort
+	case len(r.Src) > 0:
+		return codec.ErrCodecTrailing
+	}
+	return nil
 }
 
 // answerReserveGuess is what a request without records may bring back.

@@ -208,6 +208,7 @@ type envConfig struct {
 	listenerExtra string // lines added under listeners.kafka (4 spaces of indent)
 	nports        int    // the fallback range: the bootstrap and nports-1 brokers (default 4)
 	firstNodeID   *int32 // first_node_id of the range; default the upstream's first node (0 on kfake, 1 on a real broker)
+	upstream      string // the lines under upstreams.events after protocol (4 spaces of indent); default kfake or the real broker
 }
 
 func newTestEnvWith(t *testing.T, ec envConfig, opt ...Option) *testEnv {
@@ -220,7 +221,11 @@ func newTestEnvWith(t *testing.T, ec envConfig, opt ...Option) *testEnv {
 	base := freeRange(t, nports+1)
 	env := &testEnv{t: t, dir: dir, keys: map[string]string{}, logs: &syncBuf{ch: make(chan string, 4096)}}
 	kafkaAddr, real := realKafka()
+	real = real && ec.upstream == ""
 	upstream := "    embedded: { brokers: 3, partitions: 2 }\n"
+	if ec.upstream != "" {
+		upstream = ec.upstream
+	}
 	firstNode := int32(0)
 	if real {
 		env.real = true

@@ -7,7 +7,8 @@ import (
 )
 
 // sweepEvery is the tick: held connections are retried at each tick, the
-// deadlines (auth_timeout, idle_timeout, the write timeout) checked once a
+// deadlines (auth_timeout, idle_timeout — for an idle connection and for a
+// request begun and not finished —, the write timeout) checked once a
 // second. No timer per connection: an idle connection costs nothing.
 const sweepEvery = 20 * time.Millisecond
 
@@ -53,6 +54,16 @@ func (e *Engine) sweep(l *loop) {
 			e.m.closed("max_session_lifetime")
 			e.log.Info("kafka connection closed: session ended", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "principal", cl.ident.principal)
 			cl.close("max_session_lifetime")
+			continue
+		case !cl.frameSince.IsZero() && !cl.waitsOnGateway() && now.Sub(cl.frameSince) > lim.IdleTimeout.D():
+			// A request begun and not finished within the idle bound: the
+			// bytes keep coming (so the connection is not idle) but never
+			// make a frame. Before authentication auth_timeout bounds it;
+			// while the gateway makes the connection wait, its head frame
+			// is whole and the clock restarts when it goes on.
+			e.m.closed("idle_timeout")
+			e.log.Warn("kafka connection closed: a request not completed within idle_timeout", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
+			cl.close("partial frame")
 			continue
 		case cl.queue.Len() == 0 && cl.c.OutboundBuffered() == 0 && now.Sub(cl.lastActive) > lim.IdleTimeout.D():
 			e.m.closed("idle_timeout")

@@ -3,8 +3,9 @@ package engine
 // TLS on the reactor (L1, L4). gnet has no TLS: the standard crypto/tls
 // runs over an adapter net.Conn.
 //
-//   - SNI is read on the loop from the ClientHello before any worker is
-//     spent: a name that is no declared cluster is closed at once.
+//   - SNI is read on the loop from the ClientHello (parseSNI, sni.go)
+//     before any worker is spent: a name that is no declared cluster is
+//     closed at once.
 //   - The handshake runs on a worker goroutine (a handshake cannot resume
 //     after an error, so it cannot run on the loop): the adapter's Read
 //     waits for bytes the loop copies in, its Write uses AsyncWrite.
@@ -18,7 +19,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -201,121 +201,6 @@ func (e *Engine) routeSNI(name string) (portRoute, bool) {
 		}
 	}
 	return portRoute{}, false
-}
-
-// errNoSNI and friends: why a ClientHello cannot be routed.
-var (
-	errHelloIncomplete = errors.New("incomplete")
-	errNotTLS          = errors.New("not a TLS handshake")
-	errNoSNI           = errors.New("no SNI")
-)
-
-// parseSNI reads the server name of a ClientHello from the start of b (one
-// or more TLS records). errHelloIncomplete: more bytes are needed.
-func parseSNI(b []byte) (string, error) {
-	// Gather the handshake message from consecutive handshake records.
-	var msg []byte
-	for {
-		if len(b) < 5 {
-			return "", errHelloIncomplete
-		}
-		if b[0] != 0x16 || b[1] != 3 {
-			return "", errNotTLS
-		}
-		l := int(binary.BigEndian.Uint16(b[3:5]))
-		if l == 0 || l > 1<<14+2048 {
-			return "", errNotTLS
-		}
-		if len(b) < 5+l {
-			return "", errHelloIncomplete
-		}
-		msg = append(msg, b[5:5+l]...)
-		b = b[5+l:]
-		if len(msg) >= 4 {
-			if msg[0] != 1 { // client_hello
-				return "", errNotTLS
-			}
-			hl := int(msg[1])<<16 | int(msg[2])<<8 | int(msg[3])
-			if hl > 1<<16 {
-				return "", errNotTLS
-			}
-			if len(msg) >= 4+hl {
-				msg = msg[4 : 4+hl]
-				break
-			}
-		}
-	}
-	r := msg
-	skip := func(n int) bool {
-		if len(r) < n {
-			return false
-		}
-		r = r[n:]
-		return true
-	}
-	vec := func(lenBytes int) ([]byte, bool) {
-		if len(r) < lenBytes {
-			return nil, false
-		}
-		n := 0
-		for i := 0; i < lenBytes; i++ {
-			n = n<<8 | int(r[i])
-		}
-		r = r[lenBytes:]
-		if len(r) < n {
-			return nil, false
-		}
-		v := r[:n]
-		r = r[n:]
-		return v, true
-	}
-	if !skip(2 + 32) { // version, random
-		return "", errNotTLS
-	}
-	if _, ok := vec(1); !ok { // session id
-		return "", errNotTLS
-	}
-	if _, ok := vec(2); !ok { // cipher suites
-		return "", errNotTLS
-	}
-	if _, ok := vec(1); !ok { // compression
-		return "", errNotTLS
-	}
-	exts, ok := vec(2)
-	if !ok {
-		return "", errNoSNI
-	}
-	r = exts
-	for len(r) >= 4 {
-		typ := binary.BigEndian.Uint16(r)
-		r = r[2:]
-		data, ok := vec(2)
-		if !ok {
-			return "", errNotTLS
-		}
-		if typ != 0 { // server_name
-			continue
-		}
-		r = data
-		list, ok := vec(2)
-		if !ok {
-			return "", errNotTLS
-		}
-		r = list
-		for len(r) >= 3 {
-			nt := r[0]
-			r = r[1:]
-			name, ok := vec(2)
-			if !ok {
-				return "", errNotTLS
-			}
-			if nt == 0 {
-				return string(name), nil
-			}
-		}
-		return "", errNoSNI
-	}
-	return "", errNoSNI
 }
 
 // onTLSHello handles the first bytes of a TLS client: route by SNI, then

@@ -141,7 +141,13 @@ func (u *upstreamConn) onTraffic() {
 		corr, _ := codec.ResponseCorrelation(frame)
 		p := cl.queue.Front()
 		if p == nil || len(p.Local) > 0 || p.UpCorr != corr {
-			cl.e.log.Warn("kafka connection closed: broker answer out of order", "cluster", cl.route.cluster.Name)
+			cause := "unknown correlation id"
+			cl.queue.Each(func(q *decide.Pending) {
+				if len(q.Local) == 0 && q.UpCorr == corr {
+					cause = "the answer to a later request"
+				}
+			})
+			cl.e.log.Warn("kafka connection closed: broker answer out of order", "cluster", cl.route.cluster.Name, "cause", cause)
 			cl.close("upstream protocol")
 			return
 		}

@@ -27,12 +27,12 @@ func listOffsetsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pend
 				ps = append(ps, p.Partition)
 			}
 			return ps
-		}, &p.Dropped)
+		}, &p.refused)
 	p.Reserve = answerReserve
 	if len(req.Topics) == 0 {
 		resp := kmsg.NewPtrListOffsetsResponse()
 		resp.Version = h.Version
-		mergeListOffsetsDropped(resp, &p.Dropped)
+		mergeListOffsetsDropped(resp, p.refused.topics)
 		s.answerKmsg(p, resp)
 		return Answer, nil
 	}
@@ -40,14 +40,14 @@ func listOffsetsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pend
 	return Forward, nil
 }
 
-func mergeListOffsetsDropped(resp *kmsg.ListOffsetsResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
+func mergeListOffsetsDropped(resp *kmsg.ListOffsetsResponse, refused []refusal) {
+	for _, t := range refused {
 		rt := kmsg.NewListOffsetsResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
+		rt.Topic = t.name
+		for _, part := range t.partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = part
-			rp.ErrorCode = t.Code
+			rp.ErrorCode = t.code
 			rp.Offset, rp.Timestamp, rp.LeaderEpoch = -1, -1, -1
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -69,13 +69,7 @@ func listOffsetsResponse(s *Session, p *Pending, body []byte) error {
 		}
 	}
 	resp.Topics = kept
-	mergeListOffsetsDropped(resp, &p.Dropped)
+	mergeListOffsetsDropped(resp, p.refused.topics)
 	s.answerKmsg(p, resp)
 	return nil
-}
-
-// addDropped records a topic the gateway answers itself.
-func addDropped(d *codec.Dropped, name string, code int16) *codec.DroppedTopic {
-	d.Topics = append(d.Topics, codec.DroppedTopic{Name: []byte(name), Code: code})
-	return &d.Topics[len(d.Topics)-1]
 }

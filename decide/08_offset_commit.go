@@ -35,10 +35,11 @@ func offsetCommitRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 			phys, c = s.View.FetchTopic([]byte(t.Topic))
 		}
 		if c != 0 {
-			d := addDropped(&p.Dropped, t.Topic, c)
+			var parts []int32
 			for _, pp := range t.Partitions {
-				d.Partitions = append(d.Partitions, pp.Partition)
+				parts = append(parts, pp.Partition)
 			}
+			p.refused.topic(t.Topic, c, parts)
 			continue
 		}
 		t.Topic = string(phys)
@@ -46,13 +47,13 @@ func offsetCommitRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 	}
 	req.Topics = kept
 	p.Reserve = answerReserve
-	if code != 0 || (len(kept) == 0 && p.Dropped.Len() > 0) {
+	if code != 0 || (len(kept) == 0 && len(p.refused.topics) > 0) {
 		resp := kmsg.NewPtrOffsetCommitResponse()
 		resp.Version = h.Version
-		mergeOffsetCommitDropped(resp, &p.Dropped)
+		mergeOffsetCommitDropped(resp, p.refused.topics)
 		s.answerKmsg(p, resp)
 		if code != 0 {
-			p.Cause = refusal(code)
+			p.Cause = causeOf(code)
 		}
 		return Answer, nil
 	}
@@ -61,13 +62,13 @@ func offsetCommitRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 	return Forward, nil
 }
 
-func mergeOffsetCommitDropped(resp *kmsg.OffsetCommitResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
+func mergeOffsetCommitDropped(resp *kmsg.OffsetCommitResponse, refused []refusal) {
+	for _, t := range refused {
 		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
+		rt.Topic = t.name
+		for _, part := range t.partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = part, t.Code
+			rp.Partition, rp.ErrorCode = part, t.code
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -88,7 +89,7 @@ func offsetCommitResponse(s *Session, p *Pending, body []byte) error {
 		}
 	}
 	resp.Topics = kept
-	mergeOffsetCommitDropped(resp, &p.Dropped)
+	mergeOffsetCommitDropped(resp, p.refused.topics)
 	s.answerKmsg(p, resp)
 	return nil
 }

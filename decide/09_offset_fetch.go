@@ -42,7 +42,7 @@ func offsetFetchRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pend
 				phys, c = s.View.FetchTopic([]byte(t.Topic))
 			}
 			if c != 0 {
-				addDropped(&p.Dropped, t.Topic, c).Partitions = append([]int32(nil), t.Partitions...)
+				p.refused.topic(t.Topic, c, append([]int32(nil), t.Partitions...))
 				continue
 			}
 			t.Topic = string(phys)
@@ -50,18 +50,18 @@ func offsetFetchRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pend
 		}
 		req.Topics = kept
 	}
-	if tooManyRefused(&p.Dropped) {
+	if p.refused.tooMany() {
 		p.Cause = "OffsetFetch refused for too many partitions"
 		return Disconnect, nil
 	}
-	if code != 0 || (len(req.Topics) == 0 && p.Dropped.Len() > 0) {
+	if code != 0 || (len(req.Topics) == 0 && len(p.refused.topics) > 0) {
 		resp := kmsg.NewPtrOffsetFetchResponse()
 		resp.Version = h.Version
 		resp.ErrorCode = code
-		resp.Topics = appendOffsetFetchDropped(resp.Topics, p.Dropped.Topics)
+		resp.Topics = appendOffsetFetchDropped(resp.Topics, p.refused.topics)
 		s.answerKmsg(p, resp)
 		if code != 0 {
-			p.Cause = refusal(code)
+			p.Cause = causeOf(code)
 		}
 		return Answer, nil
 	}
@@ -75,8 +75,8 @@ func offsetFetchRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pend
 	return Forward, nil
 }
 
-// offsetFetchGroups judges the batched form (v8+). Dropped topics are kept
-// per group (see takeDroppedGroup).
+// offsetFetchGroups judges the batched form (v8+). Refused topics are kept
+// per group (see refusals.takeGroup).
 func offsetFetchGroups(s *Session, h *codec.RequestHeader, req *kmsg.OffsetFetchRequest, p *Pending) (Outcome, error) {
 	code := s.refuseGroups()
 	for _, g := range req.Groups {
@@ -93,7 +93,7 @@ func offsetFetchGroups(s *Session, h *codec.RequestHeader, req *kmsg.OffsetFetch
 			resp.Groups = append(resp.Groups, rg)
 		}
 		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
+		p.Cause = causeOf(code)
 		return Answer, nil
 	}
 	ask := false // something is left to ask of the broker
@@ -112,10 +112,10 @@ func offsetFetchGroups(s *Session, h *codec.RequestHeader, req *kmsg.OffsetFetch
 			phys, c := s.View.FetchTopic([]byte(t.Topic))
 			if c != 0 {
 				if !marked {
-					addDroppedGroup(p, short)
+					p.refused.openGroup(short)
 					marked = true
 				}
-				addDropped(&p.Dropped, t.Topic, c).Partitions = append([]int32(nil), t.Partitions...)
+				p.refused.inGroup(t.Topic, c, append([]int32(nil), t.Partitions...))
 				continue
 			}
 			t.Topic = string(phys)
@@ -125,7 +125,7 @@ func offsetFetchGroups(s *Session, h *codec.RequestHeader, req *kmsg.OffsetFetch
 		g.Topics = kept
 		p.Reserve += int64(len(kept)) * 1024
 	}
-	if tooManyRefused(&p.Dropped) {
+	if p.refused.tooMany() {
 		p.Cause = "OffsetFetch refused for too many partitions"
 		return Disconnect, nil
 	}
@@ -136,7 +136,7 @@ func offsetFetchGroups(s *Session, h *codec.RequestHeader, req *kmsg.OffsetFetch
 			short, _ := s.groupShort(g.Group)
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group = short
-			rg.Topics = appendOffsetFetchGroupDropped(rg.Topics, takeDroppedGroup(p, short))
+			rg.Topics = appendOffsetFetchGroupDropped(rg.Topics, p.refused.takeGroup(short))
 			resp.Groups = append(resp.Groups, rg)
 		}
 		s.answerKmsg(p, resp)
@@ -147,24 +147,13 @@ func offsetFetchGroups(s *Session, h *codec.RequestHeader, req *kmsg.OffsetFetch
 	return Forward, nil
 }
 
-// tooManyRefused tells whether the partitions the gateway answers itself
-// pass maxRefused (an OffsetFetch partition of four bytes is answered in
-// twenty).
-func tooManyRefused(d *codec.Dropped) bool {
-	n := 0
-	for _, t := range d.Topics {
-		n += len(t.Partitions) + 1
-	}
-	return n > maxRefused
-}
-
-func appendOffsetFetchDropped(dst []kmsg.OffsetFetchResponseTopic, ts []codec.DroppedTopic) []kmsg.OffsetFetchResponseTopic {
+func appendOffsetFetchDropped(dst []kmsg.OffsetFetchResponseTopic, ts []refusal) []kmsg.OffsetFetchResponseTopic {
 	for _, t := range ts {
 		rt := kmsg.NewOffsetFetchResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
+		rt.Topic = t.name
+		for _, part := range t.partitions {
 			rp := kmsg.NewOffsetFetchResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = part, t.Code
+			rp.Partition, rp.ErrorCode = part, t.code
 			rp.Offset, rp.LeaderEpoch = -1, -1
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -173,7 +162,7 @@ func appendOffsetFetchDropped(dst []kmsg.OffsetFetchResponseTopic, ts []codec.Dr
 	return dst
 }
 
-func appendOffsetFetchGroupDropped(dst []kmsg.OffsetFetchResponseGroupTopic, ts []droppedTopic) []kmsg.OffsetFetchResponseGroupTopic {
+func appendOffsetFetchGroupDropped(dst []kmsg.OffsetFetchResponseGroupTopic, ts []refusal) []kmsg.OffsetFetchResponseGroupTopic {
 	for _, t := range ts {
 		rt := kmsg.NewOffsetFetchResponseGroupTopic()
 		rt.Topic = t.name
@@ -202,7 +191,7 @@ func offsetFetchResponse(s *Session, p *Pending, body []byte) error {
 				kept = append(kept, t)
 			}
 		}
-		resp.Topics = appendOffsetFetchDropped(kept, p.Dropped.Topics)
+		resp.Topics = appendOffsetFetchDropped(kept, p.refused.topics)
 		s.answerKmsg(p, resp)
 		return nil
 	}
@@ -220,7 +209,7 @@ func offsetFetchResponse(s *Session, p *Pending, body []byte) error {
 				kept = append(kept, t)
 			}
 		}
-		g.Topics = appendOffsetFetchGroupDropped(kept, takeDroppedGroup(p, short))
+		g.Topics = appendOffsetFetchGroupDropped(kept, p.refused.takeGroup(short))
 		groups = append(groups, g)
 	}
 	resp.Groups = groups

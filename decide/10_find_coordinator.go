@@ -70,7 +70,7 @@ func findCoordinatorRequest(s *Session, h *codec.RequestHeader, body []byte, p *
 			resp.Coordinators = append(resp.Coordinators, c)
 		}
 		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
+		p.Cause = causeOf(code)
 		return Answer, nil
 	}
 	if h.Version < 4 {

@@ -36,12 +36,12 @@ func joinGroupRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pendin
 			resp.Protocol = kmsg.StringPtr("")
 		}
 		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
+		p.Cause = causeOf(code)
 		return Answer, nil
 	}
 	req.Group = group
 	if isConsumer(req.ProtocolType) {
-		markConsumer(p)
+		p.consumer = true
 		for i := range req.Protocols {
 			meta, ok := mapSubscription(req.Protocols[i].Metadata, s.toPhysical)
 			if !ok {
@@ -62,7 +62,7 @@ func joinGroupResponse(s *Session, p *Pending, body []byte) error {
 		return err
 	}
 	resp := r.(*kmsg.JoinGroupResponse)
-	consumer := markedConsumer(p)
+	consumer := p.consumer
 	if resp.ProtocolType != nil {
 		consumer = isConsumer(*resp.ProtocolType)
 	}

@@ -28,7 +28,7 @@ func heartbeatRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pendin
 		resp.Version = h.Version
 		resp.ErrorCode = code
 		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
+		p.Cause = causeOf(code)
 		return Answer, nil
 	}
 	req.Group = group

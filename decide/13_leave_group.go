@@ -29,7 +29,7 @@ func leaveGroupRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pendi
 		resp.Version = h.Version
 		resp.ErrorCode = code
 		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
+		p.Cause = causeOf(code)
 		return Answer, nil
 	}
 	req.Group = group

@@ -41,7 +41,7 @@ func syncGroupRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pendin
 		resp.ErrorCode = code
 		resp.ProtocolType, resp.Protocol = req.ProtocolType, req.Protocol
 		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
+		p.Cause = causeOf(code)
 		return Answer, nil
 	}
 	req.Group = group

@@ -46,7 +46,7 @@ func describeGroupsRequest(s *Session, h *codec.RequestHeader, body []byte, p *P
 			resp.Groups = append(resp.Groups, rg)
 		}
 		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
+		p.Cause = causeOf(code)
 		return Answer, nil
 	}
 	for i, g := range req.Groups {

@@ -23,7 +23,7 @@ func listGroupsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pendi
 		resp.Version = h.Version
 		resp.ErrorCode = code
 		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
+		p.Cause = causeOf(code)
 		return Answer, nil
 	}
 	s.forwardKmsg(h, p.UpCorr, r)

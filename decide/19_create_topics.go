@@ -30,7 +30,7 @@ func createTopicsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 			code = s.createTopicPolicy(&t)
 		}
 		if code != 0 {
-			addDropped(&p.Dropped, t.Topic, code)
+			p.refused.topic(t.Topic, code, nil)
 			continue
 		}
 		t.Topic = phys
@@ -43,7 +43,7 @@ func createTopicsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 	if len(kept) == 0 {
 		resp := kmsg.NewPtrCreateTopicsResponse()
 		resp.Version = h.Version
-		mergeCreateTopicsDropped(resp, &p.Dropped)
+		mergeCreateTopicsDropped(resp, p.refused.topics)
 		s.answerKmsg(p, resp)
 		p.Cause = adminCause(p)
 		return Answer, nil
@@ -70,11 +70,11 @@ func (s *Session) createTopicPolicy(t *kmsg.CreateTopicsRequestTopic) int16 {
 	return 0
 }
 
-func mergeCreateTopicsDropped(resp *kmsg.CreateTopicsResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
+func mergeCreateTopicsDropped(resp *kmsg.CreateTopicsResponse, refused []refusal) {
+	for _, t := range refused {
 		rt := kmsg.NewCreateTopicsResponseTopic()
-		rt.Topic = string(t.Name)
-		rt.ErrorCode = t.Code
+		rt.Topic = t.name
+		rt.ErrorCode = t.code
 		resp.Topics = append(resp.Topics, rt)
 	}
 }
@@ -93,7 +93,7 @@ func createTopicsResponse(s *Session, p *Pending, body []byte) error {
 		}
 	}
 	resp.Topics = kept
-	mergeCreateTopicsDropped(resp, &p.Dropped)
+	mergeCreateTopicsDropped(resp, p.refused.topics)
 	s.answerKmsg(p, resp)
 	return nil
 }

@@ -25,7 +25,7 @@ func deleteTopicsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 	for _, name := range req.TopicNames {
 		phys, code := s.View.AdminTopic(name, kerr.UnknownTopicOrPartition.Code)
 		if code != 0 {
-			addDropped(&p.Dropped, name, code)
+			p.refused.topic(name, code, nil)
 			continue
 		}
 		kept = append(kept, phys)
@@ -38,7 +38,7 @@ func deleteTopicsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 	if len(kept) == 0 {
 		resp := kmsg.NewPtrDeleteTopicsResponse()
 		resp.Version = h.Version
-		mergeDeleteTopicsDropped(resp, &p.Dropped)
+		mergeDeleteTopicsDropped(resp, p.refused.topics)
 		s.answerKmsg(p, resp)
 		p.Cause = adminCause(p)
 		return Answer, nil
@@ -48,11 +48,11 @@ func deleteTopicsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 	return Forward, nil
 }
 
-func mergeDeleteTopicsDropped(resp *kmsg.DeleteTopicsResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
+func mergeDeleteTopicsDropped(resp *kmsg.DeleteTopicsResponse, refused []refusal) {
+	for _, t := range refused {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
-		rt.Topic = kmsg.StringPtr(string(t.Name))
-		rt.ErrorCode = t.Code
+		rt.Topic = kmsg.StringPtr(t.name)
+		rt.ErrorCode = t.code
 		resp.Topics = append(resp.Topics, rt)
 	}
 }
@@ -74,7 +74,7 @@ func deleteTopicsResponse(s *Session, p *Pending, body []byte) error {
 		}
 	}
 	resp.Topics = kept
-	mergeDeleteTopicsDropped(resp, &p.Dropped)
+	mergeDeleteTopicsDropped(resp, p.refused.topics)
 	s.answerKmsg(p, resp)
 	return nil
 }

@@ -24,10 +24,11 @@ func deleteRecordsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pe
 	for _, t := range req.Topics {
 		phys, code := s.View.AdminTopic(t.Topic, kerr.TopicAuthorizationFailed.Code)
 		if code != 0 {
-			d := addDropped(&p.Dropped, t.Topic, code)
+			var parts []int32
 			for _, pp := range t.Partitions {
-				d.Partitions = append(d.Partitions, pp.Partition)
+				parts = append(parts, pp.Partition)
 			}
+			p.refused.topic(t.Topic, code, parts)
 			continue
 		}
 		t.Topic = phys
@@ -40,7 +41,7 @@ func deleteRecordsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pe
 	if len(kept) == 0 {
 		resp := kmsg.NewPtrDeleteRecordsResponse()
 		resp.Version = h.Version
-		mergeDeleteRecordsDropped(resp, &p.Dropped)
+		mergeDeleteRecordsDropped(resp, p.refused.topics)
 		s.answerKmsg(p, resp)
 		p.Cause = adminCause(p)
 		return Answer, nil
@@ -54,13 +55,13 @@ func deleteRecordsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pe
 	return Forward, nil
 }
 
-func mergeDeleteRecordsDropped(resp *kmsg.DeleteRecordsResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
+func mergeDeleteRecordsDropped(resp *kmsg.DeleteRecordsResponse, refused []refusal) {
+	for _, t := range refused {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
+		rt.Topic = t.name
+		for _, part := range t.partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
-			rp.Partition, rp.LowWatermark, rp.ErrorCode = part, -1, t.Code
+			rp.Partition, rp.LowWatermark, rp.ErrorCode = part, -1, t.code
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -81,7 +82,7 @@ func deleteRecordsResponse(s *Session, p *Pending, body []byte) error {
 		}
 	}
 	resp.Topics = kept
-	mergeDeleteRecordsDropped(resp, &p.Dropped)
+	mergeDeleteRecordsDropped(resp, p.refused.topics)
 	s.answerKmsg(p, resp)
 	return nil
 }

@@ -26,12 +26,12 @@ func offsetForLeaderEpochRequest(s *Session, h *codec.RequestHeader, body []byte
 				ps = append(ps, p.Partition)
 			}
 			return ps
-		}, &p.Dropped)
+		}, &p.refused)
 	p.Reserve = answerReserve
 	if len(req.Topics) == 0 {
 		resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
 		resp.Version = h.Version
-		mergeEpochDropped(resp, &p.Dropped)
+		mergeEpochDropped(resp, p.refused.topics)
 		s.answerKmsg(p, resp)
 		return Answer, nil
 	}
@@ -39,14 +39,14 @@ func offsetForLeaderEpochRequest(s *Session, h *codec.RequestHeader, body []byte
 	return Forward, nil
 }
 
-func mergeEpochDropped(resp *kmsg.OffsetForLeaderEpochResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
+func mergeEpochDropped(resp *kmsg.OffsetForLeaderEpochResponse, refused []refusal) {
+	for _, t := range refused {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
+		rt.Topic = t.name
+		for _, part := range t.partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = part
-			rp.ErrorCode = t.Code
+			rp.ErrorCode = t.code
 			rp.LeaderEpoch, rp.EndOffset = -1, -1
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -68,7 +68,7 @@ func offsetForLeaderEpochResponse(s *Session, p *Pending, body []byte) error {
 		}
 	}
 	resp.Topics = kept
-	mergeEpochDropped(resp, &p.Dropped)
+	mergeEpochDropped(resp, p.refused.topics)
 	s.answerKmsg(p, resp)
 	return nil
 }

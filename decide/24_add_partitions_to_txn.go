@@ -15,9 +15,8 @@ package decide
 // transactions are answered by the gateway, merged into the broker's answer
 // to the others.
 //
-// The refusals wait in the Pending: p.Dropped holds one entry per refused
-// topic, and p.unknownTopics, parallel to it, the transaction it belongs to
-// (an entry with a nil name stands for a refused transaction without topics).
+// The refusals wait in the Pending: one entry per refused transaction, with
+// its topics and their codes (refused.go).
 
 import (
 	"github.com/flexway/flexway/codec"
@@ -87,6 +86,7 @@ func (s *Session) addPartitionsJudge(t *kmsg.AddPartitionsToTxnRequestTransactio
 		refused = c != 0
 	}
 	if refused {
+		txn := txnRefusal{id: t.TransactionalID}
 		for _, tt := range t.Topics {
 			c := code
 			if c == 0 {
@@ -94,14 +94,9 @@ func (s *Session) addPartitionsJudge(t *kmsg.AddPartitionsToTxnRequestTransactio
 					c = kerr.OperationNotAttempted.Code
 				}
 			}
-			d := addDropped(&p.Dropped, tt.Topic, c)
-			d.Partitions = append(d.Partitions, tt.Partitions...)
-			p.unknownTopics = append(p.unknownTopics, t.TransactionalID)
+			txn.topics = append(txn.topics, refusal{name: tt.Topic, code: c, partitions: append([]int32(nil), tt.Partitions...)})
 		}
-		if len(t.Topics) == 0 {
-			p.Dropped.Topics = append(p.Dropped.Topics, codec.DroppedTopic{Code: code})
-			p.unknownTopics = append(p.unknownTopics, t.TransactionalID)
-		}
+		p.refused.txns = append(p.refused.txns, txn)
 		return false
 	}
 	for i := range t.Topics {
@@ -111,47 +106,45 @@ func (s *Session) addPartitionsJudge(t *kmsg.AddPartitionsToTxnRequestTransactio
 	return true
 }
 
-// mergeAddPartitionsDropped appends the gateway's refusals to resp.
+// mergeAddPartitionsDropped appends the gateway's refusals to resp: from
+// v4 in the transaction of the answer named as the refused one (the last
+// such), or a new one.
 func mergeAddPartitionsDropped(resp *kmsg.AddPartitionsToTxnResponse, p *Pending) {
-	for i, d := range p.Dropped.Topics {
-		var rt *kmsg.AddPartitionsToTxnResponseTransactionTopic
-		if resp.Version >= 4 {
-			id := p.unknownTopics[i]
-			var txn *kmsg.AddPartitionsToTxnResponseTransaction
-			for j := range resp.Transactions {
-				if resp.Transactions[j].TransactionalID == id {
-					txn = &resp.Transactions[j]
+	for _, refused := range p.refused.txns {
+		if resp.Version < 4 {
+			for _, d := range refused.topics {
+				t := kmsg.NewAddPartitionsToTxnResponseTopic()
+				t.Topic = d.name
+				for _, part := range d.partitions {
+					rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = part, d.code
+					t.Partitions = append(t.Partitions, rp)
 				}
+				resp.Topics = append(resp.Topics, t)
 			}
-			if txn == nil {
-				resp.Transactions = append(resp.Transactions, kmsg.NewAddPartitionsToTxnResponseTransaction())
-				txn = &resp.Transactions[len(resp.Transactions)-1]
-				txn.TransactionalID = id
+			continue
+		}
+		var txn *kmsg.AddPartitionsToTxnResponseTransaction
+		for j := range resp.Transactions {
+			if resp.Transactions[j].TransactionalID == refused.id {
+				txn = &resp.Transactions[j]
 			}
-			if d.Name == nil {
-				continue
-			}
-			txn.Topics = append(txn.Topics, kmsg.NewAddPartitionsToTxnResponseTransactionTopic())
-			rt = &txn.Topics[len(txn.Topics)-1]
-			rt.Topic = string(d.Name)
-			for _, part := range d.Partitions {
+		}
+		if txn == nil {
+			resp.Transactions = append(resp.Transactions, kmsg.NewAddPartitionsToTxnResponseTransaction())
+			txn = &resp.Transactions[len(resp.Transactions)-1]
+			txn.TransactionalID = refused.id
+		}
+		for _, d := range refused.topics {
+			rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+			rt.Topic = d.name
+			for _, part := range d.partitions {
 				rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
-				rp.Partition, rp.ErrorCode = part, d.Code
+				rp.Partition, rp.ErrorCode = part, d.code
 				rt.Partitions = append(rt.Partitions, rp)
 			}
-			continue
+			txn.Topics = append(txn.Topics, rt)
 		}
-		if d.Name == nil {
-			continue
-		}
-		t := kmsg.NewAddPartitionsToTxnResponseTopic()
-		t.Topic = string(d.Name)
-		for _, part := range d.Partitions {
-			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = part, d.Code
-			t.Partitions = append(t.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, t)
 	}
 }
 

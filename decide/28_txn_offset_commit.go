@@ -42,10 +42,11 @@ func txnOffsetCommitRequest(s *Session, h *codec.RequestHeader, body []byte, p *
 			phys, c = s.View.FetchTopic([]byte(t.Topic))
 		}
 		if c != 0 {
-			d := addDropped(&p.Dropped, t.Topic, c)
+			var parts []int32
 			for _, pp := range t.Partitions {
-				d.Partitions = append(d.Partitions, pp.Partition)
+				parts = append(parts, pp.Partition)
 			}
+			p.refused.topic(t.Topic, c, parts)
 			continue
 		}
 		t.Topic = string(phys)
@@ -55,7 +56,7 @@ func txnOffsetCommitRequest(s *Session, h *codec.RequestHeader, body []byte, p *
 	if code != 0 || (len(kept) == 0 && asked > 0) {
 		resp := kmsg.NewPtrTxnOffsetCommitResponse()
 		resp.Version = h.Version
-		mergeTxnOffsetCommitDropped(resp, &p.Dropped)
+		mergeTxnOffsetCommitDropped(resp, p.refused.topics)
 		s.answerKmsg(p, resp)
 		if code != 0 {
 			p.Cause = kerr.ErrorForCode(code).Error()
@@ -68,13 +69,13 @@ func txnOffsetCommitRequest(s *Session, h *codec.RequestHeader, body []byte, p *
 	return Forward, nil
 }
 
-func mergeTxnOffsetCommitDropped(resp *kmsg.TxnOffsetCommitResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
+func mergeTxnOffsetCommitDropped(resp *kmsg.TxnOffsetCommitResponse, refused []refusal) {
+	for _, t := range refused {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
+		rt.Topic = t.name
+		for _, part := range t.partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = part, t.Code
+			rp.Partition, rp.ErrorCode = part, t.code
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -95,7 +96,7 @@ func txnOffsetCommitResponse(s *Session, p *Pending, body []byte) error {
 		}
 	}
 	resp.Topics = kept
-	mergeTxnOffsetCommitDropped(resp, &p.Dropped)
+	mergeTxnOffsetCommitDropped(resp, p.refused.topics)
 	s.answerKmsg(p, resp)
 	return nil
 }

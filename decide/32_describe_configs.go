@@ -25,7 +25,7 @@ func describeConfigsRequest(s *Session, h *codec.RequestHeader, body []byte, p *
 	for _, res := range req.Resources {
 		phys, code := s.configResource(res.ResourceType, res.ResourceName)
 		if code != 0 {
-			refuseResource(p, res.ResourceType, res.ResourceName, code)
+			p.refused.resource(res.ResourceType, res.ResourceName, code)
 			continue
 		}
 		res.ResourceName = phys
@@ -40,7 +40,7 @@ func describeConfigsRequest(s *Session, h *codec.RequestHeader, body []byte, p *
 	if len(kept) == 0 {
 		resp := kmsg.NewPtrDescribeConfigsResponse()
 		resp.Version = h.Version
-		mergeDescribeConfigsDropped(resp, &p.Dropped)
+		mergeDescribeConfigsDropped(resp, p.refused.resources)
 		s.answerKmsg(p, resp)
 		p.Cause = adminCause(p)
 		return Answer, nil
@@ -50,11 +50,10 @@ func describeConfigsRequest(s *Session, h *codec.RequestHeader, body []byte, p *
 	return Forward, nil
 }
 
-func mergeDescribeConfigsDropped(resp *kmsg.DescribeConfigsResponse, d *codec.Dropped) {
-	for i := range d.Topics {
-		t := &d.Topics[i]
+func mergeDescribeConfigsDropped(resp *kmsg.DescribeConfigsResponse, refused []refusedResource) {
+	for _, t := range refused {
 		rr := kmsg.NewDescribeConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName, rr.ErrorCode = resourceType(t), string(t.Name), t.Code
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = t.typ, t.name, t.code
 		resp.Resources = append(resp.Resources, rr)
 	}
 }
@@ -80,7 +79,7 @@ func describeConfigsResponse(s *Session, p *Pending, body []byte) error {
 		kept = append(kept, res)
 	}
 	resp.Resources = kept
-	mergeDescribeConfigsDropped(resp, &p.Dropped)
+	mergeDescribeConfigsDropped(resp, p.refused.resources)
 	s.answerKmsg(p, resp)
 	return nil
 }

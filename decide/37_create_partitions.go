@@ -27,7 +27,7 @@ func createPartitionsRequest(s *Session, h *codec.RequestHeader, body []byte, p 
 			code = kerr.PolicyViolation.Code
 		}
 		if code != 0 {
-			addDropped(&p.Dropped, t.Topic, code)
+			p.refused.topic(t.Topic, code, nil)
 			continue
 		}
 		t.Topic = phys
@@ -41,7 +41,7 @@ func createPartitionsRequest(s *Session, h *codec.RequestHeader, body []byte, p 
 	if len(kept) == 0 {
 		resp := kmsg.NewPtrCreatePartitionsResponse()
 		resp.Version = h.Version
-		mergeCreatePartitionsDropped(resp, &p.Dropped)
+		mergeCreatePartitionsDropped(resp, p.refused.topics)
 		s.answerKmsg(p, resp)
 		p.Cause = adminCause(p)
 		return Answer, nil
@@ -51,10 +51,10 @@ func createPartitionsRequest(s *Session, h *codec.RequestHeader, body []byte, p 
 	return Forward, nil
 }
 
-func mergeCreatePartitionsDropped(resp *kmsg.CreatePartitionsResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
+func mergeCreatePartitionsDropped(resp *kmsg.CreatePartitionsResponse, refused []refusal) {
+	for _, t := range refused {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
-		rt.Topic, rt.ErrorCode = string(t.Name), t.Code
+		rt.Topic, rt.ErrorCode = t.name, t.code
 		resp.Topics = append(resp.Topics, rt)
 	}
 }
@@ -73,7 +73,7 @@ func createPartitionsResponse(s *Session, p *Pending, body []byte) error {
 		}
 	}
 	resp.Topics = kept
-	mergeCreatePartitionsDropped(resp, &p.Dropped)
+	mergeCreatePartitionsDropped(resp, p.refused.topics)
 	s.answerKmsg(p, resp)
 	return nil
 }

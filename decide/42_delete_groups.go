@@ -32,7 +32,7 @@ func deleteGroupsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 			code = kerr.InvalidGroupID.Code
 		}
 		if code != 0 {
-			addDropped(&p.Dropped, g, code)
+			p.refused.group(g, code)
 			continue
 		}
 		kept = append(kept, name)
@@ -44,7 +44,7 @@ func deleteGroupsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 	if len(kept) == 0 {
 		resp := kmsg.NewPtrDeleteGroupsResponse()
 		resp.Version = h.Version
-		mergeDeleteGroupsDropped(resp, &p.Dropped)
+		mergeDeleteGroupsDropped(resp, p.refused.groups)
 		s.answerKmsg(p, resp)
 		p.Cause = adminCause(p)
 		return Answer, nil
@@ -54,10 +54,10 @@ func deleteGroupsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 	return Forward, nil
 }
 
-func mergeDeleteGroupsDropped(resp *kmsg.DeleteGroupsResponse, d *codec.Dropped) {
-	for _, g := range d.Topics {
+func mergeDeleteGroupsDropped(resp *kmsg.DeleteGroupsResponse, refused []refusal) {
+	for _, g := range refused {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
-		rg.Group, rg.ErrorCode = string(g.Name), g.Code
+		rg.Group, rg.ErrorCode = g.name, g.code
 		resp.Groups = append(resp.Groups, rg)
 	}
 }
@@ -76,7 +76,7 @@ func deleteGroupsResponse(s *Session, p *Pending, body []byte) error {
 		}
 	}
 	resp.Groups = kept
-	mergeDeleteGroupsDropped(resp, &p.Dropped)
+	mergeDeleteGroupsDropped(resp, p.refused.groups)
 	s.answerKmsg(p, resp)
 	return nil
 }

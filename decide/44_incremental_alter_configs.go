@@ -37,7 +37,7 @@ func alterConfigsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 			}
 		}
 		if code != 0 {
-			refuseResource(p, res.ResourceType, res.ResourceName, code)
+			p.refused.resource(res.ResourceType, res.ResourceName, code)
 			continue
 		}
 		res.ResourceName = phys
@@ -50,7 +50,7 @@ func alterConfigsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 	if len(kept) == 0 {
 		resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
 		resp.Version = h.Version
-		mergeAlterConfigsDropped(resp, &p.Dropped)
+		mergeAlterConfigsDropped(resp, p.refused.resources)
 		s.answerKmsg(p, resp)
 		p.Cause = adminCause(p)
 		return Answer, nil
@@ -60,11 +60,10 @@ func alterConfigsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 	return Forward, nil
 }
 
-func mergeAlterConfigsDropped(resp *kmsg.IncrementalAlterConfigsResponse, d *codec.Dropped) {
-	for i := range d.Topics {
-		t := &d.Topics[i]
+func mergeAlterConfigsDropped(resp *kmsg.IncrementalAlterConfigsResponse, refused []refusedResource) {
+	for _, t := range refused {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName, rr.ErrorCode = resourceType(t), string(t.Name), t.Code
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = t.typ, t.name, t.code
 		resp.Resources = append(resp.Resources, rr)
 	}
 }
@@ -83,7 +82,7 @@ func alterConfigsResponse(s *Session, p *Pending, body []byte) error {
 		}
 	}
 	resp.Resources = kept
-	mergeAlterConfigsDropped(resp, &p.Dropped)
+	mergeAlterConfigsDropped(resp, p.refused.resources)
 	s.answerKmsg(p, resp)
 	return nil
 }

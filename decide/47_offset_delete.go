@@ -36,7 +36,7 @@ func offsetDeleteRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 		resp.Version = h.Version
 		resp.ErrorCode = code
 		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
+		p.Cause = causeOf(code)
 		return Answer, nil
 	}
 	req.Group = name
@@ -44,10 +44,11 @@ func offsetDeleteRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 	for _, t := range req.Topics {
 		phys, code := s.View.AdminTopic(t.Topic, kerr.UnknownTopicOrPartition.Code)
 		if code != 0 {
-			d := addDropped(&p.Dropped, t.Topic, code)
+			var parts []int32
 			for _, pp := range t.Partitions {
-				d.Partitions = append(d.Partitions, pp.Partition)
+				parts = append(parts, pp.Partition)
 			}
+			p.refused.topic(t.Topic, code, parts)
 			continue
 		}
 		t.Topic = phys
@@ -57,10 +58,10 @@ func offsetDeleteRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 	if adminTooManyRefused(p, "OffsetDelete") {
 		return Disconnect, nil
 	}
-	if len(kept) == 0 && len(p.Dropped.Topics) > 0 {
+	if len(kept) == 0 && len(p.refused.topics) > 0 {
 		resp := kmsg.NewPtrOffsetDeleteResponse()
 		resp.Version = h.Version
-		mergeOffsetDeleteDropped(resp, &p.Dropped)
+		mergeOffsetDeleteDropped(resp, p.refused.topics)
 		s.answerKmsg(p, resp)
 		p.Cause = adminCause(p)
 		return Answer, nil
@@ -74,13 +75,13 @@ func offsetDeleteRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pen
 	return Forward, nil
 }
 
-func mergeOffsetDeleteDropped(resp *kmsg.OffsetDeleteResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
+func mergeOffsetDeleteDropped(resp *kmsg.OffsetDeleteResponse, refused []refusal) {
+	for _, t := range refused {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
+		rt.Topic = t.name
+		for _, part := range t.partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = part, t.Code
+			rp.Partition, rp.ErrorCode = part, t.code
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -101,7 +102,7 @@ func offsetDeleteResponse(s *Session, p *Pending, body []byte) error {
 		}
 	}
 	resp.Topics = kept
-	mergeOffsetDeleteDropped(resp, &p.Dropped)
+	mergeOffsetDeleteDropped(resp, p.refused.topics)
 	s.answerKmsg(p, resp)
 	return nil
 }

@@ -33,11 +33,11 @@ package decide
 //     what was judged). A DELETE (IncrementalAlterConfigs) of an
 //     allow-listed key, back to the broker's default, always passes.
 //   - What the gateway refuses it answers itself, merged after the broker's
-//     answer (or alone when nothing is left to forward). Pending.Dropped
-//     carries the refused entries: Name the client's name (topic, group or
-//     config resource), Code the error, Partitions the refused partitions
-//     (DeleteRecords, OffsetDelete) or, for a config resource, its type
-//     (one element).
+//     answer (or alone when nothing is left to forward). The Pending's
+//     refusals carry the refused entries by the client's names (refused.go):
+//     topics with their code (and their partitions for DeleteRecords and
+//     OffsetDelete), groups with their code, config resources with their
+//     type and code.
 //   - Answers: names mapped back, anything not the view's left out,
 //     ErrorMessages dropped (scrub); DescribeConfigs never asks for nor
 //     shows synonyms or documentation (the broker's own settings).
@@ -49,7 +49,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -258,25 +257,11 @@ func (s *Session) configResource(typ kmsg.ConfigResourceType, name string) (stri
 	return "", kerr.ClusterAuthorizationFailed.Code // never a broker resource
 }
 
-// refuseResource records a config resource the gateway answers itself.
-func refuseResource(p *Pending, typ kmsg.ConfigResourceType, name string, code int16) {
-	d := addDropped(&p.Dropped, name, code)
-	d.Partitions = append(d.Partitions, int32(typ))
-}
-
-// resourceType reads back a refused config resource's type.
-func resourceType(d *codec.DroppedTopic) kmsg.ConfigResourceType {
-	if len(d.Partitions) == 0 {
-		return kmsg.ConfigResourceTypeUnknown
-	}
-	return kmsg.ConfigResourceType(d.Partitions[0])
-}
-
 // adminTooManyRefused: past maxRefused entries answered by the gateway,
 // the request disconnects (an answer is never built for a request no
-// client sends; see groups.go and tooManyRefused).
+// client sends; see groups.go and refusals.tooMany).
 func adminTooManyRefused(p *Pending, what string) bool {
-	if tooManyRefused(&p.Dropped) {
+	if p.refused.tooMany() {
 		p.Cause = what + " refused for too many entries"
 		return true
 	}
@@ -285,10 +270,11 @@ func adminTooManyRefused(p *Pending, what string) bool {
 
 // adminCause is the logged cause of a request whose entries were all refused.
 func adminCause(p *Pending) string {
-	if len(p.Dropped.Topics) == 0 {
+	code := p.refused.firstCode()
+	if code == 0 {
 		return "nothing to forward"
 	}
-	return refusal(p.Dropped.Topics[0].Code)
+	return causeOf(code)
 }
 
 // configTopicShort maps a config resource of the broker's answer back: a

@@ -1307,7 +1307,7 @@ func FuzzGroupResponse(f *testing.F) {
 		}
 		p := &Pending{Key: k, Version: v, ClientCorr: 3, UpCorr: 4}
 		if consumer && k == 11 {
-			markConsumer(p)
+			p.consumer = true
 		}
 		fr := codec.AppendResponseHeader(nil, k, v, 4)
 		if err := s.Response(p, append(fr, body...)); err != nil {

@@ -88,18 +88,17 @@ func decodeResponse(p *Pending, body []byte) (kmsg.Response, error) {
 }
 
 // keepReceiveTopics keeps the topics a receive operation opens, renamed to
-// their physical names, and records the others in d with their code (for
+// their physical names, and records the others in r with their code (for
 // the APIs that read: ListOffsets, OffsetForLeaderEpoch). name and parts
 // reach into one kmsg topic type.
-func keepReceiveTopics[T any](v *View, topics []T, name func(*T) *string, parts func(*T) []int32, d *codec.Dropped) []T {
+func keepReceiveTopics[T any](v *View, topics []T, name func(*T) *string, parts func(*T) []int32, r *refusals) []T {
 	kept := topics[:0]
 	for i := range topics {
 		t := &topics[i]
 		n := name(t)
 		phys, code := v.FetchTopic([]byte(*n))
 		if code != 0 {
-			dt := addDropped(d, *n, code)
-			dt.Partitions = append(dt.Partitions, parts(t)...)
+			r.topic(*n, code, parts(t))
 			continue
 		}
 		*n = string(phys)

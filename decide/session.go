@@ -59,15 +59,24 @@ type Pending struct {
 	NoResponse bool
 	// Reserve is the largest answer expected, in bytes (B2).
 	Reserve int64
-	// Dropped are the topics the gateway answers itself, merged into the broker's answer.
+	// Dropped are the topics codec's rewriters left out of a Produce or a
+	// Fetch, answered by the gateway and merged into the broker's answer.
 	Dropped codec.Dropped
 	// Local is set when the gateway answered: the relay then holds the
 	// answer's bytes until the answers before it are written.
 	Local []byte
 	// Cause: why a request was refused or disconnected, for the log.
 	Cause string
-	// extra state of kmsg-rewritten APIs
+
+	// What the APIs rewritten with kmsg keep for their answer:
+	// refused holds what the gateway answers itself (refused.go);
+	refused refusals
+	// unknownTopics, the topics a Metadata request asked that the view
+	// does not hold (answered UNKNOWN_TOPIC_OR_PARTITION);
 	unknownTopics []string
+	// consumer, that a JoinGroup spoke the consumer protocol (before v7
+	// the answer does not say).
+	consumer bool
 }
 
 // reset empties p for reuse.

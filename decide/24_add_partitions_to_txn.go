@@ -24,16 +24,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(24, Served, 0, 5, addPartitionsToTxnRequest, addPartitionsToTxnResponse) }
+func init() { serve(24, 0, 5, addPartitionsToTxnRequest, addPartitionsToTxnResponse) }
 
-func addPartitionsToTxnRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed AddPartitionsToTxn"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.AddPartitionsToTxnRequest)
-	p.Reserve = answerReserve + int64(len(body))
+func addPartitionsToTxnRequest(s *Session, h *codec.RequestHeader, req *kmsg.AddPartitionsToTxnRequest, p *Pending) Outcome {
+	p.Reserve = answerReserve + int64(s.bodyLen)
 	batched := h.Version >= 4
 	txns := req.Transactions
 	if !batched {
@@ -48,19 +42,10 @@ func addPartitionsToTxnRequest(s *Session, h *codec.RequestHeader, body []byte, 
 			})
 		}
 	}
-	kept := txns[:0]
-	for _, t := range txns {
-		if s.addPartitionsJudge(&t, p) {
-			kept = append(kept, t)
-		}
-	}
+	kept := keep(txns, func(t *kmsg.AddPartitionsToTxnRequestTransaction) bool { return s.addPartitionsJudge(t, p) })
 	if len(kept) == 0 {
-		resp := kmsg.NewPtrAddPartitionsToTxnResponse()
-		resp.Version = h.Version
-		mergeAddPartitionsDropped(resp, p)
-		s.answerKmsg(p, resp)
 		p.Cause = "transaction refused"
-		return Answer, nil
+		return answerAlone(s, p, addPartitionsToTxnResponse)
 	}
 	if batched {
 		req.Transactions = kept
@@ -72,8 +57,7 @@ func addPartitionsToTxnRequest(s *Session, h *codec.RequestHeader, body []byte, 
 			req.Topics = append(req.Topics, kmsg.AddPartitionsToTxnRequestTopic{Topic: tt.Topic, Partitions: tt.Partitions})
 		}
 	}
-	s.forwardKmsg(h, p.UpCorr, req)
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
 // addPartitionsJudge renames t to the broker's names and returns true, or
@@ -106,22 +90,28 @@ func (s *Session) addPartitionsJudge(t *kmsg.AddPartitionsToTxnRequestTransactio
 	return true
 }
 
-// mergeAddPartitionsDropped appends the gateway's refusals to resp: from
-// v4 in the transaction of the answer named as the refused one (the last
-// such), or a new one.
-func mergeAddPartitionsDropped(resp *kmsg.AddPartitionsToTxnResponse, p *Pending) {
+func addPartitionsToTxnResponse(s *Session, p *Pending, resp *kmsg.AddPartitionsToTxnResponse) {
+	resp.Topics = mapBack(resp.Topics, func(t *kmsg.AddPartitionsToTxnResponseTopic) *string { return &t.Topic }, s.toShort)
+	resp.Transactions = mapBack(resp.Transactions, func(t *kmsg.AddPartitionsToTxnResponseTransaction) *string { return &t.TransactionalID }, s.txnShort)
+	for i := range resp.Transactions {
+		txn := &resp.Transactions[i]
+		txn.Topics = mapBack(txn.Topics, func(t *kmsg.AddPartitionsToTxnResponseTransactionTopic) *string { return &t.Topic }, s.toShort)
+	}
+	// The gateway's refusals: from v4 in the transaction of the answer
+	// named as the refused one (the last such), or a new one.
 	for _, refused := range p.refused.txns {
 		if resp.Version < 4 {
-			for _, d := range refused.topics {
-				t := kmsg.NewAddPartitionsToTxnResponseTopic()
-				t.Topic = d.name
-				for _, part := range d.partitions {
+			resp.Topics = appendRefused(resp.Topics, refused.topics,
+				func(name string, ps []kmsg.AddPartitionsToTxnResponseTopicPartition) kmsg.AddPartitionsToTxnResponseTopic {
+					t := kmsg.NewAddPartitionsToTxnResponseTopic()
+					t.Topic, t.Partitions = name, ps
+					return t
+				},
+				func(partition int32, code int16) kmsg.AddPartitionsToTxnResponseTopicPartition {
 					rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = part, d.code
-					t.Partitions = append(t.Partitions, rp)
-				}
-				resp.Topics = append(resp.Topics, t)
-			}
+					rp.Partition, rp.ErrorCode = partition, code
+					return rp
+				})
 			continue
 		}
 		var txn *kmsg.AddPartitionsToTxnResponseTransaction
@@ -135,52 +125,16 @@ func mergeAddPartitionsDropped(resp *kmsg.AddPartitionsToTxnResponse, p *Pending
 			txn = &resp.Transactions[len(resp.Transactions)-1]
 			txn.TransactionalID = refused.id
 		}
-		for _, d := range refused.topics {
-			rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
-			rt.Topic = d.name
-			for _, part := range d.partitions {
+		txn.Topics = appendRefused(txn.Topics, refused.topics,
+			func(name string, ps []kmsg.AddPartitionsToTxnResponseTransactionTopicPartition) kmsg.AddPartitionsToTxnResponseTransactionTopic {
+				t := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+				t.Topic, t.Partitions = name, ps
+				return t
+			},
+			func(partition int32, code int16) kmsg.AddPartitionsToTxnResponseTransactionTopicPartition {
 				rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
-				rp.Partition, rp.ErrorCode = part, d.code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			txn.Topics = append(txn.Topics, rt)
-		}
+				rp.Partition, rp.ErrorCode = partition, code
+				return rp
+			})
 	}
-}
-
-func addPartitionsToTxnResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.AddPartitionsToTxnResponse)
-	kept := resp.Topics[:0]
-	for _, t := range resp.Topics {
-		if short, ok := s.View.Short(t.Topic); ok {
-			t.Topic = short
-			kept = append(kept, t)
-		}
-	}
-	resp.Topics = kept
-	keptTxns := resp.Transactions[:0]
-	for _, txn := range resp.Transactions {
-		id, ok := s.txnShort(txn.TransactionalID)
-		if !ok {
-			continue
-		}
-		txn.TransactionalID = id
-		topics := txn.Topics[:0]
-		for _, t := range txn.Topics {
-			if short, ok := s.View.Short(t.Topic); ok {
-				t.Topic = short
-				topics = append(topics, t)
-			}
-		}
-		txn.Topics = topics
-		keptTxns = append(keptTxns, txn)
-	}
-	resp.Transactions = keptTxns
-	mergeAddPartitionsDropped(resp, p)
-	s.answerKmsg(p, resp)
-	return nil
 }

@@ -49,6 +49,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -257,15 +258,39 @@ func (s *Session) configResource(typ kmsg.ConfigResourceType, name string) (stri
 	return "", kerr.ClusterAuthorizationFailed.Code // never a broker resource
 }
 
-// adminTooManyRefused: past maxRefused entries answered by the gateway,
-// the request disconnects (an answer is never built for a request no
-// client sends; see groups.go and refusals.tooMany).
-func adminTooManyRefused(p *Pending, what string) bool {
-	if p.refused.tooMany() {
-		p.Cause = what + " refused for too many entries"
-		return true
+// judgeResource judges a config resource of a request: renamed to the
+// physical topic, or recorded refused in p. policy (nil: none) judges the
+// configurations of a resource the session may administer.
+func (s *Session) judgeResource(p *Pending, typ kmsg.ConfigResourceType, name *string, policy func() int16) bool {
+	phys, code := s.configResource(typ, *name)
+	if code == 0 && policy != nil {
+		code = policy()
 	}
-	return false
+	if code != 0 {
+		p.refused.resource(typ, *name, code)
+		return false
+	}
+	*name = phys
+	return true
+}
+
+// forwardAdmin ends the judgement of an administration request whose
+// refused entries are in p: past maxRefused of them the request
+// disconnects (an answer is never built for a request no client sends; see
+// groups.go); alone (nothing left to forward), the gateway answers alone;
+// otherwise req goes to the broker, reserve bytes reserved for its answer.
+func forwardAdmin[T any, PT response[T]](s *Session, h *codec.RequestHeader, p *Pending, req kmsg.Request, alone bool,
+	reserve int64, rewrite func(*Session, *Pending, PT)) Outcome {
+	switch {
+	case p.refused.tooMany():
+		p.Cause = Name(h.Key) + " refused for too many entries"
+		return Disconnect
+	case alone:
+		p.Cause = adminCause(p)
+		return answerAlone(s, p, rewrite)
+	}
+	p.Reserve = reserve
+	return s.forward(h, p, req)
 }
 
 // adminCause is the logged cause of a request whose entries were all refused.
@@ -278,10 +303,15 @@ func adminCause(p *Pending) string {
 }
 
 // configTopicShort maps a config resource of the broker's answer back: a
-// topic of the view, by short name; anything else is left out.
-func (s *Session) configTopicShort(typ kmsg.ConfigResourceType, name string) (string, bool) {
+// topic of the view, renamed to its short name; false for anything else
+// (left out).
+func (s *Session) configTopicShort(typ kmsg.ConfigResourceType, name *string) bool {
 	if typ != kmsg.ConfigResourceTypeTopic {
-		return "", false
+		return false
 	}
-	return s.View.Short(name)
+	short, ok := s.View.Short(*name)
+	if ok {
+		*name = short
+	}
+	return ok
 }

@@ -69,6 +69,35 @@ func (s *Session) groupName(id string) (string, bool) {
 	return n, len(n) <= maxNameLen
 }
 
+// group maps a client's group id for a group API: a receive operation
+// opens the tenant's groups (GROUP_AUTHORIZATION_FAILED otherwise, D6),
+// and the broker's name must fit a Kafka string (INVALID_GROUP_ID). It
+// returns the broker's name, or the code refusing it.
+func (s *Session) group(id string) (string, int16) {
+	name, ok := s.groupName(id)
+	if code := s.refuseGroups(); code != 0 {
+		return "", code
+	}
+	if !ok {
+		return "", kerr.InvalidGroupID.Code
+	}
+	return name, 0
+}
+
+// adminGroup maps a client's group id for an administration API
+// (DeleteGroups, OffsetDelete): the admin_scope of one of the view's
+// receive operations (GROUP_AUTHORIZATION_FAILED otherwise, D8).
+func (s *Session) adminGroup(id string) (string, int16) {
+	name, ok := s.groupName(id)
+	switch {
+	case !s.View.CanAdminGroups:
+		return "", kerr.GroupAuthorizationFailed.Code
+	case !ok:
+		return "", kerr.InvalidGroupID.Code
+	}
+	return name, 0
+}
+
 // groupShort maps a broker's group id back to the client's; false when it
 // is not in the tenant's group namespace.
 func (s *Session) groupShort(name string) (string, bool) {

@@ -47,7 +47,8 @@ type Session struct {
 	Brokers  Brokers
 	Limits   Limits
 	RW       codec.Rewriter
-	cid      []byte
+	cid      []byte // the request's client id as the broker sees it
+	bodyLen  int    // the size of the request's body (answers that echo it)
 }
 
 // Pending is what the relay keeps of a forwarded request to rewrite its answer.
@@ -109,6 +110,7 @@ func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr int32, p 
 		p.Cause = "client id too long once prefixed with the tenant"
 		return Disconnect, nil
 	}
+	s.bodyLen = len(frame) - h.BodyOffset
 	return table[h.Key].req(s, h, frame[h.BodyOffset:], p)
 }
 

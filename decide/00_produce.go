@@ -19,32 +19,32 @@ const answerReserve = 4 << 10
 
 func init() { reg(0, Served, 0, 12, produceRequest, produceResponse) }
 
-func produceRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
+func produceRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) Outcome {
 	info, err := s.RW.Produce(h, p.UpCorr, s.cid, body, s.View)
 	if err != nil {
 		p.Cause = "malformed Produce: " + err.Error()
-		return Disconnect, nil
+		return Disconnect
 	}
 	if info.Transactional && !s.View.Transactions {
 		// A transactional Produce of a session without transactions: the
 		// broker would refuse it for want of InitProducerId anyway; answer
 		// for every topic without asking.
-		return produceRefuseAll(s, h, body, p, kerr.TransactionalIDAuthorizationFailed.Code), nil
+		return produceRefuseAll(s, h, body, p, kerr.TransactionalIDAuthorizationFailed.Code)
 	}
 	p.NoResponse = info.Acks == 0
 	p.Dropped = s.RW.Dropped.Clone()
 	p.Reserve = answerReserve
 	if info.Kept == 0 {
 		if p.NoResponse {
-			return Drop, nil
+			return Drop
 		}
 		return answer(s, p, func(r *kmsg.ProduceResponse) {
 			for _, t := range p.Dropped.Topics {
 				r.Topics = append(r.Topics, produceRefused(string(t.Name), t.Partitions, t.Code))
 			}
-		}), nil
+		})
 	}
-	return Forward, nil
+	return Forward
 }
 
 // produceRefuseAll answers every partition of a Produce code.

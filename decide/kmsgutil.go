@@ -78,12 +78,12 @@ type (
 // answer, decoded into its type, back for the client (rewriteAnswer).
 func serve[Q any, PQ request[Q], R any, PR response[R]](key, min, max int16,
 	judge func(*Session, *codec.RequestHeader, PQ, *Pending) Outcome, answer func(*Session, *Pending, PR)) {
-	reg(key, Served, min, max, func(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
+	reg(key, Served, min, max, func(s *Session, h *codec.RequestHeader, body []byte, p *Pending) Outcome {
 		req, ok := decodeReq[Q, PQ](h, body, p)
 		if !ok {
-			return Disconnect, nil
+			return Disconnect
 		}
-		return judge(s, h, req, p), nil
+		return judge(s, h, req, p)
 	}, rewriteAnswer(answer))
 }
 

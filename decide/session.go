@@ -88,8 +88,8 @@ func (p *Pending) reset() {
 // Request judges one request of an authenticated session. frame is the
 // request after its size prefix, h its parsed header; upCorr is the
 // correlation id to give it towards the broker. On Forward and Answer,
-// s.RW.Vec holds the frame to write.
-func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr int32, p *Pending) (Outcome, error) {
+// s.RW.Vec holds the frame to write; on Disconnect, p.Cause says why.
+func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr int32, p *Pending) Outcome {
 	p.reset()
 	p.Key, p.Version, p.ClientCorr, p.UpCorr = h.Key, h.Version, h.Correlation, upCorr
 	kind, why := KindOf(h.Key)
@@ -99,16 +99,16 @@ func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr int32, p 
 		} else {
 			p.Cause = "API " + Name(h.Key) + " is never announced (" + why + ")"
 		}
-		return Disconnect, nil
+		return Disconnect
 	}
 	if !s.Versions.Has(h.Key, h.Version) {
 		p.Cause = "version not announced"
-		return Disconnect, nil
+		return Disconnect
 	}
 	s.cid = s.View.AppendClientID(s.cid[:0], h.ClientID)
 	if len(s.cid) > maxKafkaString {
 		p.Cause = "client id too long once prefixed with the tenant"
-		return Disconnect, nil
+		return Disconnect
 	}
 	s.bodyLen = len(frame) - h.BodyOffset
 	return table[h.Key].req(s, h, frame[h.BodyOffset:], p)

@@ -47,8 +47,10 @@ type Session struct {
 	Brokers  Brokers
 	Limits   Limits
 	RW       codec.Rewriter
-	cid      []byte // the request's client id as the broker sees it
-	bodyLen  int    // the size of the request's body (answers that echo it)
+	// Scratch of the request being judged:
+	hdr     codec.RequestHeader // its header, copied (see Request)
+	cid     []byte              // its client id as the broker sees it
+	bodyLen int                 // the size of its body (answers that echo it)
 }
 
 // Pending is what the relay keeps of a forwarded request to rewrite its answer.
@@ -90,6 +92,17 @@ func (p *Pending) reset() {
 // correlation id to give it towards the broker. On Forward and Answer,
 // s.RW.Vec holds the frame to write; on Disconnect, p.Cause says why.
 func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr int32, p *Pending) Outcome {
+	// The judgement reads the session's copy of the header: handed to the
+	// table's functions, the caller's would escape to the heap, one
+	// allocation per request. The copy's client id aliases frame: it is
+	// not kept past the judgement.
+	s.hdr = *h
+	out := s.request(&s.hdr, frame, upCorr, p)
+	s.hdr = codec.RequestHeader{}
+	return out
+}
+
+func (s *Session) request(h *codec.RequestHeader, frame []byte, upCorr int32, p *Pending) Outcome {
 	p.reset()
 	p.Key, p.Version, p.ClientCorr, p.UpCorr = h.Key, h.Version, h.Correlation, upCorr
 	kind, why := KindOf(h.Key)

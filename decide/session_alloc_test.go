@@ -78,6 +78,24 @@ func roundTrip(tb testing.TB, s *Session, p *Pending, frame, answer []byte, upCo
 	s.RW.Vec.Slices()
 }
 
+// The steady state allocates nothing, like codec's rewriters under it.
+func TestSessionHotPathAllocs(t *testing.T) {
+	s := fuzzSession(t, false)
+	f := newHotFrames()
+	var p Pending
+	for _, c := range []struct {
+		name          string
+		frame, answer []byte
+		upCorr        int32
+	}{{"Produce", f.produce, f.produceAnswer, 2}, {"Fetch", f.fetch, f.fetchAnswer, 4}} {
+		roundTrip(t, s, &p, c.frame, c.answer, c.upCorr) // the scratch grows once
+		n := testing.AllocsPerRun(200, func() { roundTrip(t, s, &p, c.frame, c.answer, c.upCorr) })
+		if n != 0 {
+			t.Errorf("%s through the session allocates %v per request and answer", c.name, n)
+		}
+	}
+}
+
 func BenchmarkSessionProduce(b *testing.B) {
 	s := fuzzSession(b, false)
 	f := newHotFrames()

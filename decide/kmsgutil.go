@@ -74,17 +74,17 @@ type (
 )
 
 // serve registers an API rewritten with kmsg: judge decides on the
-// request decoded into its type (decodeReq); answer maps the broker's
+// request decoded into its type (decodeReq); rewrite maps the broker's
 // answer, decoded into its type, back for the client (rewriteAnswer).
 func serve[Q any, PQ request[Q], R any, PR response[R]](key, min, max int16,
-	judge func(*Session, *codec.RequestHeader, PQ, *Pending) Outcome, answer func(*Session, *Pending, PR)) {
+	judge func(*Session, *codec.RequestHeader, PQ, *Pending) Outcome, rewrite func(*Session, *Pending, PR)) {
 	reg(key, Served, min, max, func(s *Session, h *codec.RequestHeader, body []byte, p *Pending) Outcome {
 		req, ok := decodeReq[Q, PQ](h, body, p)
 		if !ok {
 			return Disconnect
 		}
 		return judge(s, h, req, p)
-	}, rewriteAnswer(answer))
+	}, rewriteAnswer(rewrite))
 }
 
 // decodeReq decodes a request body of h's version into its kmsg type;
@@ -218,11 +218,11 @@ func unless(code int16, judge topicJudge) topicJudge {
 }
 
 // keepTopics keeps the topics of a request judge opens, renamed to their
-// physical names, and hands the others to refuse with their code and
+// physical names, and hands the others to drop with their code and
 // partitions. name and parts reach into one kmsg topic type (parts nil:
 // the API answers by topic).
 func keepTopics[T any](topics []T, name func(*T) *string, parts func(*T) []int32, judge topicJudge,
-	refuse func(name string, code int16, partitions []int32)) []T {
+	drop func(name string, code int16, partitions []int32)) []T {
 	return keep(topics, func(t *T) bool {
 		n := name(t)
 		phys, code := judge(*n)
@@ -231,7 +231,7 @@ func keepTopics[T any](topics []T, name func(*T) *string, parts func(*T) []int32
 			if parts != nil {
 				ps = parts(t)
 			}
-			refuse(*n, code, ps)
+			drop(*n, code, ps)
 			return false
 		}
 		*n = phys

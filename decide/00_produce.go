@@ -10,6 +10,7 @@ package decide
 
 import (
 	"github.com/flexway/flexway/codec"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -18,75 +19,63 @@ const answerReserve = 4 << 10
 
 func init() { reg(0, Served, 0, 12, produceRequest, produceResponse) }
 
-func produceRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
+func produceRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) Outcome {
 	info, err := s.RW.Produce(h, p.UpCorr, s.cid, body, s.View)
 	if err != nil {
 		p.Cause = "malformed Produce: " + err.Error()
-		return Disconnect, nil
+		return Disconnect
 	}
 	if info.Transactional && !s.View.Transactions {
 		// A transactional Produce of a session without transactions: the
 		// broker would refuse it for want of InitProducerId anyway; answer
 		// for every topic without asking.
-		return produceRefuseAll(s, h, body, p, 53) // TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+		return produceRefuseAll(s, h, body, p, kerr.TransactionalIDAuthorizationFailed.Code)
 	}
 	p.NoResponse = info.Acks == 0
 	p.Dropped = s.RW.Dropped.Clone()
 	p.Reserve = answerReserve
 	if info.Kept == 0 {
 		if p.NoResponse {
-			return Drop, nil
+			return Drop
 		}
-		resp := kmsg.NewPtrProduceResponse()
-		resp.Version = h.Version
-		mergeProduceDropped(resp, &p.Dropped)
-		s.answerKmsg(p, resp)
-		return Answer, nil
+		return answer(s, p, func(r *kmsg.ProduceResponse) {
+			for _, t := range p.Dropped.Topics {
+				r.Topics = append(r.Topics, produceRefused(string(t.Name), t.Partitions, t.Code))
+			}
+		})
 	}
-	return Forward, nil
+	return Forward
 }
 
-func produceRefuseAll(s *Session, h *codec.RequestHeader, body []byte, p *Pending, code int16) (Outcome, error) {
-	req, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed Produce"
-		return Disconnect, nil
+// produceRefuseAll answers every partition of a Produce code.
+func produceRefuseAll(s *Session, h *codec.RequestHeader, body []byte, p *Pending, code int16) Outcome {
+	req, ok := decodeReq[kmsg.ProduceRequest](h, body, p)
+	switch {
+	case !ok:
+		return Disconnect
+	case req.Acks == 0:
+		return Drop
 	}
-	pr := req.(*kmsg.ProduceRequest)
-	if pr.Acks == 0 {
-		return Drop, nil
-	}
-	resp := kmsg.NewPtrProduceResponse()
-	resp.Version = h.Version
-	for _, t := range pr.Topics {
-		rt := kmsg.NewProduceResponseTopic()
-		rt.Topic = t.Topic
-		for _, pp := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition = pp.Partition
-			rp.ErrorCode = code
-			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-			rt.Partitions = append(rt.Partitions, rp)
+	return answer(s, p, func(r *kmsg.ProduceResponse) {
+		for _, t := range req.Topics {
+			r.Topics = append(r.Topics, produceRefused(t.Topic,
+				partitionsOf(t.Partitions, func(p *kmsg.ProduceRequestTopicPartition) int32 { return p.Partition }), code))
 		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	s.answerKmsg(p, resp)
-	return Answer, nil
+	})
 }
 
-func mergeProduceDropped(resp *kmsg.ProduceResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
-		rt := kmsg.NewProduceResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition = part
-			rp.ErrorCode = t.Code
-			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
+// produceRefused is the answer topic refusing partitions with code.
+func produceRefused(topic string, partitions []int32, code int16) kmsg.ProduceResponseTopic {
+	rt := kmsg.NewProduceResponseTopic()
+	rt.Topic = topic
+	for _, part := range partitions {
+		rp := kmsg.NewProduceResponseTopicPartition()
+		rp.Partition = part
+		rp.ErrorCode = code
+		rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
 	}
+	return rt
 }
 
 // produceResponse maps the broker's answer back with codec's walker: no

@@ -14,14 +14,14 @@ func init() { reg(1, Served, 4, 12, fetchRequest, fetchResponse) }
 // fetchOverhead is what an answer adds to its records, per partition.
 const fetchOverhead = 128
 
-func fetchRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
+func fetchRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) Outcome {
 	info, err := s.RW.FetchRequest(h, p.UpCorr, s.cid, body, s.View, codec.FetchLimits{
 		MaxWaitMs: s.Limits.MaxFetchWaitMs,
 		MaxBytes:  s.Limits.FetchMaxBytes,
 	})
 	if err != nil {
 		p.Cause = "malformed Fetch: " + err.Error()
-		return Disconnect, nil
+		return Disconnect
 	}
 	p.Dropped = s.RW.Dropped.Clone()
 	p.Reserve = int64(info.MaxBytes) + int64(fetchOverhead*(info.Partitions+1))
@@ -29,10 +29,10 @@ func fetchRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (
 		// Nothing to ask: the answer is the refusals alone.
 		return fetchAnswerLocal(s, p)
 	}
-	return Forward, nil
+	return Forward
 }
 
-func fetchAnswerLocal(s *Session, p *Pending) (Outcome, error) {
+func fetchAnswerLocal(s *Session, p *Pending) Outcome {
 	// An empty broker answer of the same version, rewritten as usual.
 	var empty []byte
 	empty = append(empty, 0, 0, 0, 0) // throttle
@@ -45,9 +45,10 @@ func fetchAnswerLocal(s *Session, p *Pending) (Outcome, error) {
 		empty = append(empty, 0, 0, 0, 0)
 	}
 	if err := s.RW.FetchResponse(p.Version, p.ClientCorr, empty, s.View, &p.Dropped, 0); err != nil {
-		return Disconnect, err
+		p.Cause = "Fetch answer: " + err.Error()
+		return Disconnect
 	}
-	return Answer, nil
+	return Answer
 }
 
 func fetchResponse(s *Session, p *Pending, body []byte) error {

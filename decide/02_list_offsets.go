@@ -9,73 +9,34 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(2, Served, 1, 10, listOffsetsRequest, listOffsetsResponse) }
+func init() { serve(2, 1, 10, listOffsetsRequest, listOffsetsResponse) }
 
-func listOffsetsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed ListOffsets"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.ListOffsetsRequest)
+func listOffsetsRequest(s *Session, h *codec.RequestHeader, req *kmsg.ListOffsetsRequest, p *Pending) Outcome {
 	req.ReplicaID = -1
-	req.Topics = keepReceiveTopics(s.View, req.Topics,
+	req.Topics = keepTopics(req.Topics,
 		func(t *kmsg.ListOffsetsRequestTopic) *string { return &t.Topic },
 		func(t *kmsg.ListOffsetsRequestTopic) []int32 {
-			ps := make([]int32, 0, len(t.Partitions))
-			for _, p := range t.Partitions {
-				ps = append(ps, p.Partition)
-			}
-			return ps
-		}, &p.Dropped)
+			return partitionsOf(t.Partitions, func(p *kmsg.ListOffsetsRequestTopicPartition) int32 { return p.Partition })
+		}, s.receiveTopic, p.refused.topic)
 	p.Reserve = answerReserve
 	if len(req.Topics) == 0 {
-		resp := kmsg.NewPtrListOffsetsResponse()
-		resp.Version = h.Version
-		mergeListOffsetsDropped(resp, &p.Dropped)
-		s.answerKmsg(p, resp)
-		return Answer, nil
+		return answerAlone(s, p, listOffsetsResponse)
 	}
-	s.forwardKmsg(h, p.UpCorr, req)
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
-func mergeListOffsetsDropped(resp *kmsg.ListOffsetsResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
-		rt := kmsg.NewListOffsetsResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
+func listOffsetsResponse(s *Session, p *Pending, resp *kmsg.ListOffsetsResponse) {
+	resp.Topics = mapBack(resp.Topics, func(t *kmsg.ListOffsetsResponseTopic) *string { return &t.Topic }, s.toShort)
+	resp.Topics = appendRefused(resp.Topics, p.refused.topics,
+		func(name string, ps []kmsg.ListOffsetsResponseTopicPartition) kmsg.ListOffsetsResponseTopic {
+			t := kmsg.NewListOffsetsResponseTopic()
+			t.Topic, t.Partitions = name, ps
+			return t
+		},
+		func(partition int32, code int16) kmsg.ListOffsetsResponseTopicPartition {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
-			rp.Partition = part
-			rp.ErrorCode = t.Code
+			rp.Partition, rp.ErrorCode = partition, code
 			rp.Offset, rp.Timestamp, rp.LeaderEpoch = -1, -1, -1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-}
-
-func listOffsetsResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.ListOffsetsResponse)
-	kept := resp.Topics[:0]
-	for _, t := range resp.Topics {
-		if short, ok := s.View.Short(t.Topic); ok {
-			t.Topic = short
-			kept = append(kept, t)
-		}
-	}
-	resp.Topics = kept
-	mergeListOffsetsDropped(resp, &p.Dropped)
-	s.answerKmsg(p, resp)
-	return nil
-}
-
-// addDropped records a topic the gateway answers itself.
-func addDropped(d *codec.Dropped, name string, code int16) *codec.DroppedTopic {
-	d.Topics = append(d.Topics, codec.DroppedTopic{Name: []byte(name), Code: code})
-	return &d.Topics[len(d.Topics)-1]
+			return rp
+		})
 }

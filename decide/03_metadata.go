@@ -15,15 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(3, Served, 1, 12, metadataRequest, metadataResponse) }
+func init() { serve(3, 1, 12, metadataRequest, metadataResponse) }
 
-func metadataRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed Metadata"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.MetadataRequest)
+func metadataRequest(s *Session, h *codec.RequestHeader, req *kmsg.MetadataRequest, p *Pending) Outcome {
 	var ask []kmsg.MetadataRequestTopic
 	if req.Topics == nil {
 		for _, short := range s.View.Topics() {
@@ -51,46 +45,42 @@ func metadataRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending
 	req.AllowAutoTopicCreation = false
 	req.IncludeClusterAuthorizedOperations = false
 	req.IncludeTopicAuthorizedOperations = false
-	s.forwardKmsg(h, p.UpCorr, req)
 	p.Reserve = answerReserve + int64(len(ask))*1024
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
-func metadataResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.MetadataResponse)
+func metadataResponse(s *Session, p *Pending, resp *kmsg.MetadataResponse) {
 	for i := range resp.Brokers {
 		b := &resp.Brokers[i]
-		s.Brokers.Learn(b.NodeID, b.Host, b.Port)
-		b.Host, b.Port = s.Brokers.Advertise(b.NodeID)
-		b.Rack = nil
+		b.Host, b.Port, b.Rack = s.broker(b.NodeID, b.Host, b.Port)
 	}
 	resp.ClusterID = kmsg.StringPtr(s.View.Cluster.Name)
 	resp.AuthorizedOperations = math.MinInt32
-	kept := resp.Topics[:0]
-	for _, t := range resp.Topics {
+	resp.Topics = keep(resp.Topics, func(t *kmsg.MetadataResponseTopic) bool {
 		if t.Topic == nil {
-			continue
+			return false
 		}
 		short, ok := s.View.Short(*t.Topic)
 		if !ok {
-			continue
+			return false
 		}
 		t.Topic = kmsg.StringPtr(short)
 		t.AuthorizedOperations = math.MinInt32
-		kept = append(kept, t)
-	}
+		return true
+	})
 	for _, name := range p.unknownTopics {
 		t := kmsg.NewMetadataResponseTopic()
 		t.Topic = kmsg.StringPtr(name)
 		t.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		t.AuthorizedOperations = math.MinInt32
-		kept = append(kept, t)
+		resp.Topics = append(resp.Topics, t)
 	}
-	resp.Topics = kept
-	s.answerKmsg(p, resp)
-	return nil
+}
+
+// broker renames a broker of an answer as the client must see it (L1, L2),
+// after recording its real address; the rack is never shown.
+func (s *Session) broker(node int32, host string, port int32) (string, int32, *string) {
+	s.Brokers.Learn(node, host, port)
+	host, port = s.Brokers.Advertise(node)
+	return host, port, nil
 }

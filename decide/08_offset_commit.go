@@ -9,86 +9,40 @@ package decide
 
 import (
 	"github.com/flexway/flexway/codec"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(8, Served, 0, 9, offsetCommitRequest, offsetCommitResponse) }
+func init() { serve(8, 0, 9, offsetCommitRequest, offsetCommitResponse) }
 
-func offsetCommitRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed OffsetCommit"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.OffsetCommitRequest)
-	group, ok := s.groupName(req.Group)
-	code := s.refuseGroups()
-	if code == 0 && !ok {
-		code = kerr.InvalidGroupID.Code
-	}
-	kept := req.Topics[:0]
-	for _, t := range req.Topics {
-		c := code
-		var phys []byte
-		if c == 0 {
-			phys, c = s.View.FetchTopic([]byte(t.Topic))
-		}
-		if c != 0 {
-			d := addDropped(&p.Dropped, t.Topic, c)
-			for _, pp := range t.Partitions {
-				d.Partitions = append(d.Partitions, pp.Partition)
-			}
-			continue
-		}
-		t.Topic = string(phys)
-		kept = append(kept, t)
-	}
-	req.Topics = kept
+func offsetCommitRequest(s *Session, h *codec.RequestHeader, req *kmsg.OffsetCommitRequest, p *Pending) Outcome {
+	group, code := s.group(req.Group)
+	req.Topics = keepTopics(req.Topics,
+		func(t *kmsg.OffsetCommitRequestTopic) *string { return &t.Topic },
+		func(t *kmsg.OffsetCommitRequestTopic) []int32 {
+			return partitionsOf(t.Partitions, func(p *kmsg.OffsetCommitRequestTopicPartition) int32 { return p.Partition })
+		}, unless(code, s.receiveTopic), p.refused.topic)
 	p.Reserve = answerReserve
-	if code != 0 || (len(kept) == 0 && p.Dropped.Len() > 0) {
-		resp := kmsg.NewPtrOffsetCommitResponse()
-		resp.Version = h.Version
-		mergeOffsetCommitDropped(resp, &p.Dropped)
-		s.answerKmsg(p, resp)
+	if code != 0 || (len(req.Topics) == 0 && len(p.refused.topics) > 0) {
 		if code != 0 {
-			p.Cause = refusal(code)
+			p.Cause = causeOf(code)
 		}
-		return Answer, nil
+		return answerAlone(s, p, offsetCommitResponse)
 	}
 	req.Group = group
-	s.forwardKmsg(h, p.UpCorr, req)
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
-func mergeOffsetCommitDropped(resp *kmsg.OffsetCommitResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
+func offsetCommitResponse(s *Session, p *Pending, resp *kmsg.OffsetCommitResponse) {
+	resp.Topics = mapBack(resp.Topics, func(t *kmsg.OffsetCommitResponseTopic) *string { return &t.Topic }, s.toShort)
+	resp.Topics = appendRefused(resp.Topics, p.refused.topics,
+		func(name string, ps []kmsg.OffsetCommitResponseTopicPartition) kmsg.OffsetCommitResponseTopic {
+			t := kmsg.NewOffsetCommitResponseTopic()
+			t.Topic, t.Partitions = name, ps
+			return t
+		},
+		func(partition int32, code int16) kmsg.OffsetCommitResponseTopicPartition {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = part, t.Code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-}
-
-func offsetCommitResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.OffsetCommitResponse)
-	kept := resp.Topics[:0]
-	for _, t := range resp.Topics {
-		if short, ok := s.View.Short(t.Topic); ok {
-			t.Topic = short
-			kept = append(kept, t)
-		}
-	}
-	resp.Topics = kept
-	mergeOffsetCommitDropped(resp, &p.Dropped)
-	s.answerKmsg(p, resp)
-	return nil
+			rp.Partition, rp.ErrorCode = partition, code
+			return rp
+		})
 }

@@ -15,55 +15,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(9, Served, 0, 9, offsetFetchRequest, offsetFetchResponse) }
+func init() { serve(9, 0, 9, offsetFetchRequest, offsetFetchResponse) }
 
-func offsetFetchRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed OffsetFetch"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.OffsetFetchRequest)
+func offsetFetchRequest(s *Session, h *codec.RequestHeader, req *kmsg.OffsetFetchRequest, p *Pending) Outcome {
 	p.Reserve = answerReserve
 	if h.Version >= 8 {
 		return offsetFetchGroups(s, h, req, p)
 	}
-	group, ok := s.groupName(req.Group)
-	code := s.refuseGroups()
-	if code == 0 && !ok {
-		code = kerr.InvalidGroupID.Code
-	}
-	if req.Topics != nil {
-		kept := req.Topics[:0]
-		for _, t := range req.Topics {
-			c := code
-			var phys []byte
-			if c == 0 {
-				phys, c = s.View.FetchTopic([]byte(t.Topic))
-			}
-			if c != 0 {
-				addDropped(&p.Dropped, t.Topic, c).Partitions = append([]int32(nil), t.Partitions...)
-				continue
-			}
-			t.Topic = string(phys)
-			kept = append(kept, t)
-		}
-		req.Topics = kept
-	}
-	if tooManyRefused(&p.Dropped) {
+	group, code := s.group(req.Group)
+	// Null topics (all the group's) stay null.
+	req.Topics = keepTopics(req.Topics,
+		func(t *kmsg.OffsetFetchRequestTopic) *string { return &t.Topic },
+		func(t *kmsg.OffsetFetchRequestTopic) []int32 { return append([]int32(nil), t.Partitions...) },
+		unless(code, s.receiveTopic), p.refused.topic)
+	if p.refused.tooMany() {
 		p.Cause = "OffsetFetch refused for too many partitions"
-		return Disconnect, nil
+		return Disconnect
 	}
-	if code != 0 || (len(req.Topics) == 0 && p.Dropped.Len() > 0) {
-		resp := kmsg.NewPtrOffsetFetchResponse()
-		resp.Version = h.Version
-		resp.ErrorCode = code
-		resp.Topics = appendOffsetFetchDropped(resp.Topics, p.Dropped.Topics)
-		s.answerKmsg(p, resp)
+	if code != 0 || (len(req.Topics) == 0 && len(p.refused.topics) > 0) {
 		if code != 0 {
-			p.Cause = refusal(code)
+			p.Cause = causeOf(code)
 		}
-		return Answer, nil
+		return answer(s, p, func(r *kmsg.OffsetFetchResponse) {
+			r.ErrorCode = code
+			r.Topics = appendOffsetFetchRefused(r.Topics, p.refused.topics)
+		})
 	}
 	req.Group = group
 	p.Reserve += int64(len(req.Topics)) * 1024
@@ -71,13 +47,12 @@ func offsetFetchRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pend
 		p.Reserve += int64(len(s.View.Topics())) * 1024
 	}
 	p.Reserve = boundReserve(p.Reserve)
-	s.forwardKmsg(h, p.UpCorr, req)
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
-// offsetFetchGroups judges the batched form (v8+). Dropped topics are kept
-// per group (see takeDroppedGroup).
-func offsetFetchGroups(s *Session, h *codec.RequestHeader, req *kmsg.OffsetFetchRequest, p *Pending) (Outcome, error) {
+// offsetFetchGroups judges the batched form (v8+). Refused topics are kept
+// per group (see refusals.takeGroup).
+func offsetFetchGroups(s *Session, h *codec.RequestHeader, req *kmsg.OffsetFetchRequest, p *Pending) Outcome {
 	code := s.refuseGroups()
 	for _, g := range req.Groups {
 		if _, ok := s.groupName(g.Group); code == 0 && !ok {
@@ -85,16 +60,13 @@ func offsetFetchGroups(s *Session, h *codec.RequestHeader, req *kmsg.OffsetFetch
 		}
 	}
 	if code != 0 {
-		resp := kmsg.NewPtrOffsetFetchResponse()
-		resp.Version = h.Version
-		for _, g := range req.Groups {
-			rg := kmsg.NewOffsetFetchResponseGroup()
-			rg.Group, rg.ErrorCode = g.Group, code
-			resp.Groups = append(resp.Groups, rg)
-		}
-		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
-		return Answer, nil
+		return refuse(s, p, code, func(r *kmsg.OffsetFetchResponse) {
+			for _, g := range req.Groups {
+				rg := kmsg.NewOffsetFetchResponseGroup()
+				rg.Group, rg.ErrorCode = g.Group, code
+				r.Groups = append(r.Groups, rg)
+			}
+		})
 	}
 	ask := false // something is left to ask of the broker
 	for i := range req.Groups {
@@ -106,124 +78,79 @@ func offsetFetchGroups(s *Session, h *codec.RequestHeader, req *kmsg.OffsetFetch
 			p.Reserve += int64(len(s.View.Topics())) * 1024
 			continue
 		}
-		kept := g.Topics[:0]
 		marked := false
-		for _, t := range g.Topics {
-			phys, c := s.View.FetchTopic([]byte(t.Topic))
-			if c != 0 {
+		g.Topics = keepTopics(g.Topics,
+			func(t *kmsg.OffsetFetchRequestGroupTopic) *string { return &t.Topic },
+			func(t *kmsg.OffsetFetchRequestGroupTopic) []int32 { return append([]int32(nil), t.Partitions...) },
+			s.receiveTopic, func(name string, code int16, partitions []int32) {
 				if !marked {
-					addDroppedGroup(p, short)
+					p.refused.openGroup(short)
 					marked = true
 				}
-				addDropped(&p.Dropped, t.Topic, c).Partitions = append([]int32(nil), t.Partitions...)
-				continue
-			}
-			t.Topic = string(phys)
-			kept = append(kept, t)
-		}
-		ask = ask || len(kept) > 0 || !marked
-		g.Topics = kept
-		p.Reserve += int64(len(kept)) * 1024
+				p.refused.inGroup(name, code, partitions)
+			})
+		ask = ask || len(g.Topics) > 0 || !marked
+		p.Reserve += int64(len(g.Topics)) * 1024
 	}
-	if tooManyRefused(&p.Dropped) {
+	if p.refused.tooMany() {
 		p.Cause = "OffsetFetch refused for too many partitions"
-		return Disconnect, nil
+		return Disconnect
 	}
 	if !ask && len(req.Groups) > 0 {
-		resp := kmsg.NewPtrOffsetFetchResponse()
-		resp.Version = h.Version
-		for _, g := range req.Groups {
-			short, _ := s.groupShort(g.Group)
-			rg := kmsg.NewOffsetFetchResponseGroup()
-			rg.Group = short
-			rg.Topics = appendOffsetFetchGroupDropped(rg.Topics, takeDroppedGroup(p, short))
-			resp.Groups = append(resp.Groups, rg)
-		}
-		s.answerKmsg(p, resp)
-		return Answer, nil
+		return answer(s, p, func(r *kmsg.OffsetFetchResponse) {
+			for _, g := range req.Groups {
+				short, _ := s.groupShort(g.Group)
+				rg := kmsg.NewOffsetFetchResponseGroup()
+				rg.Group = short
+				rg.Topics = appendOffsetFetchGroupRefused(rg.Topics, p.refused.takeGroup(short))
+				r.Groups = append(r.Groups, rg)
+			}
+		})
 	}
 	p.Reserve = boundReserve(p.Reserve)
-	s.forwardKmsg(h, p.UpCorr, req)
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
-// tooManyRefused tells whether the partitions the gateway answers itself
-// pass maxRefused (an OffsetFetch partition of four bytes is answered in
-// twenty).
-func tooManyRefused(d *codec.Dropped) bool {
-	n := 0
-	for _, t := range d.Topics {
-		n += len(t.Partitions) + 1
-	}
-	return n > maxRefused
-}
-
-func appendOffsetFetchDropped(dst []kmsg.OffsetFetchResponseTopic, ts []codec.DroppedTopic) []kmsg.OffsetFetchResponseTopic {
-	for _, t := range ts {
-		rt := kmsg.NewOffsetFetchResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
+func appendOffsetFetchRefused(dst []kmsg.OffsetFetchResponseTopic, refused []refusal) []kmsg.OffsetFetchResponseTopic {
+	return appendRefused(dst, refused,
+		func(name string, ps []kmsg.OffsetFetchResponseTopicPartition) kmsg.OffsetFetchResponseTopic {
+			t := kmsg.NewOffsetFetchResponseTopic()
+			t.Topic, t.Partitions = name, ps
+			return t
+		},
+		func(partition int32, code int16) kmsg.OffsetFetchResponseTopicPartition {
 			rp := kmsg.NewOffsetFetchResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = part, t.Code
+			rp.Partition, rp.ErrorCode = partition, code
 			rp.Offset, rp.LeaderEpoch = -1, -1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		dst = append(dst, rt)
-	}
-	return dst
+			return rp
+		})
 }
 
-func appendOffsetFetchGroupDropped(dst []kmsg.OffsetFetchResponseGroupTopic, ts []droppedTopic) []kmsg.OffsetFetchResponseGroupTopic {
-	for _, t := range ts {
-		rt := kmsg.NewOffsetFetchResponseGroupTopic()
-		rt.Topic = t.name
-		for _, part := range t.partitions {
+func appendOffsetFetchGroupRefused(dst []kmsg.OffsetFetchResponseGroupTopic, refused []refusal) []kmsg.OffsetFetchResponseGroupTopic {
+	return appendRefused(dst, refused,
+		func(name string, ps []kmsg.OffsetFetchResponseGroupTopicPartition) kmsg.OffsetFetchResponseGroupTopic {
+			t := kmsg.NewOffsetFetchResponseGroupTopic()
+			t.Topic, t.Partitions = name, ps
+			return t
+		},
+		func(partition int32, code int16) kmsg.OffsetFetchResponseGroupTopicPartition {
 			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-			rp.Partition, rp.ErrorCode = part, t.code
+			rp.Partition, rp.ErrorCode = partition, code
 			rp.Offset, rp.LeaderEpoch = -1, -1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		dst = append(dst, rt)
-	}
-	return dst
+			return rp
+		})
 }
 
-func offsetFetchResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.OffsetFetchResponse)
+func offsetFetchResponse(s *Session, p *Pending, resp *kmsg.OffsetFetchResponse) {
 	if p.Version < 8 {
-		kept := resp.Topics[:0]
-		for _, t := range resp.Topics {
-			if short, ok := s.View.Short(t.Topic); ok {
-				t.Topic = short
-				kept = append(kept, t)
-			}
-		}
-		resp.Topics = appendOffsetFetchDropped(kept, p.Dropped.Topics)
-		s.answerKmsg(p, resp)
-		return nil
+		resp.Topics = mapBack(resp.Topics, func(t *kmsg.OffsetFetchResponseTopic) *string { return &t.Topic }, s.toShort)
+		resp.Topics = appendOffsetFetchRefused(resp.Topics, p.refused.topics)
+		return
 	}
-	groups := resp.Groups[:0]
-	for _, g := range resp.Groups {
-		short, ok := s.groupShort(g.Group)
-		if !ok {
-			continue // not the tenant's: never shown
-		}
-		g.Group = short
-		kept := g.Topics[:0]
-		for _, t := range g.Topics {
-			if name, ok := s.View.Short(t.Topic); ok {
-				t.Topic = name
-				kept = append(kept, t)
-			}
-		}
-		g.Topics = appendOffsetFetchGroupDropped(kept, takeDroppedGroup(p, short))
-		groups = append(groups, g)
+	resp.Groups = mapBack(resp.Groups, func(g *kmsg.OffsetFetchResponseGroup) *string { return &g.Group }, s.groupShort)
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		g.Topics = mapBack(g.Topics, func(t *kmsg.OffsetFetchResponseGroupTopic) *string { return &t.Topic }, s.toShort)
+		g.Topics = appendOffsetFetchGroupRefused(g.Topics, p.refused.takeGroup(g.Group))
 	}
-	resp.Groups = groups
-	s.answerKmsg(p, resp)
-	return nil
 }

@@ -15,20 +15,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(10, Served, 0, 6, findCoordinatorRequest, findCoordinatorResponse) }
+func init() { serve(10, 0, 6, findCoordinatorRequest, findCoordinatorResponse) }
 
 const (
 	coordinatorGroup int8 = 0
 	coordinatorTxn   int8 = 1
 )
 
-func findCoordinatorRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed FindCoordinator"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.FindCoordinatorRequest)
+func findCoordinatorRequest(s *Session, h *codec.RequestHeader, req *kmsg.FindCoordinatorRequest, p *Pending) Outcome {
 	if h.Version < 1 {
 		req.CoordinatorType = coordinatorGroup
 	}
@@ -59,19 +53,16 @@ func findCoordinatorRequest(s *Session, h *codec.RequestHeader, body []byte, p *
 	if code != 0 {
 		if len(keys) > maxRefused {
 			p.Cause = "FindCoordinator refused for too many keys"
-			return Disconnect, nil
+			return Disconnect
 		}
-		resp := kmsg.NewPtrFindCoordinatorResponse()
-		resp.Version = h.Version
-		resp.ErrorCode, resp.NodeID, resp.Port = code, -1, -1
-		for _, k := range keys {
-			c := kmsg.NewFindCoordinatorResponseCoordinator()
-			c.Key, c.NodeID, c.Port, c.ErrorCode = k, -1, -1, code
-			resp.Coordinators = append(resp.Coordinators, c)
-		}
-		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
-		return Answer, nil
+		return refuse(s, p, code, func(r *kmsg.FindCoordinatorResponse) {
+			r.ErrorCode, r.NodeID, r.Port = code, -1, -1
+			for _, k := range keys {
+				c := kmsg.NewFindCoordinatorResponseCoordinator()
+				c.Key, c.NodeID, c.Port, c.ErrorCode = k, -1, -1, code
+				r.Coordinators = append(r.Coordinators, c)
+			}
+		})
 	}
 	if h.Version < 4 {
 		req.CoordinatorKey = name(req.CoordinatorKey)
@@ -80,36 +71,28 @@ func findCoordinatorRequest(s *Session, h *codec.RequestHeader, body []byte, p *
 			req.CoordinatorKeys[i] = name(k)
 		}
 	}
-	s.forwardKmsg(h, p.UpCorr, req)
 	p.Reserve = boundReserve(answerReserve + int64(len(keys))*256)
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
-func findCoordinatorResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.FindCoordinatorResponse)
+func findCoordinatorResponse(s *Session, p *Pending, resp *kmsg.FindCoordinatorResponse) {
 	if p.Version < 4 {
 		resp.NodeID, resp.Host, resp.Port = s.coordinator(resp.ErrorCode, resp.NodeID, resp.Host, resp.Port)
 	}
-	kept := resp.Coordinators[:0]
-	for _, c := range resp.Coordinators {
-		short, ok := s.groupShort(c.Key)
-		if !ok {
-			short, ok = s.txnShort(c.Key)
-		}
-		if !ok {
-			continue // not the tenant's: never shown
-		}
-		c.Key = short
+	resp.Coordinators = mapBack(resp.Coordinators, func(c *kmsg.FindCoordinatorResponseCoordinator) *string { return &c.Key }, s.coordinatorKeyShort)
+	for i := range resp.Coordinators {
+		c := &resp.Coordinators[i]
 		c.NodeID, c.Host, c.Port = s.coordinator(c.ErrorCode, c.NodeID, c.Host, c.Port)
-		kept = append(kept, c)
 	}
-	resp.Coordinators = kept
-	s.answerKmsg(p, resp)
-	return nil
+}
+
+// coordinatorKeyShort maps a coordinator key back: a group or a
+// transactional id of the tenant's.
+func (s *Session) coordinatorKeyShort(key string) (string, bool) {
+	if short, ok := s.groupShort(key); ok {
+		return short, true
+	}
+	return s.txnShort(key)
 }
 
 // coordinator renames a coordinator like a broker; without one (an error)

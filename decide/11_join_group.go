@@ -10,59 +10,39 @@ package decide
 
 import (
 	"github.com/flexway/flexway/codec"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(11, Served, 0, 9, joinGroupRequest, joinGroupResponse) }
+func init() { serve(11, 0, 9, joinGroupRequest, joinGroupResponse) }
 
-func joinGroupRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed JoinGroup"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.JoinGroupRequest)
-	group, ok := s.groupName(req.Group)
-	code := s.refuseGroups()
-	if code == 0 && !ok {
-		code = kerr.InvalidGroupID.Code
-	}
+func joinGroupRequest(s *Session, h *codec.RequestHeader, req *kmsg.JoinGroupRequest, p *Pending) Outcome {
+	group, code := s.group(req.Group)
 	if code != 0 {
-		resp := kmsg.NewPtrJoinGroupResponse()
-		resp.Version = h.Version
-		resp.ErrorCode, resp.Generation = code, -1
-		if h.Version < 7 {
-			resp.Protocol = kmsg.StringPtr("")
-		}
-		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
-		return Answer, nil
+		return refuse(s, p, code, func(r *kmsg.JoinGroupResponse) {
+			r.ErrorCode, r.Generation = code, -1
+			if h.Version < 7 {
+				r.Protocol = kmsg.StringPtr("")
+			}
+		})
 	}
 	req.Group = group
 	if isConsumer(req.ProtocolType) {
-		markConsumer(p)
+		p.consumer = true
 		for i := range req.Protocols {
 			meta, ok := mapSubscription(req.Protocols[i].Metadata, s.toPhysical)
 			if !ok {
 				p.Cause = "malformed consumer subscription in JoinGroup"
-				return Disconnect, nil
+				return Disconnect
 			}
 			req.Protocols[i].Metadata = meta
 		}
 	}
-	s.forwardKmsg(h, p.UpCorr, req)
 	p.Reserve = groupReserve
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
-func joinGroupResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.JoinGroupResponse)
-	consumer := markedConsumer(p)
+func joinGroupResponse(s *Session, p *Pending, resp *kmsg.JoinGroupResponse) {
+	consumer := p.consumer
 	if resp.ProtocolType != nil {
 		consumer = isConsumer(*resp.ProtocolType)
 	}
@@ -71,6 +51,4 @@ func joinGroupResponse(s *Session, p *Pending, body []byte) error {
 			resp.Members[i].ProtocolMetadata = s.subscriptionBack(resp.Members[i].ProtocolMetadata)
 		}
 	}
-	s.answerKmsg(p, resp)
-	return nil
 }

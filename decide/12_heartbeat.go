@@ -5,43 +5,17 @@ package decide
 
 import (
 	"github.com/flexway/flexway/codec"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(12, Served, 0, 4, heartbeatRequest, heartbeatResponse) }
+func init() { serve(12, 0, 4, heartbeatRequest, pass[*kmsg.HeartbeatResponse]) }
 
-func heartbeatRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed Heartbeat"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.HeartbeatRequest)
-	group, ok := s.groupName(req.Group)
-	code := s.refuseGroups()
-	if code == 0 && !ok {
-		code = kerr.InvalidGroupID.Code
-	}
+func heartbeatRequest(s *Session, h *codec.RequestHeader, req *kmsg.HeartbeatRequest, p *Pending) Outcome {
+	group, code := s.group(req.Group)
 	if code != 0 {
-		resp := kmsg.NewPtrHeartbeatResponse()
-		resp.Version = h.Version
-		resp.ErrorCode = code
-		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
-		return Answer, nil
+		return refuse(s, p, code, func(r *kmsg.HeartbeatResponse) { r.ErrorCode = code })
 	}
 	req.Group = group
-	s.forwardKmsg(h, p.UpCorr, req)
 	p.Reserve = answerReserve
-	return Forward, nil
-}
-
-func heartbeatResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	s.answerKmsg(p, r)
-	return nil
+	return s.forward(h, p, req)
 }

@@ -6,43 +6,17 @@ package decide
 
 import (
 	"github.com/flexway/flexway/codec"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(13, Served, 0, 5, leaveGroupRequest, leaveGroupResponse) }
+func init() { serve(13, 0, 5, leaveGroupRequest, pass[*kmsg.LeaveGroupResponse]) }
 
-func leaveGroupRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed LeaveGroup"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.LeaveGroupRequest)
-	group, ok := s.groupName(req.Group)
-	code := s.refuseGroups()
-	if code == 0 && !ok {
-		code = kerr.InvalidGroupID.Code
-	}
+func leaveGroupRequest(s *Session, h *codec.RequestHeader, req *kmsg.LeaveGroupRequest, p *Pending) Outcome {
+	group, code := s.group(req.Group)
 	if code != 0 {
-		resp := kmsg.NewPtrLeaveGroupResponse()
-		resp.Version = h.Version
-		resp.ErrorCode = code
-		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
-		return Answer, nil
+		return refuse(s, p, code, func(r *kmsg.LeaveGroupResponse) { r.ErrorCode = code })
 	}
 	req.Group = group
-	s.forwardKmsg(h, p.UpCorr, req)
 	p.Reserve = boundReserve(answerReserve + int64(len(req.Members))*256)
-	return Forward, nil
-}
-
-func leaveGroupResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	s.answerKmsg(p, r)
-	return nil
+	return s.forward(h, p, req)
 }

@@ -17,32 +17,18 @@ package decide
 
 import (
 	"github.com/flexway/flexway/codec"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(14, Served, 0, 5, syncGroupRequest, syncGroupResponse) }
+func init() { serve(14, 0, 5, syncGroupRequest, syncGroupResponse) }
 
-func syncGroupRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed SyncGroup"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.SyncGroupRequest)
-	group, ok := s.groupName(req.Group)
-	code := s.refuseGroups()
-	if code == 0 && !ok {
-		code = kerr.InvalidGroupID.Code
-	}
+func syncGroupRequest(s *Session, h *codec.RequestHeader, req *kmsg.SyncGroupRequest, p *Pending) Outcome {
+	group, code := s.group(req.Group)
 	if code != 0 {
-		resp := kmsg.NewPtrSyncGroupResponse()
-		resp.Version = h.Version
-		resp.ErrorCode = code
-		resp.ProtocolType, resp.Protocol = req.ProtocolType, req.Protocol
-		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
-		return Answer, nil
+		return refuse(s, p, code, func(r *kmsg.SyncGroupResponse) {
+			r.ErrorCode = code
+			r.ProtocolType, r.Protocol = req.ProtocolType, req.Protocol
+		})
 	}
 	req.Group = group
 	known := req.ProtocolType != nil
@@ -55,7 +41,7 @@ func syncGroupRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pendin
 			out, ok := mapAssignment(a.MemberAssignment, s.toPhysical, false)
 			if !ok {
 				p.Cause = "malformed consumer assignment in SyncGroup"
-				return Disconnect, nil
+				return Disconnect
 			}
 			a.MemberAssignment = out
 		case !known:
@@ -64,17 +50,11 @@ func syncGroupRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pendin
 			}
 		}
 	}
-	s.forwardKmsg(h, p.UpCorr, req)
 	p.Reserve = answerReserve + groupReserve/4
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
-func syncGroupResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.SyncGroupResponse)
+func syncGroupResponse(s *Session, p *Pending, resp *kmsg.SyncGroupResponse) {
 	switch {
 	case len(resp.MemberAssignment) == 0:
 	case resp.ProtocolType != nil:
@@ -86,6 +66,4 @@ func syncGroupResponse(s *Session, p *Pending, body []byte) error {
 			resp.MemberAssignment = out
 		}
 	}
-	s.answerKmsg(p, resp)
-	return nil
 }

@@ -16,15 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(15, Served, 0, 6, describeGroupsRequest, describeGroupsResponse) }
+func init() { serve(15, 0, 6, describeGroupsRequest, describeGroupsResponse) }
 
-func describeGroupsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed DescribeGroups"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.DescribeGroupsRequest)
+func describeGroupsRequest(s *Session, h *codec.RequestHeader, req *kmsg.DescribeGroupsRequest, p *Pending) Outcome {
 	code := s.refuseGroups()
 	if code == 0 {
 		for _, g := range req.Groups {
@@ -36,41 +30,28 @@ func describeGroupsRequest(s *Session, h *codec.RequestHeader, body []byte, p *P
 	if code != 0 {
 		if len(req.Groups) > maxRefused {
 			p.Cause = "DescribeGroups refused for too many groups"
-			return Disconnect, nil
+			return Disconnect
 		}
-		resp := kmsg.NewPtrDescribeGroupsResponse()
-		resp.Version = h.Version
-		for _, g := range req.Groups {
-			rg := kmsg.NewDescribeGroupsResponseGroup()
-			rg.Group, rg.ErrorCode, rg.AuthorizedOperations = g, code, math.MinInt32
-			resp.Groups = append(resp.Groups, rg)
-		}
-		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
-		return Answer, nil
+		return refuse(s, p, code, func(r *kmsg.DescribeGroupsResponse) {
+			for _, g := range req.Groups {
+				rg := kmsg.NewDescribeGroupsResponseGroup()
+				rg.Group, rg.ErrorCode, rg.AuthorizedOperations = g, code, math.MinInt32
+				r.Groups = append(r.Groups, rg)
+			}
+		})
 	}
 	for i, g := range req.Groups {
 		req.Groups[i] = s.View.GroupName(g)
 	}
 	req.IncludeAuthorizedOperations = false
-	s.forwardKmsg(h, p.UpCorr, req)
 	p.Reserve = boundReserve(answerReserve + int64(len(req.Groups))*groupReserve)
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
-func describeGroupsResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.DescribeGroupsResponse)
-	kept := resp.Groups[:0]
-	for _, g := range resp.Groups {
-		short, ok := s.groupShort(g.Group)
-		if !ok {
-			continue // not the tenant's: never shown
-		}
-		g.Group = short
+func describeGroupsResponse(s *Session, p *Pending, resp *kmsg.DescribeGroupsResponse) {
+	resp.Groups = mapBack(resp.Groups, func(g *kmsg.DescribeGroupsResponseGroup) *string { return &g.Group }, s.groupShort)
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
 		g.AuthorizedOperations = math.MinInt32
 		consumer := isConsumer(g.ProtocolType)
 		for i := range g.Members {
@@ -84,9 +65,5 @@ func describeGroupsResponse(s *Session, p *Pending, body []byte) error {
 				m.MemberAssignment = s.assignmentBack(m.MemberAssignment)
 			}
 		}
-		kept = append(kept, g)
 	}
-	resp.Groups = kept
-	s.answerKmsg(p, resp)
-	return nil
 }

@@ -10,41 +10,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(16, Served, 0, 5, listGroupsRequest, listGroupsResponse) }
+func init() { serve(16, 0, 5, listGroupsRequest, listGroupsResponse) }
 
-func listGroupsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed ListGroups"
-		return Disconnect, nil
-	}
+func listGroupsRequest(s *Session, h *codec.RequestHeader, req *kmsg.ListGroupsRequest, p *Pending) Outcome {
 	if code := s.refuseGroups(); code != 0 {
-		resp := kmsg.NewPtrListGroupsResponse()
-		resp.Version = h.Version
-		resp.ErrorCode = code
-		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
-		return Answer, nil
+		return refuse(s, p, code, func(r *kmsg.ListGroupsResponse) { r.ErrorCode = code })
 	}
-	s.forwardKmsg(h, p.UpCorr, r)
 	p.Reserve = groupReserve
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
-func listGroupsResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.ListGroupsResponse)
-	kept := resp.Groups[:0]
-	for _, g := range resp.Groups {
-		if short, ok := s.groupShort(g.Group); ok {
-			g.Group = short
-			kept = append(kept, g)
-		}
-	}
-	resp.Groups = kept
-	s.answerKmsg(p, resp)
-	return nil
+func listGroupsResponse(s *Session, p *Pending, resp *kmsg.ListGroupsResponse) {
+	resp.Groups = mapBack(resp.Groups, func(g *kmsg.ListGroupsResponseGroup) *string { return &g.Group }, s.groupShort)
 }

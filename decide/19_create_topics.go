@@ -14,43 +14,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(19, Served, 0, 7, createTopicsRequest, createTopicsResponse) }
+func init() { serve(19, 0, 7, createTopicsRequest, createTopicsResponse) }
 
-func createTopicsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed CreateTopics"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.CreateTopicsRequest)
-	kept := req.Topics[:0]
-	for _, t := range req.Topics {
+func createTopicsRequest(s *Session, h *codec.RequestHeader, req *kmsg.CreateTopicsRequest, p *Pending) Outcome {
+	req.Topics = keep(req.Topics, func(t *kmsg.CreateTopicsRequestTopic) bool {
 		phys, code := s.View.AdminTopic(t.Topic, kerr.TopicAuthorizationFailed.Code)
 		if code == 0 {
-			code = s.createTopicPolicy(&t)
+			code = s.createTopicPolicy(t)
 		}
 		if code != 0 {
-			addDropped(&p.Dropped, t.Topic, code)
-			continue
+			p.refused.topic(t.Topic, code, nil)
+			return false
 		}
 		t.Topic = phys
-		kept = append(kept, t)
-	}
-	req.Topics = kept
-	if adminTooManyRefused(p, "CreateTopics") {
-		return Disconnect, nil
-	}
-	if len(kept) == 0 {
-		resp := kmsg.NewPtrCreateTopicsResponse()
-		resp.Version = h.Version
-		mergeCreateTopicsDropped(resp, &p.Dropped)
-		s.answerKmsg(p, resp)
-		p.Cause = adminCause(p)
-		return Answer, nil
-	}
-	s.forwardKmsg(h, p.UpCorr, req)
-	p.Reserve = adminReserveFor(len(kept))
-	return Forward, nil
+		return true
+	})
+	return forwardAdmin(s, h, p, req, len(req.Topics) == 0, adminReserveFor(len(req.Topics)), createTopicsResponse)
 }
 
 // createTopicPolicy applies the bounds of administration to one topic and
@@ -70,30 +49,11 @@ func (s *Session) createTopicPolicy(t *kmsg.CreateTopicsRequestTopic) int16 {
 	return 0
 }
 
-func mergeCreateTopicsDropped(resp *kmsg.CreateTopicsResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
-		rt := kmsg.NewCreateTopicsResponseTopic()
-		rt.Topic = string(t.Name)
-		rt.ErrorCode = t.Code
-		resp.Topics = append(resp.Topics, rt)
-	}
-}
-
-func createTopicsResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.CreateTopicsResponse)
-	kept := resp.Topics[:0]
-	for _, t := range resp.Topics {
-		if short, ok := s.View.Short(t.Topic); ok {
-			t.Topic = short
-			kept = append(kept, t)
-		}
-	}
-	resp.Topics = kept
-	mergeCreateTopicsDropped(resp, &p.Dropped)
-	s.answerKmsg(p, resp)
-	return nil
+func createTopicsResponse(s *Session, p *Pending, resp *kmsg.CreateTopicsResponse) {
+	resp.Topics = mapBack(resp.Topics, func(t *kmsg.CreateTopicsResponseTopic) *string { return &t.Topic }, s.toShort)
+	resp.Topics = appendEach(resp.Topics, p.refused.topics, func(r *refusal) kmsg.CreateTopicsResponseTopic {
+		t := kmsg.NewCreateTopicsResponseTopic()
+		t.Topic, t.ErrorCode = r.name, r.code
+		return t
+	})
 }

@@ -12,69 +12,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(20, Served, 0, 5, deleteTopicsRequest, deleteTopicsResponse) }
+func init() { serve(20, 0, 5, deleteTopicsRequest, deleteTopicsResponse) }
 
-func deleteTopicsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed DeleteTopics"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.DeleteTopicsRequest)
-	kept := req.TopicNames[:0]
-	for _, name := range req.TopicNames {
-		phys, code := s.View.AdminTopic(name, kerr.UnknownTopicOrPartition.Code)
-		if code != 0 {
-			addDropped(&p.Dropped, name, code)
-			continue
-		}
-		kept = append(kept, phys)
-	}
-	req.TopicNames = kept
+func deleteTopicsRequest(s *Session, h *codec.RequestHeader, req *kmsg.DeleteTopicsRequest, p *Pending) Outcome {
+	req.TopicNames = keepTopics(req.TopicNames, func(n *string) *string { return n }, nil,
+		s.adminTopic(kerr.UnknownTopicOrPartition.Code), p.refused.topic)
 	req.Topics = nil // v6+ only
-	if adminTooManyRefused(p, "DeleteTopics") {
-		return Disconnect, nil
-	}
-	if len(kept) == 0 {
-		resp := kmsg.NewPtrDeleteTopicsResponse()
-		resp.Version = h.Version
-		mergeDeleteTopicsDropped(resp, &p.Dropped)
-		s.answerKmsg(p, resp)
-		p.Cause = adminCause(p)
-		return Answer, nil
-	}
-	s.forwardKmsg(h, p.UpCorr, req)
-	p.Reserve = boundReserve(answerReserve + int64(len(kept))*64)
-	return Forward, nil
+	return forwardAdmin(s, h, p, req, len(req.TopicNames) == 0, boundReserve(answerReserve+int64(len(req.TopicNames))*64), deleteTopicsResponse)
 }
 
-func mergeDeleteTopicsDropped(resp *kmsg.DeleteTopicsResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
-		rt := kmsg.NewDeleteTopicsResponseTopic()
-		rt.Topic = kmsg.StringPtr(string(t.Name))
-		rt.ErrorCode = t.Code
-		resp.Topics = append(resp.Topics, rt)
-	}
-}
-
-func deleteTopicsResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.DeleteTopicsResponse)
-	kept := resp.Topics[:0]
-	for _, t := range resp.Topics {
+func deleteTopicsResponse(s *Session, p *Pending, resp *kmsg.DeleteTopicsResponse) {
+	resp.Topics = keep(resp.Topics, func(t *kmsg.DeleteTopicsResponseTopic) bool {
 		if t.Topic == nil {
-			continue
+			return false
 		}
-		if short, ok := s.View.Short(*t.Topic); ok {
+		short, ok := s.View.Short(*t.Topic)
+		if ok {
 			t.Topic = kmsg.StringPtr(short)
-			kept = append(kept, t)
 		}
-	}
-	resp.Topics = kept
-	mergeDeleteTopicsDropped(resp, &p.Dropped)
-	s.answerKmsg(p, resp)
-	return nil
+		return ok
+	})
+	resp.Topics = appendEach(resp.Topics, p.refused.topics, func(r *refusal) kmsg.DeleteTopicsResponseTopic {
+		t := kmsg.NewDeleteTopicsResponseTopic()
+		t.Topic, t.ErrorCode = kmsg.StringPtr(r.name), r.code
+		return t
+	})
 }

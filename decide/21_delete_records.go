@@ -11,77 +11,32 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(21, Served, 0, 2, deleteRecordsRequest, deleteRecordsResponse) }
+func init() { serve(21, 0, 2, deleteRecordsRequest, deleteRecordsResponse) }
 
-func deleteRecordsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed DeleteRecords"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.DeleteRecordsRequest)
-	kept := req.Topics[:0]
+func deleteRecordsRequest(s *Session, h *codec.RequestHeader, req *kmsg.DeleteRecordsRequest, p *Pending) Outcome {
+	req.Topics = keepTopics(req.Topics,
+		func(t *kmsg.DeleteRecordsRequestTopic) *string { return &t.Topic },
+		func(t *kmsg.DeleteRecordsRequestTopic) []int32 {
+			return partitionsOf(t.Partitions, func(p *kmsg.DeleteRecordsRequestTopicPartition) int32 { return p.Partition })
+		}, s.adminTopic(kerr.TopicAuthorizationFailed.Code), p.refused.topic)
+	reserve := int64(answerReserve)
 	for _, t := range req.Topics {
-		phys, code := s.View.AdminTopic(t.Topic, kerr.TopicAuthorizationFailed.Code)
-		if code != 0 {
-			d := addDropped(&p.Dropped, t.Topic, code)
-			for _, pp := range t.Partitions {
-				d.Partitions = append(d.Partitions, pp.Partition)
-			}
-			continue
-		}
-		t.Topic = phys
-		kept = append(kept, t)
+		reserve += 64 + int64(len(t.Partitions))*16
 	}
-	req.Topics = kept
-	if adminTooManyRefused(p, "DeleteRecords") {
-		return Disconnect, nil
-	}
-	if len(kept) == 0 {
-		resp := kmsg.NewPtrDeleteRecordsResponse()
-		resp.Version = h.Version
-		mergeDeleteRecordsDropped(resp, &p.Dropped)
-		s.answerKmsg(p, resp)
-		p.Cause = adminCause(p)
-		return Answer, nil
-	}
-	s.forwardKmsg(h, p.UpCorr, req)
-	p.Reserve = answerReserve
-	for _, t := range kept {
-		p.Reserve += 64 + int64(len(t.Partitions))*16
-	}
-	p.Reserve = boundReserve(p.Reserve)
-	return Forward, nil
+	return forwardAdmin(s, h, p, req, len(req.Topics) == 0, boundReserve(reserve), deleteRecordsResponse)
 }
 
-func mergeDeleteRecordsDropped(resp *kmsg.DeleteRecordsResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
-		rt := kmsg.NewDeleteRecordsResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
+func deleteRecordsResponse(s *Session, p *Pending, resp *kmsg.DeleteRecordsResponse) {
+	resp.Topics = mapBack(resp.Topics, func(t *kmsg.DeleteRecordsResponseTopic) *string { return &t.Topic }, s.toShort)
+	resp.Topics = appendRefused(resp.Topics, p.refused.topics,
+		func(name string, ps []kmsg.DeleteRecordsResponseTopicPartition) kmsg.DeleteRecordsResponseTopic {
+			t := kmsg.NewDeleteRecordsResponseTopic()
+			t.Topic, t.Partitions = name, ps
+			return t
+		},
+		func(partition int32, code int16) kmsg.DeleteRecordsResponseTopicPartition {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
-			rp.Partition, rp.LowWatermark, rp.ErrorCode = part, -1, t.Code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-}
-
-func deleteRecordsResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.DeleteRecordsResponse)
-	kept := resp.Topics[:0]
-	for _, t := range resp.Topics {
-		if short, ok := s.View.Short(t.Topic); ok {
-			t.Topic = short
-			kept = append(kept, t)
-		}
-	}
-	resp.Topics = kept
-	mergeDeleteRecordsDropped(resp, &p.Dropped)
-	s.answerKmsg(p, resp)
-	return nil
+			rp.Partition, rp.LowWatermark, rp.ErrorCode = partition, -1, code
+			return rp
+		})
 }

@@ -12,15 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(22, Served, 0, 5, initProducerIDRequest, initProducerIDResponse) }
+func init() { serve(22, 0, 5, initProducerIDRequest, pass[*kmsg.InitProducerIDResponse]) }
 
-func initProducerIDRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed InitProducerId"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.InitProducerIDRequest)
+func initProducerIDRequest(s *Session, h *codec.RequestHeader, req *kmsg.InitProducerIDRequest, p *Pending) Outcome {
 	var code int16
 	switch {
 	case req.TransactionalID == nil && !s.View.CanSend:
@@ -29,27 +23,13 @@ func initProducerIDRequest(s *Session, h *codec.RequestHeader, body []byte, p *P
 		code = kerr.TransactionalIDAuthorizationFailed.Code
 	}
 	if code != 0 {
-		resp := kmsg.NewPtrInitProducerIDResponse()
-		resp.Version = h.Version
-		resp.ErrorCode = code
-		resp.ProducerID, resp.ProducerEpoch = -1, -1
-		s.answerKmsg(p, resp)
-		p.Cause = kerr.ErrorForCode(code).Error()
-		return Answer, nil
+		return refuse(s, p, code, func(r *kmsg.InitProducerIDResponse) {
+			r.ErrorCode, r.ProducerID, r.ProducerEpoch = code, -1, -1
+		})
 	}
 	if req.TransactionalID != nil {
 		req.TransactionalID = kmsg.StringPtr(s.View.TxnName(*req.TransactionalID))
 	}
-	s.forwardKmsg(h, p.UpCorr, req)
 	p.Reserve = answerReserve
-	return Forward, nil
-}
-
-func initProducerIDResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	s.answerKmsg(p, r)
-	return nil
+	return s.forward(h, p, req)
 }

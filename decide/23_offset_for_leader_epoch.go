@@ -8,67 +8,34 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(23, Served, 2, 4, offsetForLeaderEpochRequest, offsetForLeaderEpochResponse) }
+func init() { serve(23, 2, 4, offsetForLeaderEpochRequest, offsetForLeaderEpochResponse) }
 
-func offsetForLeaderEpochRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed OffsetForLeaderEpoch"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.OffsetForLeaderEpochRequest)
+func offsetForLeaderEpochRequest(s *Session, h *codec.RequestHeader, req *kmsg.OffsetForLeaderEpochRequest, p *Pending) Outcome {
 	req.ReplicaID = -1
-	req.Topics = keepReceiveTopics(s.View, req.Topics,
+	req.Topics = keepTopics(req.Topics,
 		func(t *kmsg.OffsetForLeaderEpochRequestTopic) *string { return &t.Topic },
 		func(t *kmsg.OffsetForLeaderEpochRequestTopic) []int32 {
-			ps := make([]int32, 0, len(t.Partitions))
-			for _, p := range t.Partitions {
-				ps = append(ps, p.Partition)
-			}
-			return ps
-		}, &p.Dropped)
+			return partitionsOf(t.Partitions, func(p *kmsg.OffsetForLeaderEpochRequestTopicPartition) int32 { return p.Partition })
+		}, s.receiveTopic, p.refused.topic)
 	p.Reserve = answerReserve
 	if len(req.Topics) == 0 {
-		resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
-		resp.Version = h.Version
-		mergeEpochDropped(resp, &p.Dropped)
-		s.answerKmsg(p, resp)
-		return Answer, nil
+		return answerAlone(s, p, offsetForLeaderEpochResponse)
 	}
-	s.forwardKmsg(h, p.UpCorr, req)
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
-func mergeEpochDropped(resp *kmsg.OffsetForLeaderEpochResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
-		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
+func offsetForLeaderEpochResponse(s *Session, p *Pending, resp *kmsg.OffsetForLeaderEpochResponse) {
+	resp.Topics = mapBack(resp.Topics, func(t *kmsg.OffsetForLeaderEpochResponseTopic) *string { return &t.Topic }, s.toShort)
+	resp.Topics = appendRefused(resp.Topics, p.refused.topics,
+		func(name string, ps []kmsg.OffsetForLeaderEpochResponseTopicPartition) kmsg.OffsetForLeaderEpochResponseTopic {
+			t := kmsg.NewOffsetForLeaderEpochResponseTopic()
+			t.Topic, t.Partitions = name, ps
+			return t
+		},
+		func(partition int32, code int16) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
-			rp.Partition = part
-			rp.ErrorCode = t.Code
+			rp.Partition, rp.ErrorCode = partition, code
 			rp.LeaderEpoch, rp.EndOffset = -1, -1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-}
-
-func offsetForLeaderEpochResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.OffsetForLeaderEpochResponse)
-	kept := resp.Topics[:0]
-	for _, t := range resp.Topics {
-		if short, ok := s.View.Short(t.Topic); ok {
-			t.Topic = short
-			kept = append(kept, t)
-		}
-	}
-	resp.Topics = kept
-	mergeEpochDropped(resp, &p.Dropped)
-	s.answerKmsg(p, resp)
-	return nil
+			return rp
+		})
 }

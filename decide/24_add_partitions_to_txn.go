@@ -15,9 +15,8 @@ package decide
 // transactions are answered by the gateway, merged into the broker's answer
 // to the others.
 //
-// The refusals wait in the Pending: p.Dropped holds one entry per refused
-// topic, and p.unknownTopics, parallel to it, the transaction it belongs to
-// (an entry with a nil name stands for a refused transaction without topics).
+// The refusals wait in the Pending: one entry per refused transaction, with
+// its topics and their codes (refused.go).
 
 import (
 	"github.com/flexway/flexway/codec"
@@ -25,16 +24,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(24, Served, 0, 5, addPartitionsToTxnRequest, addPartitionsToTxnResponse) }
+func init() { serve(24, 0, 5, addPartitionsToTxnRequest, addPartitionsToTxnResponse) }
 
-func addPartitionsToTxnRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed AddPartitionsToTxn"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.AddPartitionsToTxnRequest)
-	p.Reserve = answerReserve + int64(len(body))
+func addPartitionsToTxnRequest(s *Session, h *codec.RequestHeader, req *kmsg.AddPartitionsToTxnRequest, p *Pending) Outcome {
+	p.Reserve = answerReserve + int64(s.bodyLen)
 	batched := h.Version >= 4
 	txns := req.Transactions
 	if !batched {
@@ -49,19 +42,10 @@ func addPartitionsToTxnRequest(s *Session, h *codec.RequestHeader, body []byte, 
 			})
 		}
 	}
-	kept := txns[:0]
-	for _, t := range txns {
-		if s.addPartitionsJudge(&t, p) {
-			kept = append(kept, t)
-		}
-	}
+	kept := keep(txns, func(t *kmsg.AddPartitionsToTxnRequestTransaction) bool { return s.addPartitionsJudge(t, p) })
 	if len(kept) == 0 {
-		resp := kmsg.NewPtrAddPartitionsToTxnResponse()
-		resp.Version = h.Version
-		mergeAddPartitionsDropped(resp, p)
-		s.answerKmsg(p, resp)
 		p.Cause = "transaction refused"
-		return Answer, nil
+		return answerAlone(s, p, addPartitionsToTxnResponse)
 	}
 	if batched {
 		req.Transactions = kept
@@ -73,8 +57,7 @@ func addPartitionsToTxnRequest(s *Session, h *codec.RequestHeader, body []byte, 
 			req.Topics = append(req.Topics, kmsg.AddPartitionsToTxnRequestTopic{Topic: tt.Topic, Partitions: tt.Partitions})
 		}
 	}
-	s.forwardKmsg(h, p.UpCorr, req)
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
 // addPartitionsJudge renames t to the broker's names and returns true, or
@@ -87,6 +70,7 @@ func (s *Session) addPartitionsJudge(t *kmsg.AddPartitionsToTxnRequestTransactio
 		refused = c != 0
 	}
 	if refused {
+		txn := txnRefusal{id: t.TransactionalID}
 		for _, tt := range t.Topics {
 			c := code
 			if c == 0 {
@@ -94,14 +78,9 @@ func (s *Session) addPartitionsJudge(t *kmsg.AddPartitionsToTxnRequestTransactio
 					c = kerr.OperationNotAttempted.Code
 				}
 			}
-			d := addDropped(&p.Dropped, tt.Topic, c)
-			d.Partitions = append(d.Partitions, tt.Partitions...)
-			p.unknownTopics = append(p.unknownTopics, t.TransactionalID)
+			txn.topics = append(txn.topics, refusal{name: tt.Topic, code: c, partitions: append([]int32(nil), tt.Partitions...)})
 		}
-		if len(t.Topics) == 0 {
-			p.Dropped.Topics = append(p.Dropped.Topics, codec.DroppedTopic{Code: code})
-			p.unknownTopics = append(p.unknownTopics, t.TransactionalID)
-		}
+		p.refused.txns = append(p.refused.txns, txn)
 		return false
 	}
 	for i := range t.Topics {
@@ -111,83 +90,51 @@ func (s *Session) addPartitionsJudge(t *kmsg.AddPartitionsToTxnRequestTransactio
 	return true
 }
 
-// mergeAddPartitionsDropped appends the gateway's refusals to resp.
-func mergeAddPartitionsDropped(resp *kmsg.AddPartitionsToTxnResponse, p *Pending) {
-	for i, d := range p.Dropped.Topics {
-		var rt *kmsg.AddPartitionsToTxnResponseTransactionTopic
-		if resp.Version >= 4 {
-			id := p.unknownTopics[i]
-			var txn *kmsg.AddPartitionsToTxnResponseTransaction
-			for j := range resp.Transactions {
-				if resp.Transactions[j].TransactionalID == id {
-					txn = &resp.Transactions[j]
-				}
+func addPartitionsToTxnResponse(s *Session, p *Pending, resp *kmsg.AddPartitionsToTxnResponse) {
+	resp.Topics = mapBack(resp.Topics, func(t *kmsg.AddPartitionsToTxnResponseTopic) *string { return &t.Topic }, s.toShort)
+	resp.Transactions = mapBack(resp.Transactions, func(t *kmsg.AddPartitionsToTxnResponseTransaction) *string { return &t.TransactionalID }, s.txnShort)
+	for i := range resp.Transactions {
+		txn := &resp.Transactions[i]
+		txn.Topics = mapBack(txn.Topics, func(t *kmsg.AddPartitionsToTxnResponseTransactionTopic) *string { return &t.Topic }, s.toShort)
+	}
+	// The gateway's refusals: from v4 in the transaction of the answer
+	// named as the refused one (the last such), or a new one.
+	for _, refused := range p.refused.txns {
+		if resp.Version < 4 {
+			resp.Topics = appendRefused(resp.Topics, refused.topics,
+				func(name string, ps []kmsg.AddPartitionsToTxnResponseTopicPartition) kmsg.AddPartitionsToTxnResponseTopic {
+					t := kmsg.NewAddPartitionsToTxnResponseTopic()
+					t.Topic, t.Partitions = name, ps
+					return t
+				},
+				func(partition int32, code int16) kmsg.AddPartitionsToTxnResponseTopicPartition {
+					rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = partition, code
+					return rp
+				})
+			continue
+		}
+		var txn *kmsg.AddPartitionsToTxnResponseTransaction
+		for j := range resp.Transactions {
+			if resp.Transactions[j].TransactionalID == refused.id {
+				txn = &resp.Transactions[j]
 			}
-			if txn == nil {
-				resp.Transactions = append(resp.Transactions, kmsg.NewAddPartitionsToTxnResponseTransaction())
-				txn = &resp.Transactions[len(resp.Transactions)-1]
-				txn.TransactionalID = id
-			}
-			if d.Name == nil {
-				continue
-			}
-			txn.Topics = append(txn.Topics, kmsg.NewAddPartitionsToTxnResponseTransactionTopic())
-			rt = &txn.Topics[len(txn.Topics)-1]
-			rt.Topic = string(d.Name)
-			for _, part := range d.Partitions {
+		}
+		if txn == nil {
+			resp.Transactions = append(resp.Transactions, kmsg.NewAddPartitionsToTxnResponseTransaction())
+			txn = &resp.Transactions[len(resp.Transactions)-1]
+			txn.TransactionalID = refused.id
+		}
+		txn.Topics = appendRefused(txn.Topics, refused.topics,
+			func(name string, ps []kmsg.AddPartitionsToTxnResponseTransactionTopicPartition) kmsg.AddPartitionsToTxnResponseTransactionTopic {
+				t := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+				t.Topic, t.Partitions = name, ps
+				return t
+			},
+			func(partition int32, code int16) kmsg.AddPartitionsToTxnResponseTransactionTopicPartition {
 				rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
-				rp.Partition, rp.ErrorCode = part, d.Code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			continue
-		}
-		if d.Name == nil {
-			continue
-		}
-		t := kmsg.NewAddPartitionsToTxnResponseTopic()
-		t.Topic = string(d.Name)
-		for _, part := range d.Partitions {
-			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = part, d.Code
-			t.Partitions = append(t.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, t)
+				rp.Partition, rp.ErrorCode = partition, code
+				return rp
+			})
 	}
-}
-
-func addPartitionsToTxnResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.AddPartitionsToTxnResponse)
-	kept := resp.Topics[:0]
-	for _, t := range resp.Topics {
-		if short, ok := s.View.Short(t.Topic); ok {
-			t.Topic = short
-			kept = append(kept, t)
-		}
-	}
-	resp.Topics = kept
-	keptTxns := resp.Transactions[:0]
-	for _, txn := range resp.Transactions {
-		id, ok := s.txnShort(txn.TransactionalID)
-		if !ok {
-			continue
-		}
-		txn.TransactionalID = id
-		topics := txn.Topics[:0]
-		for _, t := range txn.Topics {
-			if short, ok := s.View.Short(t.Topic); ok {
-				t.Topic = short
-				topics = append(topics, t)
-			}
-		}
-		txn.Topics = topics
-		keptTxns = append(keptTxns, txn)
-	}
-	resp.Transactions = keptTxns
-	mergeAddPartitionsDropped(resp, p)
-	s.answerKmsg(p, resp)
-	return nil
 }

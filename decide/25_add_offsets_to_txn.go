@@ -9,45 +9,23 @@ package decide
 
 import (
 	"github.com/flexway/flexway/codec"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(25, Served, 0, 4, addOffsetsToTxnRequest, addOffsetsToTxnResponse) }
+func init() { serve(25, 0, 4, addOffsetsToTxnRequest, pass[*kmsg.AddOffsetsToTxnResponse]) }
 
-func addOffsetsToTxnRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed AddOffsetsToTxn"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.AddOffsetsToTxnRequest)
+// The answer holds an error code alone: it passes, scrubbed (D9).
+func addOffsetsToTxnRequest(s *Session, h *codec.RequestHeader, req *kmsg.AddOffsetsToTxnRequest, p *Pending) Outcome {
 	code := s.txnRefusal(req.TransactionalID)
 	var group string
 	if code == 0 {
-		group, code = s.txnGroup(req.Group)
+		group, code = s.group(req.Group)
 	}
 	if code != 0 {
-		resp := kmsg.NewPtrAddOffsetsToTxnResponse()
-		resp.Version = h.Version
-		resp.ErrorCode = code
-		s.answerKmsg(p, resp)
-		p.Cause = kerr.ErrorForCode(code).Error()
-		return Answer, nil
+		return refuse(s, p, code, func(r *kmsg.AddOffsetsToTxnResponse) { r.ErrorCode = code })
 	}
 	req.TransactionalID = s.View.TxnName(req.TransactionalID)
 	req.Group = group
-	s.forwardKmsg(h, p.UpCorr, req)
 	p.Reserve = answerReserve
-	return Forward, nil
-}
-
-// The answer holds an error code alone: scrub drops the rest (D9).
-func addOffsetsToTxnResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	s.answerKmsg(p, r)
-	return nil
+	return s.forward(h, p, req)
 }

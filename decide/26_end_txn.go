@@ -7,38 +7,16 @@ package decide
 
 import (
 	"github.com/flexway/flexway/codec"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(26, Served, 0, 5, endTxnRequest, endTxnResponse) }
+func init() { serve(26, 0, 5, endTxnRequest, pass[*kmsg.EndTxnResponse]) }
 
-func endTxnRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed EndTxn"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.EndTxnRequest)
+func endTxnRequest(s *Session, h *codec.RequestHeader, req *kmsg.EndTxnRequest, p *Pending) Outcome {
 	if code := s.txnRefusal(req.TransactionalID); code != 0 {
-		resp := kmsg.NewPtrEndTxnResponse()
-		resp.Version = h.Version
-		resp.ErrorCode = code
-		s.answerKmsg(p, resp)
-		p.Cause = kerr.ErrorForCode(code).Error()
-		return Answer, nil
+		return refuse(s, p, code, func(r *kmsg.EndTxnResponse) { r.ErrorCode = code })
 	}
 	req.TransactionalID = s.View.TxnName(req.TransactionalID)
-	s.forwardKmsg(h, p.UpCorr, req)
 	p.Reserve = answerReserve
-	return Forward, nil
-}
-
-func endTxnResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	s.answerKmsg(p, r)
-	return nil
+	return s.forward(h, p, req)
 }

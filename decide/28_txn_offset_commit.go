@@ -14,88 +14,46 @@ package decide
 
 import (
 	"github.com/flexway/flexway/codec"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(28, Served, 0, 5, txnOffsetCommitRequest, txnOffsetCommitResponse) }
+func init() { serve(28, 0, 5, txnOffsetCommitRequest, txnOffsetCommitResponse) }
 
-func txnOffsetCommitRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed TxnOffsetCommit"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.TxnOffsetCommitRequest)
-	p.Reserve = answerReserve + int64(len(body))
+func txnOffsetCommitRequest(s *Session, h *codec.RequestHeader, req *kmsg.TxnOffsetCommitRequest, p *Pending) Outcome {
+	p.Reserve = answerReserve + int64(s.bodyLen)
 	code := s.txnRefusal(req.TransactionalID)
 	var group string
 	if code == 0 {
-		group, code = s.txnGroup(req.Group)
+		group, code = s.group(req.Group)
 	}
 	asked := len(req.Topics)
-	kept := req.Topics[:0]
-	for _, t := range req.Topics {
-		c := code
-		var phys []byte
-		if c == 0 {
-			phys, c = s.View.FetchTopic([]byte(t.Topic))
-		}
-		if c != 0 {
-			d := addDropped(&p.Dropped, t.Topic, c)
-			for _, pp := range t.Partitions {
-				d.Partitions = append(d.Partitions, pp.Partition)
-			}
-			continue
-		}
-		t.Topic = string(phys)
-		kept = append(kept, t)
-	}
-	req.Topics = kept
-	if code != 0 || (len(kept) == 0 && asked > 0) {
-		resp := kmsg.NewPtrTxnOffsetCommitResponse()
-		resp.Version = h.Version
-		mergeTxnOffsetCommitDropped(resp, &p.Dropped)
-		s.answerKmsg(p, resp)
+	req.Topics = keepTopics(req.Topics,
+		func(t *kmsg.TxnOffsetCommitRequestTopic) *string { return &t.Topic },
+		func(t *kmsg.TxnOffsetCommitRequestTopic) []int32 {
+			return partitionsOf(t.Partitions, func(p *kmsg.TxnOffsetCommitRequestTopicPartition) int32 { return p.Partition })
+		}, unless(code, s.receiveTopic), p.refused.topic)
+	if code != 0 || (len(req.Topics) == 0 && asked > 0) {
 		if code != 0 {
-			p.Cause = kerr.ErrorForCode(code).Error()
+			p.Cause = causeOf(code)
 		}
-		return Answer, nil
+		return answerAlone(s, p, txnOffsetCommitResponse)
 	}
 	req.TransactionalID = s.View.TxnName(req.TransactionalID)
 	req.Group = group
-	s.forwardKmsg(h, p.UpCorr, req)
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
-func mergeTxnOffsetCommitDropped(resp *kmsg.TxnOffsetCommitResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
-		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
+func txnOffsetCommitResponse(s *Session, p *Pending, resp *kmsg.TxnOffsetCommitResponse) {
+	resp.Topics = mapBack(resp.Topics, func(t *kmsg.TxnOffsetCommitResponseTopic) *string { return &t.Topic }, s.toShort)
+	resp.Topics = appendRefused(resp.Topics, p.refused.topics,
+		func(name string, ps []kmsg.TxnOffsetCommitResponseTopicPartition) kmsg.TxnOffsetCommitResponseTopic {
+			t := kmsg.NewTxnOffsetCommitResponseTopic()
+			t.Topic, t.Partitions = name, ps
+			return t
+		},
+		func(partition int32, code int16) kmsg.TxnOffsetCommitResponseTopicPartition {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = part, t.Code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-}
-
-func txnOffsetCommitResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.TxnOffsetCommitResponse)
-	kept := resp.Topics[:0]
-	for _, t := range resp.Topics {
-		if short, ok := s.View.Short(t.Topic); ok {
-			t.Topic = short
-			kept = append(kept, t)
-		}
-	}
-	resp.Topics = kept
-	mergeTxnOffsetCommitDropped(resp, &p.Dropped)
-	s.answerKmsg(p, resp)
-	return nil
+			rp.Partition, rp.ErrorCode = partition, code
+			return rp
+		})
 }

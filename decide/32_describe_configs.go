@@ -12,75 +12,32 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(32, Served, 0, 4, describeConfigsRequest, describeConfigsResponse) }
+func init() { serve(32, 0, 4, describeConfigsRequest, describeConfigsResponse) }
 
-func describeConfigsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed DescribeConfigs"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.DescribeConfigsRequest)
-	kept := req.Resources[:0]
-	for _, res := range req.Resources {
-		phys, code := s.configResource(res.ResourceType, res.ResourceName)
-		if code != 0 {
-			refuseResource(p, res.ResourceType, res.ResourceName, code)
-			continue
-		}
-		res.ResourceName = phys
-		kept = append(kept, res)
-	}
-	req.Resources = kept
+func describeConfigsRequest(s *Session, h *codec.RequestHeader, req *kmsg.DescribeConfigsRequest, p *Pending) Outcome {
+	req.Resources = keep(req.Resources, func(res *kmsg.DescribeConfigsRequestResource) bool {
+		return s.judgeResource(p, res.ResourceType, &res.ResourceName, nil)
+	})
 	req.IncludeSynonyms = false
 	req.IncludeDocumentation = false
-	if adminTooManyRefused(p, "DescribeConfigs") {
-		return Disconnect, nil
-	}
-	if len(kept) == 0 {
-		resp := kmsg.NewPtrDescribeConfigsResponse()
-		resp.Version = h.Version
-		mergeDescribeConfigsDropped(resp, &p.Dropped)
-		s.answerKmsg(p, resp)
-		p.Cause = adminCause(p)
-		return Answer, nil
-	}
-	s.forwardKmsg(h, p.UpCorr, req)
-	p.Reserve = adminReserveFor(len(kept))
-	return Forward, nil
+	return forwardAdmin(s, h, p, req, len(req.Resources) == 0, adminReserveFor(len(req.Resources)), describeConfigsResponse)
 }
 
-func mergeDescribeConfigsDropped(resp *kmsg.DescribeConfigsResponse, d *codec.Dropped) {
-	for i := range d.Topics {
-		t := &d.Topics[i]
-		rr := kmsg.NewDescribeConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName, rr.ErrorCode = resourceType(t), string(t.Name), t.Code
-		resp.Resources = append(resp.Resources, rr)
-	}
-}
-
-func describeConfigsResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.DescribeConfigsResponse)
-	kept := resp.Resources[:0]
-	for _, res := range resp.Resources {
-		short, ok := s.configTopicShort(res.ResourceType, res.ResourceName)
-		if !ok {
-			continue
+func describeConfigsResponse(s *Session, p *Pending, resp *kmsg.DescribeConfigsResponse) {
+	resp.Resources = keep(resp.Resources, func(res *kmsg.DescribeConfigsResponseResource) bool {
+		if !s.configTopicShort(res.ResourceType, &res.ResourceName) {
+			return false
 		}
-		res.ResourceName = short
 		for i := range res.Configs {
 			c := &res.Configs[i]
 			c.ConfigSynonyms = nil
 			c.Documentation = nil
 		}
-		kept = append(kept, res)
-	}
-	resp.Resources = kept
-	mergeDescribeConfigsDropped(resp, &p.Dropped)
-	s.answerKmsg(p, resp)
-	return nil
+		return true
+	})
+	resp.Resources = appendEach(resp.Resources, p.refused.resources, func(r *refusedResource) kmsg.DescribeConfigsResponseResource {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = r.typ, r.name, r.code
+		return rr
+	})
 }

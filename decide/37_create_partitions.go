@@ -11,69 +11,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(37, Served, 0, 3, createPartitionsRequest, createPartitionsResponse) }
+func init() { serve(37, 0, 3, createPartitionsRequest, createPartitionsResponse) }
 
-func createPartitionsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed CreatePartitions"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.CreatePartitionsRequest)
-	kept := req.Topics[:0]
-	for _, t := range req.Topics {
+func createPartitionsRequest(s *Session, h *codec.RequestHeader, req *kmsg.CreatePartitionsRequest, p *Pending) Outcome {
+	req.Topics = keep(req.Topics, func(t *kmsg.CreatePartitionsRequestTopic) bool {
 		phys, code := s.View.AdminTopic(t.Topic, kerr.TopicAuthorizationFailed.Code)
 		if code == 0 && (len(t.Assignment) > 0 || !s.partitionsAllowed(t.Count)) {
 			code = kerr.PolicyViolation.Code
 		}
 		if code != 0 {
-			addDropped(&p.Dropped, t.Topic, code)
-			continue
+			p.refused.topic(t.Topic, code, nil)
+			return false
 		}
 		t.Topic = phys
 		t.Assignment = nil // placement is the cluster's
-		kept = append(kept, t)
-	}
-	req.Topics = kept
-	if adminTooManyRefused(p, "CreatePartitions") {
-		return Disconnect, nil
-	}
-	if len(kept) == 0 {
-		resp := kmsg.NewPtrCreatePartitionsResponse()
-		resp.Version = h.Version
-		mergeCreatePartitionsDropped(resp, &p.Dropped)
-		s.answerKmsg(p, resp)
-		p.Cause = adminCause(p)
-		return Answer, nil
-	}
-	s.forwardKmsg(h, p.UpCorr, req)
-	p.Reserve = boundReserve(answerReserve + int64(len(kept))*64)
-	return Forward, nil
+		return true
+	})
+	return forwardAdmin(s, h, p, req, len(req.Topics) == 0, boundReserve(answerReserve+int64(len(req.Topics))*64), createPartitionsResponse)
 }
 
-func mergeCreatePartitionsDropped(resp *kmsg.CreatePartitionsResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
-		rt := kmsg.NewCreatePartitionsResponseTopic()
-		rt.Topic, rt.ErrorCode = string(t.Name), t.Code
-		resp.Topics = append(resp.Topics, rt)
-	}
-}
-
-func createPartitionsResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.CreatePartitionsResponse)
-	kept := resp.Topics[:0]
-	for _, t := range resp.Topics {
-		if short, ok := s.View.Short(t.Topic); ok {
-			t.Topic = short
-			kept = append(kept, t)
-		}
-	}
-	resp.Topics = kept
-	mergeCreatePartitionsDropped(resp, &p.Dropped)
-	s.answerKmsg(p, resp)
-	return nil
+func createPartitionsResponse(s *Session, p *Pending, resp *kmsg.CreatePartitionsResponse) {
+	resp.Topics = mapBack(resp.Topics, func(t *kmsg.CreatePartitionsResponseTopic) *string { return &t.Topic }, s.toShort)
+	resp.Topics = appendEach(resp.Topics, p.refused.topics, func(r *refusal) kmsg.CreatePartitionsResponseTopic {
+		t := kmsg.NewCreatePartitionsResponseTopic()
+		t.Topic, t.ErrorCode = r.name, r.code
+		return t
+	})
 }

@@ -8,75 +8,29 @@ package decide
 
 import (
 	"github.com/flexway/flexway/codec"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(42, Served, 0, 3, deleteGroupsRequest, deleteGroupsResponse) }
+func init() { serve(42, 0, 3, deleteGroupsRequest, deleteGroupsResponse) }
 
-func deleteGroupsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed DeleteGroups"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.DeleteGroupsRequest)
-	kept := req.Groups[:0]
-	for _, g := range req.Groups {
-		code := int16(0)
-		name, ok := s.groupName(g)
-		switch {
-		case !s.View.CanAdminGroups:
-			code = kerr.GroupAuthorizationFailed.Code
-		case !ok:
-			code = kerr.InvalidGroupID.Code
-		}
+func deleteGroupsRequest(s *Session, h *codec.RequestHeader, req *kmsg.DeleteGroupsRequest, p *Pending) Outcome {
+	req.Groups = keep(req.Groups, func(g *string) bool {
+		name, code := s.adminGroup(*g)
 		if code != 0 {
-			addDropped(&p.Dropped, g, code)
-			continue
+			p.refused.group(*g, code)
+			return false
 		}
-		kept = append(kept, name)
-	}
-	req.Groups = kept
-	if adminTooManyRefused(p, "DeleteGroups") {
-		return Disconnect, nil
-	}
-	if len(kept) == 0 {
-		resp := kmsg.NewPtrDeleteGroupsResponse()
-		resp.Version = h.Version
-		mergeDeleteGroupsDropped(resp, &p.Dropped)
-		s.answerKmsg(p, resp)
-		p.Cause = adminCause(p)
-		return Answer, nil
-	}
-	s.forwardKmsg(h, p.UpCorr, req)
-	p.Reserve = boundReserve(answerReserve + int64(len(kept))*64)
-	return Forward, nil
+		*g = name
+		return true
+	})
+	return forwardAdmin(s, h, p, req, len(req.Groups) == 0, boundReserve(answerReserve+int64(len(req.Groups))*64), deleteGroupsResponse)
 }
 
-func mergeDeleteGroupsDropped(resp *kmsg.DeleteGroupsResponse, d *codec.Dropped) {
-	for _, g := range d.Topics {
-		rg := kmsg.NewDeleteGroupsResponseGroup()
-		rg.Group, rg.ErrorCode = string(g.Name), g.Code
-		resp.Groups = append(resp.Groups, rg)
-	}
-}
-
-func deleteGroupsResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.DeleteGroupsResponse)
-	kept := resp.Groups[:0]
-	for _, g := range resp.Groups {
-		if short, ok := s.groupShort(g.Group); ok {
-			g.Group = short
-			kept = append(kept, g)
-		}
-	}
-	resp.Groups = kept
-	mergeDeleteGroupsDropped(resp, &p.Dropped)
-	s.answerKmsg(p, resp)
-	return nil
+func deleteGroupsResponse(s *Session, p *Pending, resp *kmsg.DeleteGroupsResponse) {
+	resp.Groups = mapBack(resp.Groups, func(g *kmsg.DeleteGroupsResponseGroup) *string { return &g.Group }, s.groupShort)
+	resp.Groups = appendEach(resp.Groups, p.refused.groups, func(r *refusal) kmsg.DeleteGroupsResponseGroup {
+		g := kmsg.NewDeleteGroupsResponseGroup()
+		g.Group, g.ErrorCode = r.name, r.code
+		return g
+	})
 }

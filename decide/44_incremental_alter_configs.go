@@ -16,74 +16,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(44, Served, 0, 1, alterConfigsRequest, alterConfigsResponse) }
+func init() { serve(44, 0, 1, alterConfigsRequest, alterConfigsResponse) }
 
-func alterConfigsRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed IncrementalAlterConfigs"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.IncrementalAlterConfigsRequest)
-	kept := req.Resources[:0]
-	for _, res := range req.Resources {
-		phys, code := s.configResource(res.ResourceType, res.ResourceName)
-		if code == 0 {
+func alterConfigsRequest(s *Session, h *codec.RequestHeader, req *kmsg.IncrementalAlterConfigsRequest, p *Pending) Outcome {
+	req.Resources = keep(req.Resources, func(res *kmsg.IncrementalAlterConfigsRequestResource) bool {
+		return s.judgeResource(p, res.ResourceType, &res.ResourceName, func() int16 {
 			for i := range res.Configs {
 				if !s.alterConfig(&res.Configs[i]) {
-					code = kerr.PolicyViolation.Code
-					break
+					return kerr.PolicyViolation.Code
 				}
 			}
-		}
-		if code != 0 {
-			refuseResource(p, res.ResourceType, res.ResourceName, code)
-			continue
-		}
-		res.ResourceName = phys
-		kept = append(kept, res)
-	}
-	req.Resources = kept
-	if adminTooManyRefused(p, "IncrementalAlterConfigs") {
-		return Disconnect, nil
-	}
-	if len(kept) == 0 {
-		resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
-		resp.Version = h.Version
-		mergeAlterConfigsDropped(resp, &p.Dropped)
-		s.answerKmsg(p, resp)
-		p.Cause = adminCause(p)
-		return Answer, nil
-	}
-	s.forwardKmsg(h, p.UpCorr, req)
-	p.Reserve = boundReserve(answerReserve + int64(len(kept))*64)
-	return Forward, nil
+			return 0
+		})
+	})
+	return forwardAdmin(s, h, p, req, len(req.Resources) == 0, boundReserve(answerReserve+int64(len(req.Resources))*64), alterConfigsResponse)
 }
 
-func mergeAlterConfigsDropped(resp *kmsg.IncrementalAlterConfigsResponse, d *codec.Dropped) {
-	for i := range d.Topics {
-		t := &d.Topics[i]
+func alterConfigsResponse(s *Session, p *Pending, resp *kmsg.IncrementalAlterConfigsResponse) {
+	resp.Resources = keep(resp.Resources, func(res *kmsg.IncrementalAlterConfigsResponseResource) bool {
+		return s.configTopicShort(res.ResourceType, &res.ResourceName)
+	})
+	resp.Resources = appendEach(resp.Resources, p.refused.resources, func(r *refusedResource) kmsg.IncrementalAlterConfigsResponseResource {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName, rr.ErrorCode = resourceType(t), string(t.Name), t.Code
-		resp.Resources = append(resp.Resources, rr)
-	}
-}
-
-func alterConfigsResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.IncrementalAlterConfigsResponse)
-	kept := resp.Resources[:0]
-	for _, res := range resp.Resources {
-		if short, ok := s.configTopicShort(res.ResourceType, res.ResourceName); ok {
-			res.ResourceName = short
-			kept = append(kept, res)
-		}
-	}
-	resp.Resources = kept
-	mergeAlterConfigsDropped(resp, &p.Dropped)
-	s.answerKmsg(p, resp)
-	return nil
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = r.typ, r.name, r.code
+		return rr
+	})
 }

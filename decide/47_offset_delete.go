@@ -14,94 +14,38 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(47, Served, 0, 0, offsetDeleteRequest, offsetDeleteResponse) }
+func init() { serve(47, 0, 0, offsetDeleteRequest, offsetDeleteResponse) }
 
-func offsetDeleteRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed OffsetDelete"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.OffsetDeleteRequest)
-	name, ok := s.groupName(req.Group)
-	code := int16(0)
-	switch {
-	case !s.View.CanAdminGroups:
-		code = kerr.GroupAuthorizationFailed.Code
-	case !ok:
-		code = kerr.InvalidGroupID.Code
-	}
+func offsetDeleteRequest(s *Session, h *codec.RequestHeader, req *kmsg.OffsetDeleteRequest, p *Pending) Outcome {
+	group, code := s.adminGroup(req.Group)
 	if code != 0 {
-		resp := kmsg.NewPtrOffsetDeleteResponse()
-		resp.Version = h.Version
-		resp.ErrorCode = code
-		s.answerKmsg(p, resp)
-		p.Cause = refusal(code)
-		return Answer, nil
+		return refuse(s, p, code, func(r *kmsg.OffsetDeleteResponse) { r.ErrorCode = code })
 	}
-	req.Group = name
-	kept := req.Topics[:0]
+	req.Group = group
+	req.Topics = keepTopics(req.Topics,
+		func(t *kmsg.OffsetDeleteRequestTopic) *string { return &t.Topic },
+		func(t *kmsg.OffsetDeleteRequestTopic) []int32 {
+			return partitionsOf(t.Partitions, func(p *kmsg.OffsetDeleteRequestTopicPartition) int32 { return p.Partition })
+		}, s.adminTopic(kerr.UnknownTopicOrPartition.Code), p.refused.topic)
+	reserve := int64(answerReserve)
 	for _, t := range req.Topics {
-		phys, code := s.View.AdminTopic(t.Topic, kerr.UnknownTopicOrPartition.Code)
-		if code != 0 {
-			d := addDropped(&p.Dropped, t.Topic, code)
-			for _, pp := range t.Partitions {
-				d.Partitions = append(d.Partitions, pp.Partition)
-			}
-			continue
-		}
-		t.Topic = phys
-		kept = append(kept, t)
+		reserve += 64 + int64(len(t.Partitions))*8
 	}
-	req.Topics = kept
-	if adminTooManyRefused(p, "OffsetDelete") {
-		return Disconnect, nil
-	}
-	if len(kept) == 0 && len(p.Dropped.Topics) > 0 {
-		resp := kmsg.NewPtrOffsetDeleteResponse()
-		resp.Version = h.Version
-		mergeOffsetDeleteDropped(resp, &p.Dropped)
-		s.answerKmsg(p, resp)
-		p.Cause = adminCause(p)
-		return Answer, nil
-	}
-	s.forwardKmsg(h, p.UpCorr, req)
-	p.Reserve = answerReserve
-	for _, t := range kept {
-		p.Reserve += 64 + int64(len(t.Partitions))*8
-	}
-	p.Reserve = boundReserve(p.Reserve)
-	return Forward, nil
+	alone := len(req.Topics) == 0 && len(p.refused.topics) > 0
+	return forwardAdmin(s, h, p, req, alone, boundReserve(reserve), offsetDeleteResponse)
 }
 
-func mergeOffsetDeleteDropped(resp *kmsg.OffsetDeleteResponse, d *codec.Dropped) {
-	for _, t := range d.Topics {
-		rt := kmsg.NewOffsetDeleteResponseTopic()
-		rt.Topic = string(t.Name)
-		for _, part := range t.Partitions {
+func offsetDeleteResponse(s *Session, p *Pending, resp *kmsg.OffsetDeleteResponse) {
+	resp.Topics = mapBack(resp.Topics, func(t *kmsg.OffsetDeleteResponseTopic) *string { return &t.Topic }, s.toShort)
+	resp.Topics = appendRefused(resp.Topics, p.refused.topics,
+		func(name string, ps []kmsg.OffsetDeleteResponseTopicPartition) kmsg.OffsetDeleteResponseTopic {
+			t := kmsg.NewOffsetDeleteResponseTopic()
+			t.Topic, t.Partitions = name, ps
+			return t
+		},
+		func(partition int32, code int16) kmsg.OffsetDeleteResponseTopicPartition {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = part, t.Code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-}
-
-func offsetDeleteResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.OffsetDeleteResponse)
-	kept := resp.Topics[:0]
-	for _, t := range resp.Topics {
-		if short, ok := s.View.Short(t.Topic); ok {
-			t.Topic = short
-			kept = append(kept, t)
-		}
-	}
-	resp.Topics = kept
-	mergeOffsetDeleteDropped(resp, &p.Dropped)
-	s.answerKmsg(p, resp)
-	return nil
+			rp.Partition, rp.ErrorCode = partition, code
+			return rp
+		})
 }

@@ -17,50 +17,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { reg(60, Served, 0, 2, describeClusterRequest, describeClusterResponse) }
+func init() { serve(60, 0, 2, describeClusterRequest, describeClusterResponse) }
 
 // endpointBrokers is DescribeCluster's EndpointType of brokers (KIP-919).
 const endpointBrokers = 1
 
-func describeClusterRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error) {
-	r, err := decodeRequest(h, body)
-	if err != nil {
-		p.Cause = "malformed DescribeCluster"
-		return Disconnect, nil
-	}
-	req := r.(*kmsg.DescribeClusterRequest)
+func describeClusterRequest(s *Session, h *codec.RequestHeader, req *kmsg.DescribeClusterRequest, p *Pending) Outcome {
 	if h.Version >= 1 && req.EndpointType != endpointBrokers {
-		resp := kmsg.NewPtrDescribeClusterResponse()
-		resp.Version = h.Version
-		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		code := kerr.UnsupportedEndpointType.Code
 		if req.EndpointType == 2 {
-			resp.ErrorCode = kerr.MismatchedEndpointType.Code
+			code = kerr.MismatchedEndpointType.Code
 		}
-		resp.ClusterAuthorizedOperations = math.MinInt32
-		s.answerKmsg(p, resp)
-		p.Cause = kerr.ErrorForCode(resp.ErrorCode).Error()
-		return Answer, nil
+		return refuse(s, p, code, func(r *kmsg.DescribeClusterResponse) {
+			r.ErrorCode, r.ClusterAuthorizedOperations = code, math.MinInt32
+		})
 	}
 	req.IncludeClusterAuthorizedOperations = false
-	s.forwardKmsg(h, p.UpCorr, req)
 	p.Reserve = answerReserve
-	return Forward, nil
+	return s.forward(h, p, req)
 }
 
-func describeClusterResponse(s *Session, p *Pending, body []byte) error {
-	r, err := decodeResponse(p, body)
-	if err != nil {
-		return err
-	}
-	resp := r.(*kmsg.DescribeClusterResponse)
+func describeClusterResponse(s *Session, p *Pending, resp *kmsg.DescribeClusterResponse) {
 	for i := range resp.Brokers {
 		b := &resp.Brokers[i]
-		s.Brokers.Learn(b.NodeID, b.Host, b.Port)
-		b.Host, b.Port = s.Brokers.Advertise(b.NodeID)
-		b.Rack = nil
+		b.Host, b.Port, b.Rack = s.broker(b.NodeID, b.Host, b.Port)
 	}
 	resp.ClusterID = s.View.Cluster.Name
 	resp.ClusterAuthorizedOperations = math.MinInt32
-	s.answerKmsg(p, resp)
-	return nil
 }

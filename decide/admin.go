@@ -33,11 +33,11 @@ package decide
 //     what was judged). A DELETE (IncrementalAlterConfigs) of an
 //     allow-listed key, back to the broker's default, always passes.
 //   - What the gateway refuses it answers itself, merged after the broker's
-//     answer (or alone when nothing is left to forward). Pending.Dropped
-//     carries the refused entries: Name the client's name (topic, group or
-//     config resource), Code the error, Partitions the refused partitions
-//     (DeleteRecords, OffsetDelete) or, for a config resource, its type
-//     (one element).
+//     answer (or alone when nothing is left to forward). The Pending's
+//     refusals carry the refused entries by the client's names (refused.go):
+//     topics with their code (and their partitions for DeleteRecords and
+//     OffsetDelete), groups with their code, config resources with their
+//     type and code.
 //   - Answers: names mapped back, anything not the view's left out,
 //     ErrorMessages dropped (scrub); DescribeConfigs never asks for nor
 //     shows synonyms or documentation (the broker's own settings).
@@ -258,44 +258,60 @@ func (s *Session) configResource(typ kmsg.ConfigResourceType, name string) (stri
 	return "", kerr.ClusterAuthorizationFailed.Code // never a broker resource
 }
 
-// refuseResource records a config resource the gateway answers itself.
-func refuseResource(p *Pending, typ kmsg.ConfigResourceType, name string, code int16) {
-	d := addDropped(&p.Dropped, name, code)
-	d.Partitions = append(d.Partitions, int32(typ))
+// judgeResource judges a config resource of a request: renamed to the
+// physical topic, or recorded refused in p. policy (nil: none) judges the
+// configurations of a resource the session may administer.
+func (s *Session) judgeResource(p *Pending, typ kmsg.ConfigResourceType, name *string, policy func() int16) bool {
+	phys, code := s.configResource(typ, *name)
+	if code == 0 && policy != nil {
+		code = policy()
+	}
+	if code != 0 {
+		p.refused.resource(typ, *name, code)
+		return false
+	}
+	*name = phys
+	return true
 }
 
-// resourceType reads back a refused config resource's type.
-func resourceType(d *codec.DroppedTopic) kmsg.ConfigResourceType {
-	if len(d.Partitions) == 0 {
-		return kmsg.ConfigResourceTypeUnknown
+// forwardAdmin ends the judgement of an administration request whose
+// refused entries are in p: past maxRefused of them the request
+// disconnects (an answer is never built for a request no client sends; see
+// groups.go); alone (nothing left to forward), the gateway answers alone;
+// otherwise req goes to the broker, reserve bytes reserved for its answer.
+func forwardAdmin[T any, PT response[T]](s *Session, h *codec.RequestHeader, p *Pending, req kmsg.Request, alone bool,
+	reserve int64, rewrite func(*Session, *Pending, PT)) Outcome {
+	switch {
+	case p.refused.tooMany():
+		p.Cause = Name(h.Key) + " refused for too many entries"
+		return Disconnect
+	case alone:
+		p.Cause = adminCause(p)
+		return answerAlone(s, p, rewrite)
 	}
-	return kmsg.ConfigResourceType(d.Partitions[0])
-}
-
-// adminTooManyRefused: past maxRefused entries answered by the gateway,
-// the request disconnects (an answer is never built for a request no
-// client sends; see groups.go and tooManyRefused).
-func adminTooManyRefused(p *Pending, what string) bool {
-	if tooManyRefused(&p.Dropped) {
-		p.Cause = what + " refused for too many entries"
-		return true
-	}
-	return false
+	p.Reserve = reserve
+	return s.forward(h, p, req)
 }
 
 // adminCause is the logged cause of a request whose entries were all refused.
 func adminCause(p *Pending) string {
-	if len(p.Dropped.Topics) == 0 {
+	code := p.refused.firstCode()
+	if code == 0 {
 		return "nothing to forward"
 	}
-	return refusal(p.Dropped.Topics[0].Code)
+	return causeOf(code)
 }
 
 // configTopicShort maps a config resource of the broker's answer back: a
-// topic of the view, by short name; anything else is left out.
-func (s *Session) configTopicShort(typ kmsg.ConfigResourceType, name string) (string, bool) {
+// topic of the view, renamed to its short name; false for anything else
+// (left out).
+func (s *Session) configTopicShort(typ kmsg.ConfigResourceType, name *string) bool {
 	if typ != kmsg.ConfigResourceTypeTopic {
-		return "", false
+		return false
 	}
-	return s.View.Short(name)
+	short, ok := s.View.Short(*name)
+	if ok {
+		*name = short
+	}
+	return ok
 }

@@ -69,6 +69,35 @@ func (s *Session) groupName(id string) (string, bool) {
 	return n, len(n) <= maxNameLen
 }
 
+// group maps a client's group id for a group API: a receive operation
+// opens the tenant's groups (GROUP_AUTHORIZATION_FAILED otherwise, D6),
+// and the broker's name must fit a Kafka string (INVALID_GROUP_ID). It
+// returns the broker's name, or the code refusing it.
+func (s *Session) group(id string) (string, int16) {
+	name, ok := s.groupName(id)
+	if code := s.refuseGroups(); code != 0 {
+		return "", code
+	}
+	if !ok {
+		return "", kerr.InvalidGroupID.Code
+	}
+	return name, 0
+}
+
+// adminGroup maps a client's group id for an administration API
+// (DeleteGroups, OffsetDelete): the admin_scope of one of the view's
+// receive operations (GROUP_AUTHORIZATION_FAILED otherwise, D8).
+func (s *Session) adminGroup(id string) (string, int16) {
+	name, ok := s.groupName(id)
+	switch {
+	case !s.View.CanAdminGroups:
+		return "", kerr.GroupAuthorizationFailed.Code
+	case !ok:
+		return "", kerr.InvalidGroupID.Code
+	}
+	return name, 0
+}
+
 // groupShort maps a broker's group id back to the client's; false when it
 // is not in the tenant's group namespace.
 func (s *Session) groupShort(name string) (string, bool) {
@@ -201,55 +230,5 @@ func (s *Session) assignmentBack(meta []byte) []byte {
 // isConsumer tells whether a protocol type is the consumer protocol's.
 func isConsumer(protocolType string) bool { return protocolType == consumerProtocol }
 
-// The JoinGroup answer must know whether the request spoke the consumer
-// protocol (before v7 the answer does not say). That single fact is kept in
-// Pending.unknownTopics, otherwise unused by the group APIs: a one-element
-// list holding the protocol type.
-func markConsumer(p *Pending) { p.unknownTopics = append(p.unknownTopics[:0], consumerProtocol) }
-
-func markedConsumer(p *Pending) bool {
-	return len(p.unknownTopics) == 1 && p.unknownTopics[0] == consumerProtocol
-}
-
-// The batched OffsetFetch (v8+) drops topics per group. Its Pending.Dropped
-// lists, for each group that dropped topics, an entry with Code 0 naming the
-// group (the client's name), followed by the group's dropped topics (whose
-// codes are never 0).
-
-func addDroppedGroup(p *Pending, group string) {
-	addDropped(&p.Dropped, group, 0)
-}
-
-// takeDroppedGroup returns the dropped topics of the first group named
-// group not taken yet, and marks it taken.
-func takeDroppedGroup(p *Pending, group string) []droppedTopic {
-	ts := p.Dropped.Topics
-	for i := 0; i < len(ts); i++ {
-		if ts[i].Code != 0 || ts[i].Partitions != nil || string(ts[i].Name) != group {
-			continue
-		}
-		ts[i].Partitions = takenGroup
-		j := i + 1
-		for j < len(ts) && ts[j].Code != 0 {
-			j++
-		}
-		out := make([]droppedTopic, 0, j-i-1)
-		for _, d := range ts[i+1 : j] {
-			out = append(out, droppedTopic{name: string(d.Name), code: d.Code, partitions: d.Partitions})
-		}
-		return out
-	}
-	return nil
-}
-
-// takenGroup marks a group entry whose dropped topics were merged.
-var takenGroup = []int32{}
-
-type droppedTopic struct {
-	name       string
-	code       int16
-	partitions []int32
-}
-
-// refusal is the cause logged for an answer the gateway gives itself.
-func refusal(code int16) string { return kerr.ErrorForCode(code).Error() }
+// causeOf is the cause logged for an answer the gateway gives itself.
+func causeOf(code int16) string { return kerr.ErrorForCode(code).Error() }

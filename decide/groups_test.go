@@ -52,10 +52,7 @@ func groupReq(t *testing.T, s *Session, req kmsg.Request) (Outcome, kmsg.Request
 	}
 	p := &Pending{}
 	asked[p] = fr
-	out, err := s.Request(&h, fr, 77, p)
-	if err != nil {
-		t.Fatalf("%s v%d: %v", Name(h.Key), h.Version, err)
-	}
+	out := s.Request(&h, fr, 77, p)
 	switch out {
 	case Forward:
 		b := vecFrame(s)
@@ -316,7 +313,7 @@ func TestJoinGroupConsumerProtocol(t *testing.T) {
 	fr := reqFrame(r, 1, "c")
 	h, _ := codec.ParseRequestHeader(fr)
 	var p Pending
-	if out, _ := s.Request(&h, fr, 2, &p); out != Forward || !bytes.Contains(vecFrame(s), raw) {
+	if out := s.Request(&h, fr, 2, &p); out != Forward || !bytes.Contains(vecFrame(s), raw) {
 		t.Fatalf("connect metadata not forwarded as it is: %d", out)
 	}
 
@@ -325,7 +322,7 @@ func TestJoinGroupConsumerProtocol(t *testing.T) {
 	r.Protocols[0].Metadata = []byte{0}
 	fr = reqFrame(r, 1, "c")
 	h, _ = codec.ParseRequestHeader(fr)
-	if out, _ := s.Request(&h, fr, 2, &p); out != Disconnect {
+	if out := s.Request(&h, fr, 2, &p); out != Disconnect {
 		t.Fatalf("malformed subscription: outcome %d", out)
 	}
 
@@ -415,7 +412,7 @@ func TestSyncGroupAssignments(t *testing.T) {
 	fr := reqFrame(r, 1, "c")
 	h, _ := codec.ParseRequestHeader(fr)
 	var pp Pending
-	if out, _ := s.Request(&h, fr, 2, &pp); out != Disconnect {
+	if out := s.Request(&h, fr, 2, &pp); out != Disconnect {
 		t.Fatalf("malformed consumer assignment: outcome %d", out)
 	}
 }
@@ -1099,9 +1096,9 @@ func TestGroupSeedsForward(t *testing.T) {
 				}
 				var p Pending
 				asked[&p] = fr
-				out, err := s.Request(&h, fr, 5, &p)
-				if err != nil || out == Disconnect {
-					t.Fatalf("%s v%d: outcome %d %v (%s)", Name(h.Key), h.Version, out, err, p.Cause)
+				out := s.Request(&h, fr, 5, &p)
+				if out == Disconnect {
+					t.Fatalf("%s v%d: outcome %d (%s)", Name(h.Key), h.Version, out, p.Cause)
 				}
 				if out != Forward {
 					decodeAnswer(t, s, &p)
@@ -1179,7 +1176,7 @@ func TestGroupRefusalsBounded(t *testing.T) {
 		fr := reqFrame(r, 1, "c")
 		h, _ := codec.ParseRequestHeader(fr)
 		var p Pending
-		if out, _ := s.Request(&h, fr, 2, &p); out != Disconnect {
+		if out := s.Request(&h, fr, 2, &p); out != Disconnect {
 			t.Fatalf("%s with %d refused: outcome %d", Name(h.Key), maxRefused+1, out)
 		}
 	}
@@ -1189,14 +1186,14 @@ func TestGroupRefusalsBounded(t *testing.T) {
 	fr := reqFrame(of, 1, "c")
 	h, _ := codec.ParseRequestHeader(fr)
 	var p Pending
-	if out, _ := s.Request(&h, fr, 2, &p); out != Disconnect {
+	if out := s.Request(&h, fr, 2, &p); out != Disconnect {
 		t.Fatalf("OffsetFetch with %d refused partitions: outcome %d", maxRefused, out)
 	}
 	// Below the bound: answered.
 	of.Topics[0].Partitions = of.Topics[0].Partitions[:100]
 	fr = reqFrame(of, 1, "c")
 	h, _ = codec.ParseRequestHeader(fr)
-	if out, _ := s.Request(&h, fr, 2, &p); out != Answer {
+	if out := s.Request(&h, fr, 2, &p); out != Answer {
 		t.Fatalf("OffsetFetch with 100 refused partitions: outcome %d", out)
 	}
 }
@@ -1307,7 +1304,7 @@ func FuzzGroupResponse(f *testing.F) {
 		}
 		p := &Pending{Key: k, Version: v, ClientCorr: 3, UpCorr: 4}
 		if consumer && k == 11 {
-			markConsumer(p)
+			p.consumer = true
 		}
 		fr := codec.AppendResponseHeader(nil, k, v, 4)
 		if err := s.Response(p, append(fr, body...)); err != nil {

@@ -47,7 +47,10 @@ type Session struct {
 	Brokers  Brokers
 	Limits   Limits
 	RW       codec.Rewriter
-	cid      []byte
+	// Scratch of the request being judged:
+	hdr     codec.RequestHeader // its header, copied (see Request)
+	cid     []byte              // its client id as the broker sees it
+	bodyLen int                 // the size of its body (answers that echo it)
 }
 
 // Pending is what the relay keeps of a forwarded request to rewrite its answer.
@@ -59,15 +62,24 @@ type Pending struct {
 	NoResponse bool
 	// Reserve is the largest answer expected, in bytes (B2).
 	Reserve int64
-	// Dropped are the topics the gateway answers itself, merged into the broker's answer.
+	// Dropped are the topics codec's rewriters left out of a Produce or a
+	// Fetch, answered by the gateway and merged into the broker's answer.
 	Dropped codec.Dropped
 	// Local is set when the gateway answered: the relay then holds the
 	// answer's bytes until the answers before it are written.
 	Local []byte
 	// Cause: why a request was refused or disconnected, for the log.
 	Cause string
-	// extra state of kmsg-rewritten APIs
+
+	// What the APIs rewritten with kmsg keep for their answer:
+	// refused holds what the gateway answers itself (refused.go);
+	refused refusals
+	// unknownTopics, the topics a Metadata request asked that the view
+	// does not hold (answered UNKNOWN_TOPIC_OR_PARTITION);
 	unknownTopics []string
+	// consumer, that a JoinGroup spoke the consumer protocol (before v7
+	// the answer does not say).
+	consumer bool
 }
 
 // reset empties p for reuse.
@@ -78,8 +90,19 @@ func (p *Pending) reset() {
 // Request judges one request of an authenticated session. frame is the
 // request after its size prefix, h its parsed header; upCorr is the
 // correlation id to give it towards the broker. On Forward and Answer,
-// s.RW.Vec holds the frame to write.
-func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr int32, p *Pending) (Outcome, error) {
+// s.RW.Vec holds the frame to write; on Disconnect, p.Cause says why.
+func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr int32, p *Pending) Outcome {
+	// The judgement reads the session's copy of the header: handed to the
+	// table's functions, the caller's would escape to the heap, one
+	// allocation per request. The copy's client id aliases frame: it is
+	// not kept past the judgement.
+	s.hdr = *h
+	out := s.request(&s.hdr, frame, upCorr, p)
+	s.hdr = codec.RequestHeader{}
+	return out
+}
+
+func (s *Session) request(h *codec.RequestHeader, frame []byte, upCorr int32, p *Pending) Outcome {
 	p.reset()
 	p.Key, p.Version, p.ClientCorr, p.UpCorr = h.Key, h.Version, h.Correlation, upCorr
 	kind, why := KindOf(h.Key)
@@ -89,17 +112,18 @@ func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr int32, p 
 		} else {
 			p.Cause = "API " + Name(h.Key) + " is never announced (" + why + ")"
 		}
-		return Disconnect, nil
+		return Disconnect
 	}
 	if !s.Versions.Has(h.Key, h.Version) {
 		p.Cause = "version not announced"
-		return Disconnect, nil
+		return Disconnect
 	}
 	s.cid = s.View.AppendClientID(s.cid[:0], h.ClientID)
 	if len(s.cid) > maxKafkaString {
 		p.Cause = "client id too long once prefixed with the tenant"
-		return Disconnect, nil
+		return Disconnect
 	}
+	s.bodyLen = len(frame) - h.BodyOffset
 	return table[h.Key].req(s, h, frame[h.BodyOffset:], p)
 }
 

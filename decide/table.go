@@ -19,8 +19,9 @@ const (
 	Local
 )
 
-// reqFunc judges one request; see Session.Request.
-type reqFunc func(s *Session, h *codec.RequestHeader, body []byte, p *Pending) (Outcome, error)
+// reqFunc judges one request; see Session.Request. Every failure is an
+// outcome: a Disconnect says its cause in p.Cause.
+type reqFunc func(s *Session, h *codec.RequestHeader, body []byte, p *Pending) Outcome
 
 // respFunc rewrites one broker answer into s.RW.Vec for the client.
 type respFunc func(s *Session, p *Pending, body []byte) error

@@ -14,8 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// (maxNameLen, groupName, refuseGroups and txnShort are the group family's,
-// in groups.go: one namespace, one mapping.)
+// (maxNameLen, group and txnShort are the group family's, in groups.go:
+// one namespace, one mapping. The group of a transactional offset commit
+// is judged as the group APIs judge theirs.)
 
 // txnRefusal is the code refusing a transactional request for id, or 0.
 // The tenant's prefix must not push the id past a Kafka string's length
@@ -28,20 +29,6 @@ func (s *Session) txnRefusal(id string) int16 {
 		return kerr.InvalidRequest.Code
 	}
 	return 0
-}
-
-// txnGroup maps the group of a transactional offset commit: a receive
-// operation opens the tenant's groups (GROUP_AUTHORIZATION_FAILED
-// otherwise, D6). It returns the broker's name, or the code refusing it.
-func (s *Session) txnGroup(group string) (string, int16) {
-	name, ok := s.groupName(group)
-	if code := s.refuseGroups(); code != 0 {
-		return "", code
-	}
-	if !ok {
-		return "", kerr.InvalidGroupID.Code
-	}
-	return name, 0
 }
 
 // txnTopic judges a topic added to a transaction: the session must send to

@@ -346,7 +346,7 @@ func (cl *client) handle(frame []byte) bool {
 	}
 	cl.sess.Limits.FetchMaxBytes = int32(min(grant, int64(cl.fetchCap())))
 	p := cl.queue.Get()
-	out, _ := cl.sess.Request(&h, frame, cl.upCorr+1, p)
+	out := cl.sess.Request(&h, frame, cl.upCorr+1, p)
 	switch out {
 	case decide.Forward:
 		cl.upCorr++

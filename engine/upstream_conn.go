@@ -190,7 +190,7 @@ func (u *upstreamConn) drainOrphans() {
 			continue
 		}
 		p := cl.queue.Get()
-		if out, _ := cl.sess.Request(&h, frame, cl.upCorr+1, p); out == decide.Forward {
+		if out := cl.sess.Request(&h, frame, cl.upCorr+1, p); out == decide.Forward {
 			cl.upCorr++
 			u.write(cl.sess.RW.Vec.Slices())
 		}

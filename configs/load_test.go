@@ -382,6 +382,9 @@ func TestLoadRefused(t *testing.T) {
 		{"Q3 quotas.quota naming a policy of another type, without counters", func(t *testing.T) fixture {
 			return base().unbuilt().apply(t, edit{"flexway", "listeners:\n  kafka:\n", "policies:\n  definitions:\n    plans: { type: rate }\nlisteners:\n  kafka:\n    quotas: { quota: plans }\n"})
 		}, []string{`policies.definitions.plans.type: "rate" is not a policy the Kafka listener applies`, `listeners.kafka.quotas.quota: "plans" is a policy of type "rate", not quota`, "server.counters.store is required"}},
+		{"Q3 a quota policy's limits: missing, not positive, unknown window", func(t *testing.T) fixture {
+			return base().unbuilt().apply(t, edit{"flexway", "listeners:\n  kafka:\n", "policies:\n  definitions:\n    none: { type: quota }\n    zero: { type: quota, config: { limits: { day: -1, month: -5 } } }\n    hourly: { type: quota, config: { limits: { hour: 10 } } }\nlisteners:\n  kafka:\n"})
+		}, []string{"policies.definitions.none.config.limits: required", "policies.definitions.zero.config.limits.day: -1: a positive number", "policies.definitions.zero.config.limits.month: -5: a positive number", "hour"}},
 		{"Q3 counters store from an unset variable", func(t *testing.T) fixture {
 			return base().unbuilt().apply(t, edit{"flexway", "version: 1\n", "version: 1\nserver: { counters: { store: \"${FLEXWAY_TEST_UNSET_COUNTERS}\" } }\n"})
 		}, []string{"server.counters.store: the environment does not set ${FLEXWAY_TEST_UNSET_COUNTERS}"}},

@@ -195,9 +195,23 @@ type Policies struct {
 	Definitions map[string]*Policy `yaml:"definitions"`
 }
 
+// Policy is policies.definitions.<name> (seed 001 "Quotas"): the only type
+// the Kafka listener applies is quota.
 type Policy struct {
-	Type   string         `yaml:"type"`
-	Config map[string]any `yaml:"config"`
+	Type   string       `yaml:"type"`
+	Config PolicyConfig `yaml:"config"`
+}
+
+// PolicyConfig is a quota policy's config: the tenant's Produce budget.
+type PolicyConfig struct {
+	Limits *QuotaLimits `yaml:"limits"`
+}
+
+// QuotaLimits are a tenant's Produce requests per UTC day and month; 0
+// where not bounded (one of them at least is required).
+type QuotaLimits struct {
+	Day   int64 `yaml:"day"`
+	Month int64 `yaml:"month"`
 }
 
 type Audit struct {

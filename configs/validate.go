@@ -538,21 +538,17 @@ func (l *loader) checkPolicies() {
 			}
 			continue
 		}
-		limits, _ := pol.Config["limits"].(map[string]any)
-		if limits == nil {
+		lim := pol.Config.Limits
+		if lim == nil {
 			d.errorf(p.at("config", "limits"), "required: { day, month }, the tenant's Produce budget")
 			continue
 		}
-		for key, v := range limits {
-			if key != "day" && key != "month" {
-				d.errorf(p.at("config", "limits", key), "unknown window: day or month")
-				continue
-			}
-			if n, ok := v.(uint64); !ok || n == 0 {
-				d.errorf(p.at("config", "limits", key), "a positive number of requests expected")
+		for key, v := range map[string]int64{"day": lim.Day, "month": lim.Month} {
+			if v < 0 {
+				d.errorf(p.at("config", "limits", key), "%d: a positive number of requests expected", v)
 			}
 		}
-		if len(limits) == 0 {
+		if lim.Day == 0 && lim.Month == 0 {
 			d.errorf(p.at("config", "limits"), "required: day, month or both")
 		}
 	}

@@ -2,13 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,31 +9,18 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/internal/testkit"
 )
 
 // writeCerts writes ca.crt and a server certificate tls.crt/tls.key for
 // *.shop.<domain> that it signed into dir.
 func writeCerts(t *testing.T, dir, domain string) {
 	t.Helper()
-	mk := func(tmpl, parent *x509.Certificate, pub, signer *ecdsa.PrivateKey) []byte {
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &pub.PublicKey, signer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	}
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "banner test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "gateway"},
-		DNSNames: []string{"*.shop." + domain}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	os.WriteFile(filepath.Join(dir, "ca.crt"), mk(ca, ca, caKey, caKey), 0o600)
-	os.WriteFile(filepath.Join(dir, "tls.crt"), mk(leaf, ca, key, caKey), 0o600)
-	os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	ca := testkit.NewCA(t, "banner test CA")
+	cert, key := ca.Issue(t, testkit.Leaf{CommonName: "gateway", Names: []string{"*.shop." + domain}})
+	testkit.WriteFile(t, dir, "ca.crt", ca.PEM)
+	testkit.WriteFile(t, dir, "tls.crt", cert)
+	testkit.WriteFile(t, dir, "tls.key", key)
 }
 
 const bannerContract = `asyncapi: 3.0.0

@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"math/rand/v2"
+	"github.com/flexway/flexway/internal/testkit"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,29 +12,6 @@ import (
 	"testing"
 	"time"
 )
-
-// freePorts finds n consecutive free ports on loopback, below the kernel's
-// ephemeral range (32768 and up), where an outgoing connection of any process
-// can take a port between this probe and the gateway's bind.
-func freePorts(t *testing.T, n int) int {
-	for try := 0; try < 200; try++ {
-		base := 20000 + rand.IntN(12000-n)
-		ok := true
-		for i := 0; ok && i < n; i++ {
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			l.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no free ports")
-	return 0
-}
 
 // P1: under systemd (Type=notify) the service says READY=1 once it
 // listens, RELOADING=1 then READY=1 around a SIGHUP reload (S1), and
@@ -48,7 +25,7 @@ func TestSystemdNotifyAndReload(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(dir, f), b, 0o600)
 	}
-	base := freePorts(t, 5)
+	base := testkit.FreePorts(t, 5)
 	cfg, _ := os.ReadFile("../../configs/quickstart/flexway.yaml")
 	c := strings.NewReplacer("from: 19092, to: 19095", fmt.Sprintf("from: %d, to: %d", base, base+3),
 		"127.0.0.1:9464", fmt.Sprintf("127.0.0.1:%d", base+4)).Replace(string(cfg))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"testing"
 	"time"
@@ -17,19 +18,14 @@ func FreePort(t testing.TB) int {
 }
 
 // FreePorts is the first of n consecutive TCP ports free on every
-// interface (a plaintext fallback range, a port per broker).
+// interface (a plaintext fallback range, a port per broker). They lie
+// below the kernel's ephemeral range (32768 and up): a port there can be
+// taken by any process's outgoing connection between this probe and the
+// gateway's bind (issue 13.5).
 func FreePorts(t testing.TB, n int) int {
 	t.Helper()
-	for try := 0; try < 100; try++ {
-		l, err := net.Listen("tcp", ":0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if base+n > 65535 {
-			continue
-		}
+	for try := 0; try < 200; try++ {
+		base := 20000 + rand.IntN(12000-n)
 		ok := true
 		for i := 0; ok && i < n; i++ {
 			l, err := net.Listen("tcp", fmt.Sprintf(":%d", base+i))
@@ -43,7 +39,7 @@ func FreePorts(t testing.TB, n int) int {
 			return base
 		}
 	}
-	t.Fatalf("no %d consecutive free ports", n)
+	t.Fatalf("no %d consecutive free ports below 32768", n)
 	return 0
 }
 

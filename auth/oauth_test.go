@@ -1,4 +1,4 @@
-package engine
+package auth
 
 import (
 	"context"
@@ -38,35 +38,35 @@ func oauthSnap(issuers ...configs.Issuer) *configs.Snapshot {
 	}
 }
 
-func newVerifiers(t *testing.T, snap *configs.Snapshot) *oauthVerifiers {
+func newVerifiers(t *testing.T, snap *configs.Snapshot) *OAuth {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	v, err := newOAuthVerifiers(ctx, snap)
+	v, err := NewOAuth(ctx, snap)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return v
 }
 
-func verifyMsg(v *oauthVerifiers, snap *configs.Snapshot, msg []byte) authResult {
+func verifyMsg(v *OAuth, snap *configs.Snapshot, msg []byte) Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return v.verify(ctx, snap, msg, time.Now())
+	return v.Verify(ctx, snap, msg, time.Now())
 }
 
 // refused checks a refusal: its cause, and that the cause shows no part of the token.
-func refused(t *testing.T, name string, res authResult, cause, tok string) {
+func refused(t *testing.T, name string, res Result, cause, tok string) {
 	t.Helper()
-	if res.id != nil {
-		t.Fatalf("%s: admitted %+v, want refused (%s)", name, *res.id, cause)
+	if res.ID != nil {
+		t.Fatalf("%s: admitted %+v, want refused (%s)", name, *res.ID, cause)
 	}
-	if !strings.Contains(res.cause, cause) {
-		t.Fatalf("%s: cause %q, want %q", name, res.cause, cause)
+	if !strings.Contains(res.Cause, cause) {
+		t.Fatalf("%s: cause %q, want %q", name, res.Cause, cause)
 	}
 	for _, part := range strings.Split(tok, ".") {
-		if len(part) > 8 && strings.Contains(res.cause+res.user, part) {
-			t.Fatalf("%s: the cause shows the token: %q", name, res.cause)
+		if len(part) > 8 && strings.Contains(res.Cause+res.User, part) {
+			t.Fatalf("%s: the cause shows the token: %q", name, res.Cause)
 		}
 	}
 }
@@ -86,18 +86,18 @@ func TestOAuthVerifyValid(t *testing.T) {
 	for _, k := range []*testkit.SigningKey{rs, es} {
 		tok := k.Sign(t, testkit.Claims(ti.URL, map[string]any{"exp": exp}))
 		res := verifyMsg(v, snap, bearerMsg(tok))
-		if res.id == nil {
-			t.Fatalf("%s: refused: %s", k.Alg, res.cause)
+		if res.ID == nil {
+			t.Fatalf("%s: refused: %s", k.Alg, res.Cause)
 		}
-		id := res.id
-		if id.principal != "billing" || id.mechanism != "oauthbearer" || id.tenant != "acme" || res.user != "billing" {
+		id := res.ID
+		if id.Principal != "billing" || id.Mechanism != "oauthbearer" || id.Tenant != "acme" || res.User != "billing" {
 			t.Fatalf("%s: identity %+v", k.Alg, *id)
 		}
-		if !reflect.DeepEqual(id.ops, []string{"consumeOrders", "produceOrders"}) {
-			t.Fatalf("%s: ops %v", k.Alg, id.ops)
+		if !reflect.DeepEqual(id.Ops, []string{"consumeOrders", "produceOrders"}) {
+			t.Fatalf("%s: ops %v", k.Alg, id.Ops)
 		}
-		if !id.expires.Equal(time.Unix(exp, 0)) {
-			t.Fatalf("%s: expires %v, want %v", k.Alg, id.expires, time.Unix(exp, 0))
+		if !id.Expires.Equal(time.Unix(exp, 0)) {
+			t.Fatalf("%s: expires %v, want %v", k.Alg, id.Expires, time.Unix(exp, 0))
 		}
 		if id.token != tok {
 			t.Fatalf("%s: the identity does not keep the token for reloads", k.Alg)
@@ -109,13 +109,13 @@ func TestOAuthVerifyValid(t *testing.T) {
 	}
 	// An authorization id equal to the subject is accepted; another is refused.
 	tok := rs.Sign(t, testkit.Claims(ti.URL, nil))
-	if res := verifyMsg(v, snap, []byte("n,a=billing,\x01auth=Bearer "+tok+"\x01\x01")); res.id == nil {
-		t.Fatalf("authzid = sub refused: %s", res.cause)
+	if res := verifyMsg(v, snap, []byte("n,a=billing,\x01auth=Bearer "+tok+"\x01\x01")); res.ID == nil {
+		t.Fatalf("authzid = sub refused: %s", res.Cause)
 	}
 	refused(t, "authzid", verifyMsg(v, snap, []byte("n,a=someone,\x01auth=Bearer "+tok+"\x01\x01")), "authorization id differs", tok)
 	// SASL extensions beside auth are ignored.
-	if res := verifyMsg(v, snap, []byte("n,,\x01traceid=42\x01auth=Bearer "+tok+"\x01\x01")); res.id == nil {
-		t.Fatalf("with an extension: refused: %s", res.cause)
+	if res := verifyMsg(v, snap, []byte("n,,\x01traceid=42\x01auth=Bearer "+tok+"\x01\x01")); res.ID == nil {
+		t.Fatalf("with an extension: refused: %s", res.Cause)
 	}
 }
 
@@ -166,14 +166,14 @@ func TestOAuthVerifyRefused(t *testing.T) {
 	refused(t, "verifyToken without exp", res, "without exp", "")
 	// An expiry just past: now is the caller's.
 	tok := rs.Sign(t, testkit.Claims(iss, map[string]any{"exp": time.Now().Add(time.Minute).Unix()}))
-	if res := v.verifyToken(context.Background(), snap, tok, time.Now().Add(2*time.Minute)); res.id != nil {
+	if res := v.verifyToken(context.Background(), snap, tok, time.Now().Add(2*time.Minute)); res.ID != nil {
 		t.Fatal("a token past exp at the caller's now is admitted")
 	}
 }
 
 // RFC 7628: a message not of that form is refused before anything else.
 func TestOAuthMalformedMessage(t *testing.T) {
-	v := &oauthVerifiers{}
+	v := &OAuth{}
 	snap := oauthSnap(configs.Issuer{Name: "x", JWKS: "file:/nonexistent", Audience: "kafka", TenantClaim: "org"})
 	for _, m := range []string{
 		"",
@@ -191,8 +191,8 @@ func TestOAuthMalformedMessage(t *testing.T) {
 		"n,,\x01au th=Bearer a.b.c\x01\x01",
 		"n,,\x01" + "auth=Bearer " + strings.Repeat("a", oauthMaxToken+1) + "\x01\x01",
 	} {
-		res := v.verify(context.Background(), snap, []byte(m), time.Now())
-		if res.id != nil || res.cause != "malformed OAUTHBEARER message" {
+		res := v.Verify(context.Background(), snap, []byte(m), time.Now())
+		if res.ID != nil || res.Cause != "malformed OAUTHBEARER message" {
 			t.Fatalf("%q: %+v, want a malformed message", m, res)
 		}
 	}
@@ -211,10 +211,10 @@ func TestOAuthTenantAsIs(t *testing.T) {
 	snap := oauthSnap(issuerConfig(ti))
 	v := newVerifiers(t, snap)
 	res := verifyMsg(v, snap, bearerMsg(rs.Sign(t, testkit.Claims(ti.URL, map[string]any{"org": "acme_corp"}))))
-	if res.id == nil || res.id.tenant != "acme_corp" {
+	if res.ID == nil || res.ID.Tenant != "acme_corp" {
 		t.Fatalf("tenant acme_corp: %+v", res)
 	}
-	if validTenant(res.id.tenant) {
+	if ValidTenant(res.ID.Tenant) {
 		t.Fatal("acme_corp would be admitted by the caller")
 	}
 }
@@ -246,11 +246,11 @@ func TestOAuthScopesSelectOperations(t *testing.T) {
 			refused(t, fmt.Sprint(c.edits), res, "admit no operation", tok)
 			continue
 		}
-		if res.id == nil {
-			t.Fatalf("%v: refused: %s", c.edits, res.cause)
+		if res.ID == nil {
+			t.Fatalf("%v: refused: %s", c.edits, res.Cause)
 		}
-		if !reflect.DeepEqual(res.id.ops, c.ops) {
-			t.Fatalf("%v: ops %v, want %v", c.edits, res.id.ops, c.ops)
+		if !reflect.DeepEqual(res.ID.Ops, c.ops) {
+			t.Fatalf("%v: ops %v, want %v", c.edits, res.ID.Ops, c.ops)
 		}
 	}
 	tok := es.Sign(t, testkit.Claims(ti.URL, map[string]any{"scp": 42}))
@@ -264,14 +264,14 @@ func TestOAuthStaticJWKS(t *testing.T) {
 	rs := testkit.NewSigningKey(t, "static-2", jose.RS256)
 	b, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{es.Public(), rs.Public(),
 		{Key: []byte("a shared secret, never used"), KeyID: "hmac", Algorithm: "HS256"}}})
-	file := writeFile(t, t.TempDir(), "jwks.json", b)
+	file := testkit.WriteFile(t, t.TempDir(), "jwks.json", b)
 	is := configs.Issuer{Name: "static", JWKS: "file:" + file, Issuer: "https://static.example", Audience: "kafka", TenantClaim: "tenant"}
 	snap := oauthSnap(is)
 	v := newVerifiers(t, snap)
 	claims := testkit.Claims("https://static.example", map[string]any{"org": nil, "tenant": "globex"})
 	for _, k := range []*testkit.SigningKey{es, rs} {
 		res := verifyMsg(v, snap, bearerMsg(k.Sign(t, claims)))
-		if res.id == nil || res.id.tenant != "globex" {
+		if res.ID == nil || res.ID.Tenant != "globex" {
 			t.Fatalf("static %s: %+v", k.Alg, res)
 		}
 	}
@@ -286,13 +286,13 @@ func TestOAuthStaticJWKS(t *testing.T) {
 	is2.Issuer = ""
 	snap2 := oauthSnap(is2)
 	v2 := newVerifiers(t, snap2)
-	if res := verifyMsg(v2, snap2, bearerMsg(es.Sign(t, testkit.Claims("whoever", map[string]any{"tenant": "globex"})))); res.id == nil {
-		t.Fatalf("static without issuer: %s", res.cause)
+	if res := verifyMsg(v2, snap2, bearerMsg(es.Sign(t, testkit.Claims("whoever", map[string]any{"tenant": "globex"})))); res.ID == nil {
+		t.Fatalf("static without issuer: %s", res.Cause)
 	}
 	// A file that is not a key set is a configuration error.
 	bad := is
-	bad.JWKS = "file:" + writeFile(t, t.TempDir(), "bad.json", []byte(`{"keys":[]}`))
-	if _, err := newOAuthVerifiers(context.Background(), oauthSnap(bad)); err == nil {
+	bad.JWKS = "file:" + testkit.WriteFile(t, t.TempDir(), "bad.json", []byte(`{"keys":[]}`))
+	if _, err := NewOAuth(context.Background(), oauthSnap(bad)); err == nil {
 		t.Fatal("an empty key set accepted")
 	}
 }
@@ -306,8 +306,8 @@ func TestOAuthKeyRotation(t *testing.T) {
 	ti.Publish(k1)
 	snap := oauthSnap(issuerConfig(ti))
 	v := newVerifiers(t, snap)
-	if res := verifyMsg(v, snap, bearerMsg(k1.Sign(t, testkit.Claims(ti.URL, nil)))); res.id == nil {
-		t.Fatal(res.cause)
+	if res := verifyMsg(v, snap, bearerMsg(k1.Sign(t, testkit.Claims(ti.URL, nil)))); res.ID == nil {
+		t.Fatal(res.Cause)
 	}
 	// Unknown kids right after a fetch: refused without a fetch (rate).
 	hits := ti.JWKSHits.Load()
@@ -324,8 +324,8 @@ func TestOAuthKeyRotation(t *testing.T) {
 	k2 := testkit.NewSigningKey(t, "k2", jose.ES256)
 	ti.Publish(k2)
 	res := verifyMsg(v, snap, bearerMsg(k2.Sign(t, testkit.Claims(ti.URL, nil))))
-	if res.id == nil {
-		t.Fatalf("rotated key: %s", res.cause)
+	if res.ID == nil {
+		t.Fatalf("rotated key: %s", res.Cause)
 	}
 	if got := ti.JWKSHits.Load() - hits; got != 1 {
 		t.Fatalf("rotation fetched the JWKS %d times, want 1", got)
@@ -371,13 +371,13 @@ func TestOAuthDiscoveryRetried(t *testing.T) {
 		t.Fatal("fetched again within refetchEvery")
 	}
 	v.refetchEvery = 0
-	if res := verifyMsg(v, snap, bearerMsg(tok)); res.id == nil {
-		t.Fatalf("issuer back: %s", res.cause)
+	if res := verifyMsg(v, snap, bearerMsg(tok)); res.ID == nil {
+		t.Fatalf("issuer back: %s", res.Cause)
 	}
 	// Configuration errors are errors.
 	bad := issuerConfig(ti)
 	bad.CAFile = filepath.Join(t.TempDir(), "missing.crt")
-	if _, err := newOAuthVerifiers(context.Background(), oauthSnap(bad)); err == nil {
+	if _, err := NewOAuth(context.Background(), oauthSnap(bad)); err == nil {
 		t.Fatal("a missing ca_file accepted")
 	}
 	// Without the issuer's CA, the discovery over HTTPS fails (no error at start).
@@ -398,13 +398,13 @@ func TestOAuthReverifyOnReload(t *testing.T) {
 	v := newVerifiers(t, snap)
 	tok := k1.Sign(t, testkit.Claims(ti.URL, nil))
 	res := verifyMsg(v, snap, bearerMsg(tok))
-	if res.id == nil {
-		t.Fatal(res.cause)
+	if res.ID == nil {
+		t.Fatal(res.Cause)
 	}
 	ctx := context.Background()
 	// The same issuers: still accepted.
 	same := oauthSnap(issuerConfig(ti))
-	if r := v.verifyToken(ctx, same, res.id.token, time.Now()); r.id == nil || r.id.principal != "billing" {
+	if r := v.verifyToken(ctx, same, res.ID.token, time.Now()); r.ID == nil || r.ID.Principal != "billing" {
 		t.Fatalf("reload, same issuers: %+v", r)
 	}
 	// A key withdrawn by the issuer: the reload fetches the keys again.
@@ -421,7 +421,7 @@ func TestOAuthReverifyOnReload(t *testing.T) {
 	refused(t, "audience changed", v.verifyToken(ctx, oauthSnap(moved), tok, time.Now()), "audience", tok)
 	// The issuer removed.
 	refused(t, "issuer removed", v.verifyToken(ctx, oauthSnap(), tok, time.Now()), "no auth.issuers", tok)
-	static := configs.Issuer{Name: "static", JWKS: "file:" + writeFile(t, t.TempDir(), "jwks.json", []byte(`{"keys":[`+mustJSON(t, k2.Public())+`]}`)), Audience: "kafka", TenantClaim: "org", Issuer: "https://static.example"}
+	static := configs.Issuer{Name: "static", JWKS: "file:" + testkit.WriteFile(t, t.TempDir(), "jwks.json", []byte(`{"keys":[`+mustJSON(t, k2.Public())+`]}`)), Audience: "kafka", TenantClaim: "org", Issuer: "https://static.example"}
 	refused(t, "issuer replaced", v.verifyToken(ctx, oauthSnap(static), tok, time.Now()), "unknown issuer", tok)
 }
 

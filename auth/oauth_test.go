@@ -433,3 +433,39 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// S2: Recheck says why a token no longer stands after a reload: the
+// issuers gone, the token refused, another tenant read from it, other
+// operations opened by its scopes.
+func TestOAuthRecheck(t *testing.T) {
+	ti := testkit.NewIssuer(t)
+	snap := oauthSnap(issuerConfig(ti))
+	v := newVerifiers(t, snap)
+	tok := ti.Key.Sign(t, testkit.Claims(ti.URL, map[string]any{"team": "blue"}))
+	res := verifyMsg(v, snap, bearerMsg(tok))
+	if res.ID == nil {
+		t.Fatal(res.Cause)
+	}
+	id := res.ID
+	ctx := context.Background()
+	if got := v.Recheck(ctx, oauthSnap(issuerConfig(ti)), id, time.Now()); got != "" {
+		t.Fatalf("the same issuers: %q", got)
+	}
+	var none *OAuth
+	if got := none.Recheck(ctx, oauthSnap(), id, time.Now()); got != "no issuer in force" {
+		t.Fatalf("no verifier: %q", got)
+	}
+	if got := v.Recheck(ctx, snap, id, time.Now().Add(2*time.Hour)); got != "token no longer accepted: token expired" {
+		t.Fatalf("expired at the reload: %q", got)
+	}
+	team := issuerConfig(ti)
+	team.TenantClaim = "team"
+	if got := v.Recheck(ctx, oauthSnap(team), id, time.Now()); got != "token now names another principal" {
+		t.Fatalf("tenant claim changed: %q", got)
+	}
+	moved := oauthSnap(issuerConfig(ti))
+	moved.Operations["consumeOrders"].OAuthScopes = [][]string{{"orders:consume"}}
+	if got := v.Recheck(ctx, moved, id, time.Now()); got != "token now opens other operations" {
+		t.Fatalf("scopes of an operation changed: %q", got)
+	}
+}

@@ -24,7 +24,7 @@ import (
 type Identity struct {
 	Principal string // the key's id, the certificate's declared id, the token's sub
 	Mechanism configs.Mechanism
-	Tenant    string   // as the credential says: check it with ValidTenant
+	Tenant    string   // as the credential says: check it with configs.ValidTenant
 	Ops       []string // the operations it may use
 	Expires   time.Time
 	// Scopes are an OAUTHBEARER token's, sorted; they open administration (D8).
@@ -70,19 +70,4 @@ func VerifyPlain(snap *configs.Snapshot, msg []byte, now time.Time) Result {
 		return Result{Cause: "expired key", User: user}
 	}
 	return Result{User: user, ID: &Identity{Principal: k.ID, Mechanism: configs.MechAPIKey, Tenant: k.Tenant, Ops: k.Operations, Expires: k.ExpiresAt, keyHash: k.Hash, keyExpires: k.ExpiresAt}}
-}
-
-// ValidTenant: letters, digits and '-' only (I4): a dot ends the tenant in
-// a name, an underscore collides with a dot in Kafka's metrics.
-func ValidTenant(t string) bool {
-	if t == "" {
-		return false
-	}
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
 }

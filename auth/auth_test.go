@@ -70,20 +70,6 @@ func TestVerifyPlain(t *testing.T) {
 	}
 }
 
-// I4: a tenant is letters, digits and '-' only.
-func TestValidTenant(t *testing.T) {
-	for _, ok := range []string{"acme", "Acme-2", "a"} {
-		if !ValidTenant(ok) {
-			t.Fatalf("%q refused", ok)
-		}
-	}
-	for _, bad := range []string{"", "acme_corp", "acme.corp", "acme corp", "é"} {
-		if ValidTenant(bad) {
-			t.Fatalf("%q admitted", bad)
-		}
-	}
-}
-
 // I3: a certificate is found by its whole subject or by its common name;
 // the identity ends with the certificate.
 func TestMatchCert(t *testing.T) {

@@ -214,7 +214,7 @@ func TestOAuthTenantAsIs(t *testing.T) {
 	if res.ID == nil || res.ID.Tenant != "acme_corp" {
 		t.Fatalf("tenant acme_corp: %+v", res)
 	}
-	if ValidTenant(res.ID.Tenant) {
+	if configs.ValidTenant(res.ID.Tenant) {
 		t.Fatal("acme_corp would be admitted by the caller")
 	}
 }

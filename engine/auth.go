@@ -149,7 +149,7 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	var view *decide.View
 	if res.ID != nil {
 		switch {
-		case !auth.ValidTenant(res.ID.Tenant):
+		case !configs.ValidTenant(res.ID.Tenant):
 			res.Cause, res.ID = "tenant missing or not letters, digits and '-'", nil
 		default:
 			view = decide.NewView(snap, cl.route.cluster, res.ID.Tenant, res.ID.Mechanism, res.ID.Ops)

@@ -239,7 +239,7 @@ func seedTopics(snap *configs.Snapshot, upstream string) []string {
 		}
 		for name := range cl.Topics {
 			for t := range tenants {
-				if !auth.ValidTenant(t) {
+				if !configs.ValidTenant(t) {
 					continue
 				}
 				p := cl.Prefix + t + "." + name

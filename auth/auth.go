@@ -3,8 +3,8 @@
 // declared in auth.mtls.clients) and whether that identity still stands
 // after a reload; it holds no socket and never imports gnet.
 //
-// Concurrency: every function reads only the snapshot it is given and is
-// safe for concurrent use; OAuth keeps the issuers' key sets behind its own
+// Concurrency: VerifyPlain, MatchCert and Revocation read only the snapshot
+// they are given and are safe for concurrent use; OAuth keeps the issuers' key sets behind its own
 // locks and is safe for any number of goroutines. Verifying may hash, read a
 // file or fetch keys over the network: callers run it off the event loops
 // (the engine's worker pool). An Identity is never changed once returned:
@@ -24,9 +24,9 @@ import (
 type Identity struct {
 	Principal string // the key's id, the certificate's declared id, the token's sub
 	Mechanism configs.Mechanism
-	Tenant    string   // as the credential says: check it with configs.ValidTenant
-	Ops       []string // the operations it may use
-	Expires   time.Time
+	Tenant    string    // as the credential says: check it with configs.ValidTenant
+	Ops       []string  // the operations it may use
+	Expires   time.Time // the credential's end: expires_at, NotAfter, exp (zero: none)
 	// Scopes are an OAUTHBEARER token's, sorted; they open administration (D8).
 	Scopes []string
 

@@ -1,12 +1,10 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"time"
 
+	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
@@ -14,22 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// identity is a verified principal.
-type identity struct {
-	principal string // the key's id
-	mechanism configs.Mechanism
-	tenant    string
-	ops       []string
-	expires   time.Time
-	// What a reload compares (S2): the key's hash and expiry, the certificate's subject.
-	keyHash    [32]byte
-	keyExpires time.Time
-	subject    string
-	token      string // OAUTHBEARER: the JWT, verified again at each reload (S2); never logged
-	// OAUTHBEARER: the token's scopes, sorted; they open administration (D8).
-	scopes []string
-}
 
 // handlePreAuth serves what a connection may ask before it authenticates:
 // ApiVersions, SaslHandshake, SaslAuthenticate (I5). Anything else closes.
@@ -107,13 +89,6 @@ const (
 	authReauth                 // KIP-368: a re-authentication on an open session
 )
 
-// authResult is what the worker pool hands back to the loop.
-type authResult struct {
-	id    *identity
-	cause string // why refused (never the secret)
-	user  string
-}
-
 // authenticate hands the credentials to the worker pool: hashing never
 // runs on the loop (I6). h is nil for the legacy framing (SaslHandshake v0
 // then raw SASL bytes). The token is copied: gnet's buffer is the loop's.
@@ -140,13 +115,13 @@ func (cl *client) authenticate(token []byte, h *codec.RequestHeader) {
 	el := cl.c.EventLoop()
 	mech := cl.mech
 	err := cl.e.pool.Submit(func() {
-		var res authResult
+		var res auth.Result
 		if mech == "OAUTHBEARER" {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			res = cl.e.oauth.Load().verify(ctx, snap, tok, time.Now())
+			res = cl.e.oauth.Load().Verify(ctx, snap, tok, time.Now())
 			cancel()
 		} else {
-			res = verifyPlain(snap, tok, time.Now())
+			res = auth.VerifyPlain(snap, tok, time.Now())
 		}
 		for i := range tok {
 			tok[i] = 0
@@ -161,96 +136,53 @@ func (cl *client) authenticate(token []byte, h *codec.RequestHeader) {
 		}))
 	})
 	if err != nil {
-		cl.authDone(authResult{cause: "authentication pool full"}, &hdr, mode, snap)
+		cl.authDone(auth.Result{Cause: "authentication pool full"}, &hdr, mode, snap)
 	}
-}
-
-// verifyPlain checks a SASL PLAIN message against the key store (I1):
-// "authzid NUL user NUL password", user = the key's id.
-func verifyPlain(snap *configs.Snapshot, tok []byte, now time.Time) authResult {
-	parts := bytes.SplitN(tok, []byte{0}, 3)
-	if len(parts) != 3 {
-		return authResult{cause: "malformed PLAIN message"}
-	}
-	authz, user, pass := parts[0], string(parts[1]), parts[2]
-	if len(authz) > 0 && string(authz) != user {
-		return authResult{cause: "PLAIN authorization id differs from the user", user: user}
-	}
-	k := snap.Keys[user]
-	sum := sha256.Sum256(pass)
-	if k == nil {
-		// Compare anyway: the time taken says nothing of whether the id exists.
-		var zero [32]byte
-		subtle.ConstantTimeCompare(sum[:], zero[:])
-		return authResult{cause: "unknown key", user: user}
-	}
-	if subtle.ConstantTimeCompare(sum[:], k.Hash[:]) != 1 {
-		return authResult{cause: "key mismatch", user: user}
-	}
-	if !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt) {
-		return authResult{cause: "expired key", user: user}
-	}
-	return authResult{user: user, id: &identity{principal: k.ID, mechanism: configs.MechAPIKey, tenant: k.Tenant, ops: k.Operations, expires: k.ExpiresAt, keyHash: k.Hash, keyExpires: k.ExpiresAt}}
-}
-
-// validTenant: letters, digits and '-' only (I4): a dot ends the tenant in
-// a name, an underscore collides with a dot in Kafka's metrics.
-func validTenant(t string) bool {
-	if t == "" {
-		return false
-	}
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // authDone runs on the loop with the worker's verdict.
-func (cl *client) authDone(res authResult, h *codec.RequestHeader, mode authMode, snap *configs.Snapshot) {
+func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMode, snap *configs.Snapshot) {
 	if mode == authReauth {
 		cl.reauthDone(res, h, snap)
 		return
 	}
 	var view *decide.View
-	if res.id != nil {
+	if res.ID != nil {
 		switch {
-		case !validTenant(res.id.tenant):
-			res.cause, res.id = "tenant missing or not letters, digits and '-'", nil
+		case !configs.ValidTenant(res.ID.Tenant):
+			res.Cause, res.ID = "tenant missing or not letters, digits and '-'", nil
 		default:
-			view = decide.NewView(snap, cl.route.cluster, res.id.tenant, res.id.mechanism, res.id.ops)
+			view = decide.NewView(snap, cl.route.cluster, res.ID.Tenant, res.ID.Mechanism, res.ID.Ops)
 			if view == nil {
-				res.cause, res.id = "no operation of the cluster admits the identity", nil
+				res.Cause, res.ID = "no operation of the cluster admits the identity", nil
 			}
 		}
 	}
-	if res.id != nil {
+	if res.ID != nil {
 		// B1: the tenant's connections and new connections a second.
 		l := snap.Listener
-		if bound := cl.e.limits.takeTenant(res.id.tenant, intOr(l.MaxConnectionsPerTenant, 1024), intOr(l.MaxConnectionRatePerTenant, 100), time.Now()); bound != "" {
+		if bound := cl.e.limits.takeTenant(res.ID.Tenant, intOr(l.MaxConnectionsPerTenant, 1024), intOr(l.MaxConnectionRatePerTenant, 100), time.Now()); bound != "" {
 			cl.e.m.refused(bound)
 			// Seed 002: past a tenant's bound the answer is SASL_AUTHENTICATION_FAILED, logged as such.
-			cl.e.refusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound, "user", res.user, "tenant", res.id.tenant, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
+			cl.e.refusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound, "user", res.User, "tenant", res.ID.Tenant, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
 			cl.authFailed(h, mode)
 			return
 		}
 		cl.tenantCounted = true
 	}
-	if res.id == nil {
-		cl.e.refusedLine("kafka authentication refused", "cause", res.cause, "user", res.user, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
+	if res.ID == nil {
+		cl.e.refusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
 		cl.authFailed(h, mode)
 		return
 	}
-	view.SetAdminScopes(res.id.scopes)
-	cl.ident = res.id
+	view.SetAdminScopes(res.ID.Scopes)
+	cl.ident = res.ID
 	cl.snap = snap
 	cl.state = stAuthed
 	lifetime := cl.startSession(snap)
 	cl.e.unauth.Add(-1)
 	cl.budget.Limit = int64(snap.Listener.MaxInFlightBytes)
-	cl.budget.Tenant = cl.e.takeTenantShare(res.id.tenant)
+	cl.budget.Tenant = cl.e.takeTenantShare(res.ID.Tenant)
 	cl.budget.Replica = cl.e.replica
 	cl.sess = &decide.Session{
 		View:     view,
@@ -301,7 +233,7 @@ func (cl *client) startSession(snap *configs.Snapshot) time.Duration {
 		max = c
 	}
 	end := now.Add(max)
-	if e := cl.ident.expires; !e.IsZero() && e.Before(end) {
+	if e := cl.ident.Expires; !e.IsZero() && e.Before(end) {
 		end = e
 	}
 	cl.sessEnd = end
@@ -314,13 +246,13 @@ func (cl *client) startSession(snap *configs.Snapshot) time.Duration {
 // configuration in force (view, bounds, timeouts) at its next request.
 func (cl *client) checkSession() bool {
 	if cl.revoked != "" {
-		cl.e.log.Warn("kafka connection closed: credential revoked on reload", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "principal", cl.ident.principal, "cause", cl.revoked)
+		cl.e.log.Warn("kafka connection closed: credential revoked on reload", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal, "cause", cl.revoked)
 		cl.close("revoked")
 		return false
 	}
 	if !cl.sessEnd.IsZero() && !time.Now().Before(cl.sessEnd) {
 		cl.e.m.closed("max_session_lifetime")
-		cl.e.log.Info("kafka connection closed: session ended without re-authentication", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "principal", cl.ident.principal)
+		cl.e.log.Info("kafka connection closed: session ended without re-authentication", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal)
 		cl.close("max_session_lifetime")
 		return false
 	}
@@ -346,13 +278,13 @@ func (cl *client) adopt(snap *configs.Snapshot) {
 		return
 	}
 	cl.route.cluster = cluster
-	view := decide.NewView(snap, cluster, cl.ident.tenant, cl.ident.mechanism, cl.ident.ops)
+	view := decide.NewView(snap, cluster, cl.ident.Tenant, cl.ident.Mechanism, cl.ident.Ops)
 	if view == nil {
 		cl.revoked = "no operation of the cluster admits the identity any more"
 		cl.checkSession()
 		return
 	}
-	view.SetAdminScopes(cl.ident.scopes)
+	view.SetAdminScopes(cl.ident.Scopes)
 	cl.sess.View = view
 	if b, ok := cl.sess.Brokers.(*brokerNames); ok {
 		b.cluster = cluster
@@ -367,7 +299,7 @@ func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 		req := kmsg.NewPtrSASLHandshakeRequest()
 		req.Version = h.Version
 		if h.Version != 1 || req.ReadFrom(body) != nil || req.Mechanism != cl.mech {
-			cl.e.log.Warn("kafka connection closed: re-authentication with another mechanism or framing", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant)
+			cl.e.log.Warn("kafka connection closed: re-authentication with another mechanism or framing", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant)
 			cl.close("reauth")
 			return
 		}
@@ -388,16 +320,16 @@ func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 
 // reauthDone: a re-authentication must prove the same principal; it takes
 // no connection-rate token; the session gets a new end.
-func (cl *client) reauthDone(res authResult, h *codec.RequestHeader, snap *configs.Snapshot) {
+func (cl *client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *configs.Snapshot) {
 	cl.reauthing = false
 	resp := kmsg.NewPtrSASLAuthenticateResponse()
 	resp.Version = h.Version
-	if res.id == nil || res.id.principal != cl.ident.principal || res.id.tenant != cl.ident.tenant || res.id.mechanism != cl.ident.mechanism {
-		cause := res.cause
-		if res.id != nil {
+	if res.ID == nil || res.ID.Principal != cl.ident.Principal || res.ID.Tenant != cl.ident.Tenant || res.ID.Mechanism != cl.ident.Mechanism {
+		cause := res.Cause
+		if res.ID != nil {
 			cause = "re-authentication as another principal"
 		}
-		cl.e.log.Warn("kafka authentication refused", "cause", cause, "user", res.user, "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "mechanism", cl.mech)
+		cl.e.log.Warn("kafka authentication refused", "cause", cause, "user", res.User, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "mechanism", cl.mech)
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
 		cl.answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
@@ -406,7 +338,7 @@ func (cl *client) reauthDone(res authResult, h *codec.RequestHeader, snap *confi
 		return
 	}
 	cl.e.m.request(36, decAllowed)
-	cl.ident = res.id
+	cl.ident = res.ID
 	lifetime := cl.startSession(snap)
 	if snap != cl.snap {
 		cl.adopt(snap)
@@ -414,7 +346,7 @@ func (cl *client) reauthDone(res authResult, h *codec.RequestHeader, snap *confi
 			return
 		}
 	}
-	cl.sess.View.SetAdminScopes(res.id.scopes) // the new token's scopes
+	cl.sess.View.SetAdminScopes(res.ID.Scopes) // the new token's scopes
 	resp.SessionLifetimeMillis = lifetime.Milliseconds()
 	cl.answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
 	cl.process()

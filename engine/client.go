@@ -4,6 +4,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
@@ -50,7 +51,7 @@ type client struct {
 	tlsHS      *tlsAdapter // during it
 	mech       string      // the mechanism chosen by SaslHandshake
 	legacySASL bool        // SaslHandshake v0: the next frame is a raw SASL token
-	ident      *identity
+	ident      *auth.Identity
 	sessEnd    time.Time // KIP-368: the session's end (I6, S3)
 	reauthing  bool      // a re-authentication is in the worker pool
 	revoked    string    // set by a reload: why the next request closes (S2)
@@ -279,7 +280,7 @@ func (cl *client) frameTooLarge(size, limit int32) {
 	if cl.state != stAuthed {
 		cl.e.refusedLine("kafka connection refused", "cause", "request larger than allowed before authentication", "size", size, "max_request_bytes", limit)
 	} else {
-		cl.e.log.Warn("kafka connection closed: request larger than max_request_bytes", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "size", size, "max_request_bytes", limit)
+		cl.e.log.Warn("kafka connection closed: request larger than max_request_bytes", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "size", size, "max_request_bytes", limit)
 	}
 	cl.close("max_request_bytes")
 }
@@ -329,7 +330,7 @@ func (cl *client) handle(frame []byte) bool {
 	if grant == 0 || (h.Key == 1 && grant < minFetchGrant && grant < want) {
 		if by == relay.LevelTenant && cl.snap.Listener.OnTenantBudgetExceeded == "close" {
 			cl.e.m.tenantBudget(false)
-			cl.e.log.Warn("kafka connection closed: the tenant's in-flight share is reached", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
+			cl.e.log.Warn("kafka connection closed: the tenant's in-flight share is reached", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
 			cl.close("tenant share")
 			return true
 		}
@@ -370,7 +371,7 @@ func (cl *client) handle(frame []byte) bool {
 		cl.queue.Put(p)
 	case decide.Disconnect:
 		cl.e.m.request(h.Key, decRefused)
-		cl.e.log.Warn("kafka connection closed: request refused", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", p.Cause)
+		cl.e.log.Warn("kafka connection closed: request refused", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", p.Cause)
 		cl.queue.Put(p)
 		cl.close("refused api")
 	}
@@ -477,7 +478,7 @@ func (cl *client) protocolError(h codec.RequestHeader, err error) {
 	if cl.state != stAuthed {
 		cl.e.refusedLine("kafka connection refused", "cause", "malformed request before authentication", "api_key", h.Key, "error", err.Error())
 	} else {
-		cl.e.log.Warn("kafka connection closed: malformed or unknown request", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "api_key", h.Key, "version", h.Version, "error", err.Error())
+		cl.e.log.Warn("kafka connection closed: malformed or unknown request", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", h.Key, "version", h.Version, "error", err.Error())
 	}
 	cl.e.m.request(-1, decRefused)
 	cl.close("malformed")
@@ -513,7 +514,7 @@ func (cl *client) releaseAs(peerClosed bool) {
 		cl.e.limits.dropIP(cl.ip)
 	}
 	if cl.tenantCounted {
-		cl.e.limits.dropTenant(cl.ident.tenant)
+		cl.e.limits.dropTenant(cl.ident.Tenant)
 	}
 	n := 0
 	cl.queue.Each(func(p *decide.Pending) {
@@ -526,7 +527,7 @@ func (cl *client) releaseAs(peerClosed bool) {
 	cl.budget.SyncOutbound(0)
 	delete(cl.lp.unread, cl)
 	if cl.budget.Tenant != nil {
-		cl.e.dropTenantShare(cl.ident.tenant)
+		cl.e.dropTenantShare(cl.ident.Tenant)
 	}
 	if cl.up != nil {
 		if peerClosed && cl.state == stAuthed && cl.keepForDrain() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/internal/testkit"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,9 +76,9 @@ const adminMaxPartitions = 4
 // gateway by the tests).
 func newAdminEnv(t *testing.T) *oauthEnv {
 	t.Helper()
-	ti := newTestIssuer(t)
-	key := newSigningKey(t, "gw-1", jose.RS256)
-	ti.publish(key)
+	ti := testkit.NewIssuer(t)
+	key := testkit.NewSigningKey(t, "gw-1", jose.RS256)
+	ti.Publish(key)
 
 	dir := t.TempDir()
 	base := freeRange(t, 5)
@@ -103,7 +104,7 @@ func newAdminEnv(t *testing.T) *oauthEnv {
 		h := configs.HashKey(secret)
 		fmt.Fprintf(&store, "  - id: %s\n    hash: \"sha256:%x\"\n    tenant: %s\n    operations: [%s]\n", k.id, h[:], k.tenant, k.ops)
 	}
-	writeFile(t, dir, "issuer-ca.crt", mustRead(t, ti.caFile))
+	writeFile(t, dir, "issuer-ca.crt", mustRead(t, ti.CAFile))
 	cfg := fmt.Sprintf(`version: 1
 contracts:
   asyncapi: ./asyncapi.yaml
@@ -128,7 +129,7 @@ listeners:
       advertised_host: 127.0.0.1
       clusters:
         shop: { ports: { from: %d, to: %d }, first_node_id: %d }
-`, upstream, ti.discovery(), adminMaxPartitions, base, base+3, firstNode)
+`, upstream, ti.Discovery(), adminMaxPartitions, base, base+3, firstNode)
 	contract := strings.ReplaceAll(adminContract, `address: "{tenant}.`, `address: "`+env.prefix+`{tenant}.`)
 	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(contract), 0o600))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/internal/testkit"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -22,8 +23,8 @@ import (
 // test issuer found by discovery over HTTPS on loopback.
 type oauthEnv struct {
 	*testEnv
-	issuer *testIssuer
-	key    *testSigningKey // published by the issuer
+	issuer *testkit.Issuer
+	key    *testkit.SigningKey // published by the issuer
 }
 
 func newOAuthEnv(t *testing.T) *oauthEnv {
@@ -36,9 +37,9 @@ func newOAuthEnv(t *testing.T) *oauthEnv {
 // nkeys of testKeys in the store.
 func newOAuthEnvWith(t *testing.T, edit func(contract string) string, nkeys int) *oauthEnv {
 	t.Helper()
-	ti := newTestIssuer(t)
-	key := newSigningKey(t, "gw-1", jose.RS256)
-	ti.publish(key)
+	ti := testkit.NewIssuer(t)
+	key := testkit.NewSigningKey(t, "gw-1", jose.RS256)
+	ti.Publish(key)
 
 	dir := t.TempDir()
 	base := freeRange(t, 5)
@@ -62,7 +63,7 @@ func newOAuthEnvWith(t *testing.T, edit func(contract string) string, nkeys int)
 		h := configs.HashKey(key)
 		fmt.Fprintf(&store, "  - id: %s\n    hash: \"sha256:%x\"\n    tenant: %s\n    operations: [%s]\n", k.id, h[:], k.tenant, k.ops)
 	}
-	writeFile(t, dir, "issuer-ca.crt", mustRead(t, ti.caFile))
+	writeFile(t, dir, "issuer-ca.crt", mustRead(t, ti.CAFile))
 	cfg := fmt.Sprintf(`version: 1
 contracts:
   asyncapi: ./asyncapi.yaml
@@ -87,7 +88,7 @@ listeners:
       advertised_host: 127.0.0.1
       clusters:
         shop: { ports: { from: %d, to: %d }, first_node_id: %d }
-`, upstream, ti.discovery(), base, base+3, firstNode)
+`, upstream, ti.Discovery(), base, base+3, firstNode)
 	contract := strings.ReplaceAll(testContract, `address: "{tenant}.`, `address: "`+env.prefix+`{tenant}.`)
 	alt := `security: [ { $ref: "#/components/securitySchemes/apiKey" } ]`
 	contract = strings.Replace(contract, alt, `security: [ { $ref: "#/components/securitySchemes/apiKey" }, { $ref: "#/components/securitySchemes/ordersWrite" } ]`, 1) // produceOrders
@@ -134,7 +135,7 @@ func mustRead(t *testing.T, name string) []byte {
 
 // token is a token of the issuer (tenant acme, subject billing) with the claims edited.
 func (oe *oauthEnv) token(edits map[string]any) string {
-	return oe.key.sign(oe.t, testClaims(oe.issuer.iss(), edits))
+	return oe.key.Sign(oe.t, testkit.Claims(oe.issuer.URL, edits))
 }
 
 // tokenClient is a franz-go client authenticating with SASL OAUTHBEARER.
@@ -182,13 +183,13 @@ func TestOAuthE2EProduceConsume(t *testing.T) {
 // SASL_AUTHENTICATION_FAILED, logged with its cause, never the token.
 func TestOAuthE2ERefused(t *testing.T) {
 	oe := newOAuthEnv(t)
-	rogue := newSigningKey(t, "rogue", jose.ES256)
-	iss := oe.issuer.iss()
+	rogue := testkit.NewSigningKey(t, "rogue", jose.ES256)
+	iss := oe.issuer.URL
 	cases := []struct{ name, tok, cause string }{
 		{"without exp", oe.token(map[string]any{"exp": nil}), "without exp"},
-		{"unknown key", rogue.sign(t, testClaims(iss, nil)), "key unknown to issuer"},
+		{"unknown key", rogue.Sign(t, testkit.Claims(iss, nil)), "key unknown to issuer"},
 		{"other audience", oe.token(map[string]any{"aud": "billing-api"}), "audience is not"},
-		{"alg none", unsignedToken(t, "none", oe.key.kid, testClaims(iss, nil), ""), "algorithm not allowed: none"},
+		{"alg none", testkit.Unsigned("none", oe.key.Kid, testkit.Claims(iss, nil), ""), "algorithm not allowed: none"},
 		{"expired", oe.token(map[string]any{"exp": time.Now().Add(-time.Minute).Unix()}), "token expired"},
 		{"tenant with _", oe.token(map[string]any{"org": "acme_corp"}), "tenant missing or not letters"},
 	}

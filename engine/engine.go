@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/relay"
@@ -42,7 +43,7 @@ type Engine struct {
 	hsPool    *ants.Pool // TLS handshakes
 	tlsConfig *tls.Config
 	tlsPort   int
-	oauth     atomic.Pointer[oauthVerifiers] // nil without auth.issuers
+	oauth     atomic.Pointer[auth.OAuth] // nil without auth.issuers
 	loopsMu   sync.Mutex
 	loops     map[gnet.EventLoop]*loop
 	started   chan error
@@ -118,7 +119,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 	e.replica = &relay.Shared{Limit: int64(l.MaxTotalInFlightBytes)}
 	e.tenants = map[string]*tenantShare{}
 	if len(snap.File.Auth.Issuers) > 0 {
-		v, err := newOAuthVerifiers(ctx, snap)
+		v, err := auth.NewOAuth(ctx, snap)
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +239,7 @@ func seedTopics(snap *configs.Snapshot, upstream string) []string {
 		}
 		for name := range cl.Topics {
 			for t := range tenants {
-				if !validTenant(t) {
+				if !configs.ValidTenant(t) {
 					continue
 				}
 				p := cl.Prefix + t + "." + name

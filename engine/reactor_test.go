@@ -87,7 +87,7 @@ func TestPanicClosesOneConnection(t *testing.T) {
 	produceN(t, acme, "orders", 2, "before")
 	var fired atomic.Bool
 	testHookTraffic = func(cl *client) {
-		if cl.ident != nil && cl.ident.tenant == "globex" && fired.CompareAndSwap(false, true) {
+		if cl.ident != nil && cl.ident.Tenant == "globex" && fired.CompareAndSwap(false, true) {
 			panic("injected by the test")
 		}
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/configs"
 	"github.com/panjf2000/gnet/v2"
 )
@@ -41,7 +41,7 @@ func (e *Engine) Reload(ctx context.Context, snap *configs.Snapshot) error {
 	if !reflect.DeepEqual(old.File.Auth.Issuers, snap.File.Auth.Issuers) {
 		oauth = nil
 		if len(snap.File.Auth.Issuers) > 0 {
-			v, err := newOAuthVerifiers(ctx, snap)
+			v, err := auth.NewOAuth(ctx, snap)
 			if err != nil {
 				return err
 			}
@@ -67,7 +67,7 @@ func (e *Engine) Reload(ctx context.Context, snap *configs.Snapshot) error {
 			defer e.recoverConn(nil, "reload")
 			for cl := range l.clients {
 				if cl.state == stAuthed && cl.revoked == "" {
-					cl.revoked = revocation(cl.ident, snap)
+					cl.revoked = auth.Revocation(cl.ident, snap)
 				}
 			}
 			return nil
@@ -86,12 +86,11 @@ func (e *Engine) Reload(ctx context.Context, snap *configs.Snapshot) error {
 // withdrawn, another principal behind it — the session is revoked. The
 // checks run off the loops (key fetches may block), then the verdicts are
 // handed back to each session's loop.
-func (e *Engine) reverifyTokens(ctx context.Context, loops []*loop, snap *configs.Snapshot, v *oauthVerifiers) {
+func (e *Engine) reverifyTokens(ctx context.Context, loops []*loop, snap *configs.Snapshot, v *auth.OAuth) {
 	type job struct {
 		l     *loop
 		cl    *client
-		token string
-		id    *identity
+		id    *auth.Identity
 		cause string
 	}
 	var mu sync.Mutex
@@ -103,9 +102,9 @@ func (e *Engine) reverifyTokens(ctx context.Context, loops []*loop, snap *config
 		if err := l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			defer wg.Done()
 			for cl := range l.clients {
-				if cl.state == stAuthed && cl.ident != nil && cl.ident.mechanism == configs.MechOAuth && cl.revoked == "" {
+				if cl.state == stAuthed && cl.ident != nil && cl.ident.Mechanism == configs.MechOAuth && cl.revoked == "" {
 					mu.Lock()
-					jobs = append(jobs, &job{l: l, cl: cl, token: cl.ident.token, id: cl.ident})
+					jobs = append(jobs, &job{l: l, cl: cl, id: cl.ident})
 					mu.Unlock()
 				}
 			}
@@ -125,21 +124,9 @@ func (e *Engine) reverifyTokens(ctx context.Context, loops []*loop, snap *config
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if v == nil {
-				j.cause = "no issuer in force"
-				return
-			}
 			vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			res := v.verifyToken(vctx, snap, j.token, time.Now())
+			j.cause = v.Recheck(vctx, snap, j.id, time.Now())
 			cancel()
-			switch {
-			case res.id == nil:
-				j.cause = "token no longer accepted: " + res.cause
-			case res.id.principal != j.id.principal || res.id.tenant != j.id.tenant:
-				j.cause = "token now names another principal"
-			case !sameSet(res.id.ops, j.id.ops):
-				j.cause = "token now opens other operations"
-			}
 		}()
 	}
 	wg.Wait()
@@ -160,42 +147,4 @@ func (e *Engine) reverifyTokens(ctx context.Context, loops []*loop, snap *config
 		}
 	}
 	wg.Wait()
-}
-
-// revocation says why an identity no longer stands in snap ("" if it does).
-func revocation(id *identity, snap *configs.Snapshot) string {
-	switch id.mechanism {
-	case configs.MechAPIKey:
-		k := snap.Keys[id.principal]
-		switch {
-		case k == nil:
-			return "key removed from the store"
-		case k.Hash != id.keyHash:
-			return "key replaced in the store"
-		case k.Tenant != id.tenant:
-			return "key bound to another tenant"
-		case !sameSet(k.Operations, id.ops):
-			return "key bound to other operations"
-		case !k.ExpiresAt.Equal(id.keyExpires):
-			return "key's expiry changed"
-		}
-	case configs.MechMTLS:
-		for _, c := range snap.Clients {
-			if c.ID == id.principal {
-				if c.Subject != id.subject || c.Tenant != id.tenant || !sameSet(c.Operations, id.ops) {
-					return "certificate rebound"
-				}
-				return ""
-			}
-		}
-		return "certificate removed from auth.mtls.clients"
-	}
-	return ""
-}
-
-func sameSet(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }

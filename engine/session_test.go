@@ -190,7 +190,7 @@ func TestReloadRevokesWithdrawnToken(t *testing.T) {
 	tok := oe.token(nil)
 	prod := oe.tokenClient(tok, kgo.DisableIdempotentWrite(), kgo.RecordRetries(1), kgo.RecordDeliveryTimeout(4*time.Second))
 	produceN(t, prod, "orders", 2, "before")
-	oe.issuer.withdraw("gw-1")
+	oe.issuer.Withdraw("gw-1")
 	snap, err := configs.Load(filepath.Join(oe.dir, "flexway.yaml"))
 	if err != nil {
 		t.Fatal(err)

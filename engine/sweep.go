@@ -52,7 +52,7 @@ func (e *Engine) sweep(l *loop) {
 			// A certificate cannot re-authenticate: its connection is
 			// closed at the session's end (S3).
 			e.m.closed("max_session_lifetime")
-			e.log.Info("kafka connection closed: session ended", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "principal", cl.ident.principal)
+			e.log.Info("kafka connection closed: session ended", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal)
 			cl.close("max_session_lifetime")
 			continue
 		case !cl.frameSince.IsZero() && !cl.waitsOnGateway() && now.Sub(cl.frameSince) > lim.IdleTimeout.D():
@@ -62,7 +62,7 @@ func (e *Engine) sweep(l *loop) {
 			// while the gateway makes the connection wait, its head frame
 			// is whole and the clock restarts when it goes on.
 			e.m.closed("idle_timeout")
-			e.log.Warn("kafka connection closed: a request not completed within idle_timeout", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
+			e.log.Warn("kafka connection closed: a request not completed within idle_timeout", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
 			cl.close("partial frame")
 			continue
 		case cl.queue.Len() == 0 && cl.c.OutboundBuffered() == 0 && now.Sub(cl.lastActive) > lim.IdleTimeout.D():
@@ -81,7 +81,7 @@ func (e *Engine) sweep(l *loop) {
 		}
 		cl.outLast = out
 		if now.Sub(cl.outSince) >= e.opts.WriteTimeout {
-			e.log.Warn("kafka connection closed: the client does not read its answers", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "unread_bytes", out, "after", e.opts.WriteTimeout.String())
+			e.log.Warn("kafka connection closed: the client does not read its answers", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "unread_bytes", out, "after", e.opts.WriteTimeout.String())
 			cl.close("write timeout")
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/configs"
 	"github.com/panjf2000/gnet/v2"
 )
@@ -322,19 +323,12 @@ func (cl *client) tlsRead() {
 // auth.mtls.clients by subject, no SASL handshake.
 func (cl *client) certAuth(cert *x509.Certificate) {
 	snap := cl.e.snap.Load()
-	var mc *configs.MTLSClient
-	for _, c := range snap.Clients {
-		if c.Subject == cert.Subject.String() || c.Subject == "CN="+cert.Subject.CommonName {
-			mc = c
-			break
-		}
-	}
-	if mc == nil {
-		cl.e.refusedLine("kafka authentication refused", "cause", "certificate not declared in auth.mtls.clients", "cluster", cl.route.cluster.Name, "mechanism", "mtls")
+	res := auth.MatchCert(snap, cert)
+	if res.ID == nil {
+		cl.e.refusedLine("kafka authentication refused", "cause", res.Cause, "cluster", cl.route.cluster.Name, "mechanism", "mtls")
 		cl.close("mtls")
 		return
 	}
 	cl.mech = "mtls"
-	res := authResult{user: mc.ID, id: &identity{principal: mc.ID, mechanism: configs.MechMTLS, tenant: mc.Tenant, ops: mc.Operations, expires: cert.NotAfter, subject: mc.Subject}}
 	cl.authDone(res, nil, authCert, snap)
 }

@@ -1,4 +1,4 @@
-package engine
+package auth
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ import (
 //
 // A token is a compact JWS signed by one of auth.issuers. The key sets are
 // fetched (discovery: the OpenID configuration, then its jwks_uri) or read
-// (jwks: "file:/path") off the loop: at start in newOAuthVerifiers, then in
+// (jwks: "file:/path") off the loop: at start in NewOAuth, then in
 // the worker pool when a verification needs them. They are kept per issuer
 // and fetched again when
 //   - a token names a key id the set does not hold (rotation), at most once
@@ -64,9 +64,9 @@ const (
 	oauthLeeway      = 1 * time.Minute // clock skew allowed on nbf (never on exp)
 )
 
-// oauthVerifiers verifies OAUTHBEARER tokens against auth.issuers (I2).
-// It is safe for concurrent use by the worker pool.
-type oauthVerifiers struct {
+// OAuth verifies OAUTHBEARER tokens against auth.issuers (I2), keeping
+// each issuer's key set. It is safe for concurrent use by the worker pool.
+type OAuth struct {
 	// refetchEvery is the least delay between two fetches of one issuer's
 	// keys caused by an unknown key id or by a failed fetch (default 5s).
 	refetchEvery time.Duration
@@ -97,13 +97,13 @@ type issuerKeys struct {
 	lastErr   error             // last failure (not logged: causes name the issuer only)
 }
 
-// newOAuthVerifiers prepares the issuers of snap: discovery documents and
+// NewOAuth prepares the issuers of snap: discovery documents and
 // key sets are fetched (bounded by ctx) and cached. A fetch that fails is
 // no error: it is tried again when a token needs the issuer. Only a
 // configuration error (an unreadable CA file, a JWKS file that is not a
 // key set, a discovery URL that is not one) is returned.
-func newOAuthVerifiers(ctx context.Context, snap *configs.Snapshot) (*oauthVerifiers, error) {
-	v := &oauthVerifiers{
+func NewOAuth(ctx context.Context, snap *configs.Snapshot) (*OAuth, error) {
+	v := &OAuth{
 		refetchEvery: 5 * time.Second,
 		keysTTL:      10 * time.Minute,
 		fetchTimeout: 10 * time.Second,
@@ -208,16 +208,16 @@ func checkKeyURL(s string) error {
 	return fmt.Errorf("%q: keys are fetched over https", s)
 }
 
-// verify checks a SASL OAUTHBEARER client message (RFC 7628). It runs in
-// the worker pool, never on the loop.
-func (v *oauthVerifiers) verify(ctx context.Context, snap *configs.Snapshot, msg []byte, now time.Time) authResult {
+// Verify checks a SASL OAUTHBEARER client message (RFC 7628) against the
+// issuers of snap, the snapshot in force. It may fetch keys: never on a loop.
+func (v *OAuth) Verify(ctx context.Context, snap *configs.Snapshot, msg []byte, now time.Time) Result {
 	authzid, token, ok := parseOAuthBearer(msg)
 	if !ok {
-		return authResult{cause: "malformed OAUTHBEARER message"}
+		return Result{Cause: "malformed OAUTHBEARER message"}
 	}
 	res := v.verifyToken(ctx, snap, token, now)
-	if res.id != nil && authzid != "" && authzid != res.id.principal {
-		return authResult{cause: "OAUTHBEARER authorization id differs from the token's subject", user: res.user}
+	if res.ID != nil && authzid != "" && authzid != res.ID.Principal {
+		return Result{Cause: "OAUTHBEARER authorization id differs from the token's subject", User: res.User}
 	}
 	return res
 }
@@ -313,26 +313,26 @@ type joseHeader struct {
 }
 
 // verifyToken verifies a JWT against the issuers of snap, the snapshot in
-// force: at authentication (from verify) and again, for every open
-// token session, at each reload (S2). The identity it returns carries the
-// token (identity.token) for that.
-func (v *oauthVerifiers) verifyToken(ctx context.Context, snap *configs.Snapshot, jwt string, now time.Time) authResult {
+// force: at authentication (from Verify) and again, for every open
+// token session, at each reload (S2, from Recheck). The identity it returns carries the
+// token (Identity.token) for that.
+func (v *OAuth) verifyToken(ctx context.Context, snap *configs.Snapshot, jwt string, now time.Time) Result {
 	if v == nil || snap == nil || snap.File == nil || len(snap.File.Auth.Issuers) == 0 {
-		return authResult{cause: "no auth.issuers to verify tokens"}
+		return Result{Cause: "no auth.issuers to verify tokens"}
 	}
 	parts := strings.Split(jwt, ".")
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || len(jwt) > oauthMaxToken {
-		return authResult{cause: "malformed token: a compact JWS (header.payload.signature) expected"}
+		return Result{Cause: "malformed token: a compact JWS (header.payload.signature) expected"}
 	}
 	var hdr joseHeader
 	if b, err := base64.RawURLEncoding.DecodeString(parts[0]); err != nil || json.Unmarshal(b, &hdr) != nil {
-		return authResult{cause: "malformed token header"}
+		return Result{Cause: "malformed token header"}
 	}
 	if !slices.Contains(oauthAlgs, jose.SignatureAlgorithm(hdr.Alg)) {
-		return authResult{cause: "token algorithm not allowed: " + safeWord(hdr.Alg)}
+		return Result{Cause: "token algorithm not allowed: " + safeWord(hdr.Alg)}
 	}
 	if parts[2] == "" {
-		return authResult{cause: "token without signature"}
+		return Result{Cause: "token without signature"}
 	}
 	// The claims, not verified yet: only iss is read, to choose the issuer.
 	var pre struct {
@@ -340,20 +340,20 @@ func (v *oauthVerifiers) verifyToken(ctx context.Context, snap *configs.Snapshot
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil || json.Unmarshal(payload, &pre) != nil {
-		return authResult{cause: "malformed token claims"}
+		return Result{Cause: "malformed token claims"}
 	}
 	var iss string
 	hasIss := len(pre.Iss) > 0 && string(pre.Iss) != "null"
 	if hasIss && json.Unmarshal(pre.Iss, &iss) != nil {
-		return authResult{cause: "malformed token claims: iss is not a string"}
+		return Result{Cause: "malformed token claims: iss is not a string"}
 	}
 	jws, err := jose.ParseSignedCompact(jwt, oauthAlgs)
 	if err != nil || len(jws.Signatures) != 1 {
-		return authResult{cause: "malformed token"}
+		return Result{Cause: "malformed token"}
 	}
 
 	v.observe(snap)
-	var first authResult
+	var first Result
 	tried := false
 	for _, is := range snap.File.Auth.Issuers {
 		st := v.state(is)
@@ -365,16 +365,16 @@ func (v *oauthVerifiers) verifyToken(ctx context.Context, snap *configs.Snapshot
 		}
 		tried = true
 		res := v.verifyWith(ctx, snap, st, jws, hdr, now)
-		if res.id != nil {
-			res.id.token = jwt
+		if res.ID != nil {
+			res.ID.token = jwt
 			return res
 		}
-		if first.cause == "" {
+		if first.Cause == "" {
 			first = res
 		}
 	}
 	if !tried {
-		return authResult{cause: "unknown issuer: the token's iss names none of auth.issuers"}
+		return Result{Cause: "unknown issuer: the token's iss names none of auth.issuers"}
 	}
 	return first
 }
@@ -397,7 +397,7 @@ func safeWord(s string) string {
 }
 
 // observe records the newest snapshot and forgets issuers it no longer declares.
-func (v *oauthVerifiers) observe(snap *configs.Snapshot) {
+func (v *OAuth) observe(snap *configs.Snapshot) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.latest == snap || (v.latest != nil && snap.LoadedAt.Before(v.latest.LoadedAt)) {
@@ -420,7 +420,7 @@ func (v *oauthVerifiers) observe(snap *configs.Snapshot) {
 
 // state returns the cached state of an issuer, created on first use (an
 // issuer added by a reload). nil if its configuration cannot be used.
-func (v *oauthVerifiers) state(is configs.Issuer) *issuerKeys {
+func (v *OAuth) state(is configs.Issuer) *issuerKeys {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if st := v.issuers[is]; st != nil {
@@ -435,7 +435,7 @@ func (v *oauthVerifiers) state(is configs.Issuer) *issuerKeys {
 }
 
 // admits reports whether a token whose iss is iss may be the issuer's.
-func (st *issuerKeys) admits(ctx context.Context, v *oauthVerifiers, snap *configs.Snapshot, iss string, hasIss bool) bool {
+func (st *issuerKeys) admits(ctx context.Context, v *OAuth, snap *configs.Snapshot, iss string, hasIss bool) bool {
 	if st.cfg.Issuer != "" {
 		return hasIss && iss == st.cfg.Issuer
 	}
@@ -460,11 +460,11 @@ func (st *issuerKeys) admits(ctx context.Context, v *oauthVerifiers, snap *confi
 }
 
 // verifyWith checks the signature with the issuer's keys, then the claims.
-func (v *oauthVerifiers) verifyWith(ctx context.Context, snap *configs.Snapshot, st *issuerKeys, jws *jose.JSONWebSignature, hdr joseHeader, now time.Time) authResult {
+func (v *OAuth) verifyWith(ctx context.Context, snap *configs.Snapshot, st *issuerKeys, jws *jose.JSONWebSignature, hdr joseHeader, now time.Time) Result {
 	name := st.cfg.Name
 	keys, err := st.keysFor(ctx, v, snap, hdr.Kid)
 	if err != nil {
-		return authResult{cause: fmt.Sprintf("keys of issuer %q unavailable", name)}
+		return Result{Cause: fmt.Sprintf("keys of issuer %q unavailable", name)}
 	}
 	var payload []byte
 	matched := false
@@ -484,9 +484,9 @@ func (v *oauthVerifiers) verifyWith(ctx context.Context, snap *configs.Snapshot,
 	}
 	switch {
 	case !matched:
-		return authResult{cause: fmt.Sprintf("token signed by a key unknown to issuer %q", name)}
+		return Result{Cause: fmt.Sprintf("token signed by a key unknown to issuer %q", name)}
 	case payload == nil:
-		return authResult{cause: fmt.Sprintf("token signature not verified by issuer %q's keys", name)}
+		return Result{Cause: fmt.Sprintf("token signature not verified by issuer %q's keys", name)}
 	}
 	return checkClaims(snap, st, payload, now)
 }
@@ -502,24 +502,24 @@ type tokenClaims struct {
 	Scp   json.RawMessage `json:"scp"`
 }
 
-func checkClaims(snap *configs.Snapshot, st *issuerKeys, payload []byte, now time.Time) authResult {
+func checkClaims(snap *configs.Snapshot, st *issuerKeys, payload []byte, now time.Time) Result {
 	name := st.cfg.Name
 	var c tokenClaims
 	var all map[string]json.RawMessage
 	if json.Unmarshal(payload, &c) != nil || json.Unmarshal(payload, &all) != nil {
-		return authResult{cause: "malformed token claims"}
+		return Result{Cause: "malformed token claims"}
 	}
 	st.mu.RLock()
 	expectedIss := st.iss
 	st.mu.RUnlock()
 	if expectedIss != "" && (c.Iss == nil || *c.Iss != expectedIss) {
-		return authResult{cause: fmt.Sprintf("token not issued by issuer %q (iss)", name)}
+		return Result{Cause: fmt.Sprintf("token not issued by issuer %q (iss)", name)}
 	}
 	if c.Sub == nil || *c.Sub == "" {
-		return authResult{cause: "token without sub"}
+		return Result{Cause: "token without sub"}
 	}
 	user := *c.Sub
-	refuse := func(cause string) authResult { return authResult{cause: cause, user: user} }
+	refuse := func(cause string) Result { return Result{Cause: cause, User: user} }
 	if !audienceHas(c.Aud, st.cfg.Audience) {
 		return refuse(fmt.Sprintf("token audience is not %q", st.cfg.Audience))
 	}
@@ -553,13 +553,13 @@ func checkClaims(snap *configs.Snapshot, st *issuerKeys, payload []byte, now tim
 	if len(ops) == 0 {
 		return refuse("the token's scopes admit no operation")
 	}
-	return authResult{user: user, id: &identity{
-		principal: user,
-		mechanism: configs.MechOAuth,
-		tenant:    tenant,
-		ops:       ops,
-		expires:   exp,
-		scopes:    slices.Sorted(maps.Keys(scopes)),
+	return Result{User: user, ID: &Identity{
+		Principal: user,
+		Mechanism: configs.MechOAuth,
+		Tenant:    tenant,
+		Ops:       ops,
+		Expires:   exp,
+		Scopes:    slices.Sorted(maps.Keys(scopes)),
 	}}
 }
 
@@ -654,7 +654,7 @@ const (
 )
 
 // keysFor returns the issuer's keys, fetched first if due or if kid is not held.
-func (st *issuerKeys) keysFor(ctx context.Context, v *oauthVerifiers, snap *configs.Snapshot, kid string) ([]jose.JSONWebKey, error) {
+func (st *issuerKeys) keysFor(ctx context.Context, v *OAuth, snap *configs.Snapshot, kid string) ([]jose.JSONWebKey, error) {
 	_ = st.refresh(ctx, v, snap, refreshIfDue, "")
 	st.mu.RLock()
 	keys, loaded := st.keys, st.loaded
@@ -681,7 +681,7 @@ func hasKid(keys []jose.JSONWebKey, kid string) bool {
 }
 
 // due reports whether a refresh should fetch now (st.mu held for reading).
-func (st *issuerKeys) due(v *oauthVerifiers, snap *configs.Snapshot, mode refreshMode, kid string) bool {
+func (st *issuerKeys) due(v *OAuth, snap *configs.Snapshot, mode refreshMode, kid string) bool {
 	now := time.Now()
 	newer := snap != nil && st.forSnap != snap && (st.forSnap == nil || !snap.LoadedAt.Before(st.forSnap.LoadedAt))
 	if mode == refreshForce {
@@ -706,7 +706,7 @@ func (st *issuerKeys) due(v *oauthVerifiers, snap *configs.Snapshot, mode refres
 // mode says it is due (kid: the key id missed, for refreshKeyMiss). One
 // refresh at a time; the others wait for it (bounded by ctx) and use its
 // result. A failure keeps the keys held.
-func (st *issuerKeys) refresh(ctx context.Context, v *oauthVerifiers, snap *configs.Snapshot, mode refreshMode, kid string) error {
+func (st *issuerKeys) refresh(ctx context.Context, v *OAuth, snap *configs.Snapshot, mode refreshMode, kid string) error {
 	st.mu.RLock()
 	need := st.due(v, snap, mode, kid)
 	st.mu.RUnlock()

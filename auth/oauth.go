@@ -15,9 +15,7 @@ import (
 	"io"
 	"maps"
 	"math"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"sort"
@@ -156,7 +154,7 @@ func newIssuerKeys(is configs.Issuer) (*issuerKeys, error) {
 		}
 		return st, nil
 	}
-	if err := checkKeyURL(is.Discovery); err != nil {
+	if err := configs.CheckFetchURL(is.Discovery); err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
 	roots, err := x509.SystemCertPool()
@@ -185,27 +183,10 @@ func newIssuerKeys(is configs.Issuer) (*issuerKeys, error) {
 			if len(via) >= 5 {
 				return errors.New("too many redirects")
 			}
-			return checkKeyURL(req.URL.String())
+			return configs.CheckFetchURL(req.URL.String())
 		},
 	}
 	return st, nil
-}
-
-// checkKeyURL: keys are fetched over https, or http to a loopback host.
-func checkKeyURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute URL", s)
-	}
-	switch u.Scheme {
-	case "https":
-		return nil
-	case "http":
-		if ip := net.ParseIP(u.Hostname()); (ip != nil && ip.IsLoopback()) || u.Hostname() == "localhost" {
-			return nil
-		}
-	}
-	return fmt.Errorf("%q: keys are fetched over https", s)
 }
 
 // Verify checks a SASL OAUTHBEARER client message (RFC 7628) against the
@@ -780,7 +761,7 @@ func (st *issuerKeys) load(ctx context.Context) (iss string, keys []jose.JSONWeb
 	if doc.Issuer == "" || doc.JWKSURI == "" {
 		return "", nil, errors.New("discovery: issuer and jwks_uri required")
 	}
-	if err := checkKeyURL(doc.JWKSURI); err != nil {
+	if err := configs.CheckFetchURL(doc.JWKSURI); err != nil {
 		return "", nil, fmt.Errorf("discovery: jwks_uri: %w", err)
 	}
 	body, err = st.get(ctx, doc.JWKSURI)

@@ -153,7 +153,7 @@ func (l *loader) checkAuth() {
 		case is.Discovery == "" && is.JWKS == "":
 			d.errorf(p, "required: discovery (the OpenID configuration URL) or jwks (\"file:/path\")")
 		case is.Discovery != "":
-			if err := checkFetchURL(is.Discovery); err != nil {
+			if err := CheckFetchURL(is.Discovery); err != nil {
 				d.errorf(p.at("discovery"), "%v", err)
 			}
 		default:
@@ -195,9 +195,9 @@ func (l *loader) checkAuth() {
 	}
 }
 
-// checkFetchURL accepts an https URL, or http to a loopback host (tests and
-// sidecars): a key set fetched in clear from elsewhere could be swapped.
-func checkFetchURL(s string) error {
+// CheckFetchURL accepts an https URL, or http to a loopback host (tests and
+// sidecars); auth applies it to discovery and JWKS URLs at fetch time too: a key set fetched in clear from elsewhere could be swapped.
+func CheckFetchURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("%q is not an absolute URL", s)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/relay"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -139,15 +140,9 @@ func (u *upstreamConn) onTraffic() {
 		frame, _ := u.c.Peek(total)
 		frame = frame[codec.SizeLen:]
 		corr, _ := codec.ResponseCorrelation(frame)
-		p := cl.queue.Front()
-		if p == nil || len(p.Local) > 0 || p.UpCorr != corr {
-			cause := "unknown correlation id"
-			cl.queue.Each(func(q *decide.Pending) {
-				if len(q.Local) == 0 && q.UpCorr == corr {
-					cause = "the answer to a later request"
-				}
-			})
-			cl.e.log.Warn("kafka connection closed: broker answer out of order", "cluster", cl.route.cluster.Name, "cause", cause)
+		p, bad := cl.queue.Match(corr)
+		if bad != relay.Matched {
+			cl.e.log.Warn("kafka connection closed: broker answer out of order", "cluster", cl.route.cluster.Name, "cause", bad.String())
 			cl.close("upstream protocol")
 			return
 		}

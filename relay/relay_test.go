@@ -83,3 +83,44 @@ func TestBudgetTenantShareCountsUnread(t *testing.T) {
 		t.Fatalf("shares not given back: %d %d", ten.Used(), rep.Used())
 	}
 }
+
+// Answers go back in request order (invariant 4): a broker answer matches
+// the oldest forwarded request, or says why not.
+func TestQueueMatch(t *testing.T) {
+	var q Queue
+	if _, bad := q.Match(1); bad != MismatchUnknown {
+		t.Fatalf("an answer to nothing: %v", bad)
+	}
+	for _, c := range []int32{7, 8, 9} {
+		p := q.Get()
+		p.UpCorr = c
+		q.Push(p)
+	}
+	if p, bad := q.Match(7); bad != Matched || p != q.Front() {
+		t.Fatalf("the head's answer: %v", bad)
+	}
+	if p, bad := q.Match(9); bad != MismatchLater || p != nil || bad.String() != "the answer to a later request" {
+		t.Fatalf("an answer to a later request: %v", bad)
+	}
+	if _, bad := q.Match(42); bad != MismatchUnknown || bad.String() != "unknown correlation id" {
+		t.Fatalf("an unknown correlation id: %v", bad)
+	}
+	q.Put(q.Pop())
+	if _, bad := q.Match(8); bad != Matched {
+		t.Fatalf("the next answer once the head is out: %v", bad)
+	}
+	// A local answer at the head is owed before any broker answer.
+	var l Queue
+	lp := l.Get()
+	lp.Local = append(lp.Local, 1)
+	l.Push(lp)
+	fp := l.Get()
+	fp.UpCorr = 3
+	l.Push(fp)
+	if _, bad := l.Match(3); bad != MismatchLater {
+		t.Fatalf("a broker answer before the local one owed first: %v", bad)
+	}
+	if n := testing.AllocsPerRun(100, func() { q.Match(8); q.Match(42) }); n != 0 {
+		t.Fatalf("Match allocates %v", n)
+	}
+}

@@ -320,29 +320,9 @@ func (cl *client) handle(frame []byte) bool {
 		cl.dial()
 		return false
 	}
-	// B2: what the broker may answer must fit the budget, except one answer alone.
-	want := int64(answerReserveGuess)
-	if h.Key == 1 {
-		want = int64(cl.fetchCap())
-	}
-	grant, by := cl.budget.GrantBy(int64(cl.c.OutboundBuffered()), want)
-	if grant == 0 || (h.Key == 1 && grant < minFetchGrant && grant < want) {
-		if by == relay.LevelTenant && cl.snap.Listener.OnTenantBudgetExceeded == "close" {
-			cl.e.m.tenantBudget(false)
-			cl.e.log.Warn("kafka connection closed: the tenant's in-flight share is reached", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
-			cl.close("tenant share")
-			return true
-		}
-		if by == relay.LevelTenant && cl.waitSince.IsZero() {
-			cl.e.m.tenantBudget(true)
-			cl.waitSince = time.Now()
-		}
-		cl.hold()
-		return false
-	}
-	if !cl.waitSince.IsZero() {
-		cl.e.m.tenantWait(time.Since(cl.waitSince))
-		cl.waitSince = time.Time{}
+	grant, ok := cl.admit(h.Key)
+	if !ok {
+		return cl.closed
 	}
 	cl.sess.Limits.FetchMaxBytes = int32(min(grant, int64(cl.fetchCap())))
 	p := cl.queue.Get()
@@ -375,6 +355,43 @@ func (cl *client) handle(frame []byte) bool {
 		cl.close("refused api")
 	}
 	return true
+}
+
+// admit asks the budgets whether the request may be forwarded now (B2):
+// what the broker may answer must fit, except one answer alone. It
+// returns the bytes granted, or false when the request waits (the
+// connection is held) or the connection was closed.
+func (cl *client) admit(key int16) (int64, bool) {
+	ask := relay.Ask{
+		Outbound:      int64(cl.c.OutboundBuffered()),
+		Want:          answerReserveGuess,
+		CloseOnTenant: cl.snap.Listener.OnTenantBudgetExceeded == "close",
+	}
+	if key == 1 {
+		ask.Want, ask.Min = int64(cl.fetchCap()), minFetchGrant
+	}
+	v := cl.budget.Admit(ask)
+	switch v.Kind {
+	case relay.Go:
+		if !cl.waitSince.IsZero() {
+			cl.e.m.tenantWait(time.Since(cl.waitSince))
+			cl.waitSince = time.Time{}
+		}
+		return v.Grant, true
+	case relay.Close:
+		cl.e.m.tenantBudget(false)
+		cl.e.log.Warn("kafka connection closed: the tenant's in-flight share is reached", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
+		cl.close("tenant share")
+		return 0, false
+	case relay.WaitBytes:
+		if v.By == relay.LevelTenant && cl.waitSince.IsZero() {
+			cl.e.m.tenantBudget(true)
+			cl.waitSince = time.Now()
+		}
+	}
+	// WaitBytes and WaitUntil: the frame stays in the buffer; the tick asks again.
+	cl.hold()
+	return 0, false
 }
 
 // apiVersionsBody checks the body of an ApiVersions request of a version

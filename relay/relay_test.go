@@ -2,6 +2,7 @@ package relay
 
 import (
 	"testing"
+	"time"
 
 	"github.com/flexway/flexway/decide"
 )
@@ -33,25 +34,25 @@ func TestQueueOrderAndReuse(t *testing.T) {
 // B2: past the bound nothing more is granted; an idle connection is always granted (one answer crosses alone).
 func TestBudgetAtTheBound(t *testing.T) {
 	b := Budget{Limit: 1000}
-	if g := b.Grant(0, 5000); g != 5000 {
-		t.Fatalf("idle connection must be granted one answer alone, got %d", g)
+	if v := b.Admit(Ask{Want: 5000}); v.Kind != Go || v.Grant != 5000 {
+		t.Fatalf("idle connection must be granted one answer alone, got %+v", v)
 	}
 	b.Reserve(600)
-	if g := b.Grant(0, 5000); g != 400 {
-		t.Fatalf("grant = %d, want 400", g)
+	if v := b.Admit(Ask{Want: 5000}); v.Kind != Go || v.Grant != 400 {
+		t.Fatalf("verdict %+v, want 400 granted", v)
 	}
-	if g := b.Grant(400, 5000); g != 0 {
-		t.Fatalf("at the bound grant = %d, want 0", g)
+	if v := b.Admit(Ask{Outbound: 400, Want: 5000}); v.Kind != WaitBytes || v.By != LevelConn {
+		t.Fatalf("at the bound: %+v, want a wait for the connection's budget", v)
 	}
 	b.Release(600)
-	if g := b.Grant(999, 5000); g != 1 {
-		t.Fatalf("grant = %d, want 1", g)
+	if v := b.Admit(Ask{Outbound: 999, Want: 5000}); v.Kind != Go || v.Grant != 1 {
+		t.Fatalf("verdict %+v, want 1 granted", v)
 	}
 	ten := &Shared{Limit: 100}
 	b2 := Budget{Limit: 1000, Tenant: ten}
 	b2.Reserve(50)
-	if g := b2.Grant(0, 5000); g != 50 {
-		t.Fatalf("tenant share: grant = %d, want 50", g)
+	if v := b2.Admit(Ask{Want: 5000}); v.Kind != Go || v.Grant != 50 {
+		t.Fatalf("tenant share: %+v, want 50 granted", v)
 	}
 	b2.Release(50)
 	if ten.Used() != 0 {
@@ -59,28 +60,83 @@ func TestBudgetAtTheBound(t *testing.T) {
 	}
 }
 
+// B2: a Fetch waits rather than ask for crumbs, unless crumbs are all it wants.
+func TestAdmitMin(t *testing.T) {
+	b := Budget{Limit: 1000}
+	b.Reserve(900)
+	if v := b.Admit(Ask{Want: 5000, Min: 200}); v.Kind != WaitBytes || v.By != LevelConn {
+		t.Fatalf("100 granted below a minimum of 200: %+v, want a wait", v)
+	}
+	if v := b.Admit(Ask{Want: 80, Min: 200}); v.Kind != Go || v.Grant != 80 {
+		t.Fatalf("a request that wants less than the minimum: %+v", v)
+	}
+	if v := b.Admit(Ask{Want: 5000}); v.Kind != Go || v.Grant != 100 {
+		t.Fatalf("no minimum: %+v", v)
+	}
+}
+
 // B2: the tenant's share counts its connections' unread bytes too, and
-// says which budget limits.
+// says which budget limits; on_tenant_budget_exceeded: close closes only
+// for the tenant's share.
 func TestBudgetTenantShareCountsUnread(t *testing.T) {
 	ten, rep := &Shared{Limit: 1000}, &Shared{Limit: 10000}
 	a := Budget{Limit: 800, Tenant: ten, Replica: rep}
 	b := Budget{Limit: 800, Tenant: ten, Replica: rep}
 	a.SyncOutbound(700) // a's client reads nothing
-	if g, by := b.GrantBy(0, 5000); g != 5000 || by != LevelNone {
-		t.Fatalf("an idle connection: %d %v", g, by)
+	if v := b.Admit(Ask{Want: 5000, CloseOnTenant: true}); v.Kind != Go || v.Grant != 5000 {
+		t.Fatalf("an idle connection: %+v", v)
 	}
 	b.Reserve(200)
-	if g, by := b.GrantBy(0, 5000); g != 100 || by != LevelTenant {
-		t.Fatalf("grant %d by %v, want 100 by the tenant", g, by)
+	if v := b.Admit(Ask{Want: 5000}); v.Kind != Go || v.Grant != 100 {
+		t.Fatalf("verdict %+v, want 100 granted", v)
 	}
 	b.Reserve(100)
-	if g, by := b.GrantBy(0, 5000); g != 0 || by != LevelTenant {
-		t.Fatalf("at the tenant's bound: %d by %v", g, by)
+	if v := b.Admit(Ask{Want: 5000}); v.Kind != WaitBytes || v.By != LevelTenant {
+		t.Fatalf("at the tenant's bound: %+v", v)
+	}
+	if v := b.Admit(Ask{Want: 5000, CloseOnTenant: true}); v.Kind != Close || v.Cause != CauseTenantShare {
+		t.Fatalf("at the tenant's bound in close mode: %+v", v)
+	}
+	if v := a.Admit(Ask{Outbound: 700, Want: 5000, CloseOnTenant: true}); v.Kind != Close {
+		t.Fatalf("the other connection of the tenant in close mode: %+v", v)
 	}
 	a.SyncOutbound(0)
 	b.Release(300)
+	d := Budget{Limit: 100, Tenant: ten}
+	d.Reserve(100)
+	if v := d.Admit(Ask{Want: 5000, CloseOnTenant: true}); v.Kind != WaitBytes || v.By != LevelConn {
+		t.Fatalf("the connection's own bound never closes: %+v", v)
+	}
+	d.Release(100)
 	if ten.Used() != 0 || rep.Used() != 0 {
 		t.Fatalf("shares not given back: %d %d", ten.Used(), rep.Used())
+	}
+}
+
+// The verdicts are ordered: of two on one request, the stricter wins.
+func TestVerdictOrder(t *testing.T) {
+	now := time.Unix(1000, 0)
+	g100, g50 := Verdict{Kind: Go, Grant: 100}, Verdict{Kind: Go, Grant: 50}
+	wb := Verdict{Kind: WaitBytes, By: LevelTenant}
+	w1, w2 := Verdict{Kind: WaitUntil, Until: now.Add(time.Second)}, Verdict{Kind: WaitUntil, Until: now.Add(2 * time.Second)}
+	cl := Verdict{Kind: Close, Cause: CauseTenantShare}
+	for _, c := range []struct{ a, b, want Verdict }{
+		{g100, g50, g50},
+		{g50, g100, g50},
+		{g100, wb, wb},
+		{wb, w1, w1},
+		{w1, wb, w1},
+		{w1, w2, w2},
+		{w2, w1, w2},
+		{w2, cl, cl},
+		{cl, g100, cl},
+	} {
+		if got := Join(c.a, c.b); got != c.want {
+			t.Errorf("Join(%+v, %+v) = %+v, want %+v", c.a, c.b, got, c.want)
+		}
+	}
+	if !(Go < WaitBytes && WaitBytes < WaitUntil && WaitUntil < Close) {
+		t.Fatal("kinds out of order")
 	}
 }
 

@@ -229,14 +229,15 @@ func (cl *client) authDone(res authResult, h *codec.RequestHeader, mode authMode
 	if res.id != nil {
 		// B1: the tenant's connections and new connections a second.
 		l := snap.Listener
-		if bound := cl.e.limits.takeTenant(res.id.tenant, intOr(l.MaxConnectionsPerTenant, 1024), intOr(l.MaxConnectionRatePerTenant, 100), time.Now()); bound != "" {
-			cl.e.m.refused(bound)
+		ten, bound := cl.e.tenants.Take(res.id.tenant, intOr(l.MaxConnectionsPerTenant, 1024), intOr(l.MaxConnectionRatePerTenant, 100), time.Now())
+		if ten == nil {
+			cl.e.m.refused(bound.String())
 			// Seed 002: past a tenant's bound the answer is SASL_AUTHENTICATION_FAILED, logged as such.
-			cl.e.refusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound, "user", res.user, "tenant", res.id.tenant, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
+			cl.e.refusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound.String(), "user", res.user, "tenant", res.id.tenant, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
 			cl.authFailed(h, mode)
 			return
 		}
-		cl.tenantCounted = true
+		cl.tenant = ten
 	}
 	if res.id == nil {
 		cl.e.refusedLine("kafka authentication refused", "cause", res.cause, "user", res.user, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
@@ -250,7 +251,7 @@ func (cl *client) authDone(res authResult, h *codec.RequestHeader, mode authMode
 	lifetime := cl.startSession(snap)
 	cl.e.unauth.Add(-1)
 	cl.budget.Limit = int64(snap.Listener.MaxInFlightBytes)
-	cl.budget.Tenant = cl.e.takeTenantShare(res.id.tenant)
+	cl.budget.Tenant = &cl.tenant.Share
 	cl.budget.Replica = cl.e.replica
 	cl.sess = &decide.Session{
 		View:     view,

@@ -35,15 +35,15 @@ const (
 // broker connection, its queue of answers and its budget. All of it lives
 // on the connection's loop: no lock.
 type client struct {
-	e      *Engine
-	c      gnet.Conn
-	lp     *loop
-	closed bool
-	route  portRoute
-	ip     string
-	// counted against the connection bounds (B1), given back at release
-	ipCounted, tenantCounted bool
-	opened                   time.Time
+	e         *Engine
+	c         gnet.Conn
+	lp        *loop
+	closed    bool
+	route     portRoute
+	ip        string
+	ipCounted bool          // counted against max_connections_per_ip (B1)
+	tenant    *relay.Tenant // from authentication on: its bounds and share
+	opened    time.Time
 
 	state      authState
 	tls        *tlsState   // after the TLS handshake
@@ -529,9 +529,6 @@ func (cl *client) releaseAs(peerClosed bool) {
 	if cl.ipCounted {
 		cl.e.limits.dropIP(cl.ip)
 	}
-	if cl.tenantCounted {
-		cl.e.limits.dropTenant(cl.ident.tenant)
-	}
 	n := 0
 	cl.queue.Each(func(p *decide.Pending) {
 		if len(p.Local) == 0 {
@@ -542,8 +539,8 @@ func (cl *client) releaseAs(peerClosed bool) {
 	cl.budget.Release(cl.budget.Reserved)
 	cl.budget.SyncOutbound(0)
 	delete(cl.lp.unread, cl)
-	if cl.budget.Tenant != nil {
-		cl.e.dropTenantShare(cl.ident.tenant)
+	if cl.tenant != nil {
+		cl.e.tenants.Release(cl.tenant, time.Now())
 	}
 	if cl.up != nil {
 		if peerClosed && cl.state == stAuthed && cl.keepForDrain() {

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -178,5 +179,80 @@ func TestQueueMatch(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { q.Match(8); q.Match(42) }); n != 0 {
 		t.Fatalf("Match allocates %v", n)
+	}
+}
+
+// B1: a tenant's connections and new connections a second are bounded;
+// the bytes of its connections count in one share.
+func TestTenantBounds(t *testing.T) {
+	r := NewTenants(1000)
+	now := time.Unix(5000, 0)
+	a, b := mustTake(t, r, "acme", 2, 0, now), mustTake(t, r, "acme", 2, 0, now)
+	if a != b || a.Share.Limit != 1000 {
+		t.Fatal("two connections of a tenant do not share one tenant")
+	}
+	if _, bound := r.Take("acme", 2, 0, now); bound != BoundConnections || bound.String() != "max_connections_per_tenant" {
+		t.Fatalf("a third connection past max_connections_per_tenant 2: %v", bound)
+	}
+	if g := mustTake(t, r, "globex", 2, 0, now); g == a {
+		t.Fatal("two tenants share a tenant")
+	}
+	r.Release(a, now)
+	mustTake(t, r, "acme", 2, 0, now)
+
+	// The rate: 2 a second, kept across a close and a reconnection within the second.
+	x := mustTake(t, r, "initech", 0, 2, now)
+	r.Release(x, now)
+	y := mustTake(t, r, "initech", 0, 2, now)
+	r.Release(y, now)
+	if _, bound := r.Take("initech", 0, 2, now); bound != BoundRate || bound.String() != "max_connection_rate_per_tenant" {
+		t.Fatalf("a third connection in one second past max_connection_rate_per_tenant 2: %v", bound)
+	}
+	mustTake(t, r, "initech", 0, 2, now.Add(time.Second))
+}
+
+func mustTake(t *testing.T, r *Tenants, name string, maxConns, maxRate int, now time.Time) *Tenant {
+	t.Helper()
+	ten, bound := r.Take(name, maxConns, maxRate, now)
+	if bound != BoundNone || ten == nil || ten.Name != name {
+		t.Fatalf("%s refused by %v", name, bound)
+	}
+	return ten
+}
+
+// Tenants that come and go do not grow the registry: a tenant without a
+// connection is dropped, at once or once its rate window is past.
+func TestTenantsNoGrowth(t *testing.T) {
+	r := NewTenants(1000)
+	now := time.Unix(7000, 0)
+	kept := mustTake(t, r, "kept", 0, 100, now)
+	for i := 0; i < 10000; i++ {
+		now = now.Add(time.Millisecond)
+		name := "t" + strconv.Itoa(i)
+		rate := 0
+		if i%2 == 0 {
+			rate = 100 // with a rate window, kept until the second is past
+		}
+		a := mustTake(t, r, name, 0, rate, now)
+		b := mustTake(t, r, name, 0, rate, now)
+		a.Share.used.Add(10)
+		a.Share.used.Add(-10)
+		r.Release(a, now)
+		r.Release(b, now)
+		if n := len(r.byName); n > 1+1000 { // "kept" plus at most a second of arrivals
+			t.Fatalf("after %d tenants came and went the registry holds %d", i+1, n)
+		}
+		if len(r.idle) > 1000 {
+			t.Fatalf("after %d tenants the idle list holds %d", i+1, len(r.idle))
+		}
+	}
+	now = now.Add(time.Second)
+	r.Release(mustTake(t, r, "last", 0, 0, now), now)
+	if len(r.byName) != 1 || r.Get("kept") != kept || len(r.idle) != 0 {
+		t.Fatalf("a second later the registry holds %d tenants, %d idle", len(r.byName), len(r.idle))
+	}
+	r.Release(kept, now)
+	if len(r.byName) != 0 || r.Get("kept") != nil {
+		t.Fatalf("the last tenant not dropped: %d", len(r.byName))
 	}
 }

@@ -43,7 +43,7 @@ func (cl *client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 	case 36:
 		if cl.mech == "" {
 			cl.e.refusedLine("kafka connection refused", "cause", "SaslAuthenticate before SaslHandshake")
-			cl.close("sasl order")
+			cl.close(closeSASLOrder)
 			return
 		}
 		req := kmsg.NewPtrSASLAuthenticateRequest()
@@ -55,7 +55,7 @@ func (cl *client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 		cl.authenticate(req.SASLAuthBytes, h)
 	default:
 		cl.e.refusedLine("kafka connection refused", "cause", "request before authentication", "api", decide.Name(h.Key))
-		cl.close("unauthenticated request")
+		cl.close(closeUnauthenticated)
 	}
 }
 
@@ -288,7 +288,7 @@ func (cl *client) authFailed(h *codec.RequestHeader, mode authMode) {
 		cl.writeKmsg(36, h.Version, h.Correlation, resp)
 	}
 	cl.state = stPreAuth
-	cl.close("authentication")
+	cl.close(closeAuthFailed)
 }
 
 // startSession sets the session's end (S3): the smallest of
@@ -316,13 +316,12 @@ func (cl *client) startSession(snap *configs.Snapshot) time.Duration {
 func (cl *client) checkSession() bool {
 	if cl.revoked != "" {
 		cl.e.log.Warn("kafka connection closed: credential revoked on reload", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "principal", cl.ident.principal, "cause", cl.revoked)
-		cl.close("revoked")
+		cl.close(closeRevoked)
 		return false
 	}
 	if !cl.sessEnd.IsZero() && !time.Now().Before(cl.sessEnd) {
-		cl.e.m.closed("max_session_lifetime")
 		cl.e.log.Info("kafka connection closed: session ended without re-authentication", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "principal", cl.ident.principal)
-		cl.close("max_session_lifetime")
+		cl.close(closeSessionEnded)
 		return false
 	}
 	if snap := cl.e.snap.Load(); snap != cl.snap {
@@ -369,7 +368,7 @@ func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 		req.Version = h.Version
 		if h.Version != 1 || req.ReadFrom(body) != nil || req.Mechanism != cl.mech {
 			cl.e.log.Warn("kafka connection closed: re-authentication with another mechanism or framing", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant)
-			cl.close("reauth")
+			cl.close(closeReauthMechanism)
 			return
 		}
 		resp := kmsg.NewPtrSASLHandshakeResponse()
@@ -381,7 +380,7 @@ func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 	req := kmsg.NewPtrSASLAuthenticateRequest()
 	req.Version = h.Version
 	if h.Version > 2 || req.ReadFrom(body) != nil || cl.mech == "mtls" {
-		cl.close("reauth")
+		cl.close(closeReauthMalformed)
 		return
 	}
 	cl.authenticate(req.SASLAuthBytes, h)
@@ -403,7 +402,7 @@ func (cl *client) reauthDone(res authResult, h *codec.RequestHeader, snap *confi
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
 		cl.answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
 		cl.e.m.request(36, decRefused)
-		cl.close("reauth")
+		cl.close(closeReauthRefused)
 		return
 	}
 	cl.e.m.request(36, decAllowed)

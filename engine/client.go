@@ -272,16 +272,14 @@ func (cl *client) process() {
 
 func (cl *client) frameTooLarge(size, limit int32) {
 	if codec.LooksLikeTLS(size) {
-		cl.e.refusedLine("kafka connection refused", "cause", "a TLS client on a plaintext port", "cluster", cl.route.cluster.Name)
-		cl.close("tls on plaintext port")
+		cl.close(closeTLSOnPlaintext, "cluster", cl.route.cluster.Name)
 		return
 	}
 	if cl.state != stAuthed {
-		cl.e.refusedLine("kafka connection refused", "cause", "request larger than allowed before authentication", "size", size, "max_request_bytes", limit)
-	} else {
-		cl.e.log.Warn("kafka connection closed: request larger than max_request_bytes", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "size", size, "max_request_bytes", limit)
+		cl.close(closePreAuthTooLarge, "size", size, "max_request_bytes", limit)
+		return
 	}
-	cl.close("max_request_bytes")
+	cl.close(closeTooLarge, "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "size", size, "max_request_bytes", limit)
 }
 
 // handle judges one frame; it returns false when the frame must wait.
@@ -350,9 +348,9 @@ func (cl *client) handle(frame []byte) bool {
 		cl.queue.Put(p)
 	case decide.Disconnect:
 		cl.e.m.request(h.Key, decRefused)
-		cl.e.log.Warn("kafka connection closed: request refused", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", p.Cause)
+		cause := p.Cause
 		cl.queue.Put(p)
-		cl.close("refused api")
+		cl.close(closeRefusedAPI, "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", cause)
 	}
 	return true
 }
@@ -380,8 +378,7 @@ func (cl *client) admit(key int16) (int64, bool) {
 		return v.Grant, true
 	case relay.Close:
 		cl.e.m.tenantBudget(false)
-		cl.e.log.Warn("kafka connection closed: the tenant's in-flight share is reached", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
-		cl.close("tenant share")
+		cl.close(closeTenantShare, "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
 		return 0, false
 	case relay.WaitBytes:
 		if v.By == relay.LevelTenant && cl.waitSince.IsZero() {
@@ -491,20 +488,22 @@ func (cl *client) resume() {
 }
 
 func (cl *client) protocolError(h codec.RequestHeader, err error) {
-	if cl.state != stAuthed {
-		cl.e.refusedLine("kafka connection refused", "cause", "malformed request before authentication", "api_key", h.Key, "error", err.Error())
-	} else {
-		cl.e.log.Warn("kafka connection closed: malformed or unknown request", "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "api_key", h.Key, "version", h.Version, "error", err.Error())
-	}
 	cl.e.m.request(-1, decRefused)
-	cl.close("malformed")
+	if cl.state != stAuthed {
+		cl.close(closePreAuthMalformed, "api_key", h.Key, "error", err.Error())
+		return
+	}
+	cl.close(closeMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "api_key", h.Key, "version", h.Version, "error", err.Error())
 }
 
-// close closes the connection (and its broker connection) once.
-func (cl *client) close(why string) {
+// close closes the connection (and its broker connection) once, logged
+// and counted as its cause says (closeCauses); attrs are the line's
+// key-value pairs.
+func (cl *client) close(why closeCause, attrs ...any) {
 	if cl.closed {
 		return
 	}
+	cl.e.closing(why, attrs)
 	_ = cl.c.Close()
 	cl.release()
 }

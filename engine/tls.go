@@ -218,7 +218,7 @@ func (cl *client) onTLSHello() {
 	if errors.Is(err, errHelloIncomplete) {
 		if n >= preAuthMaxRequest {
 			cl.e.refusedLine("kafka connection refused", "cause", "ClientHello too large")
-			cl.close("tls hello")
+			cl.close(closeHelloTooLarge)
 		}
 		return
 	}
@@ -228,13 +228,13 @@ func (cl *client) onTLSHello() {
 			cause = "a plaintext client on the TLS port"
 		}
 		cl.e.refusedLine("kafka connection refused", "cause", cause)
-		cl.close("tls hello")
+		cl.close(closeBadHello)
 		return
 	}
 	route, ok := cl.e.routeSNI(name)
 	if !ok {
 		cl.e.refusedLine("kafka connection refused", "cause", "SNI names no declared cluster", "sni", name)
-		cl.close("sni")
+		cl.close(closeUnknownSNI)
 		return
 	}
 	cl.route = route
@@ -261,7 +261,7 @@ func (cl *client) onTLSHello() {
 	})
 	if err != nil {
 		cl.e.refusedLine("kafka connection refused", "cause", "handshake pool full")
-		cl.close("tls pool")
+		cl.close(closeHandshakePool)
 	}
 }
 
@@ -269,7 +269,7 @@ func (cl *client) onTLSHello() {
 func (cl *client) tlsDone(conn *tls.Conn, ad *tlsAdapter, herr error) {
 	if herr != nil {
 		cl.e.refusedLine("kafka connection refused", "cause", "TLS handshake failed", "error", herr.Error(), "cluster", cl.route.cluster.Name)
-		cl.close("tls handshake")
+		cl.close(closeHandshake)
 		return
 	}
 	ad.mu.Lock()
@@ -309,7 +309,7 @@ func (cl *client) tlsRead() {
 			if !errors.Is(err, io.EOF) { // a close_notify is a normal close
 				cl.e.log.Info("kafka connection closed: TLS error", "cluster", cl.route.cluster.Name, "error", err.Error())
 			}
-			cl.close("tls read")
+			cl.close(closeTLSRead)
 			return
 		}
 		if n == 0 {
@@ -331,7 +331,7 @@ func (cl *client) certAuth(cert *x509.Certificate) {
 	}
 	if mc == nil {
 		cl.e.refusedLine("kafka authentication refused", "cause", "certificate not declared in auth.mtls.clients", "cluster", cl.route.cluster.Name, "mechanism", "mtls")
-		cl.close("mtls")
+		cl.close(closeCertUnknown)
 		return
 	}
 	cl.mech = "mtls"

@@ -33,7 +33,7 @@ func (cl *client) dial() {
 	addr, ok := u.addr(cl.route.node)
 	if !ok {
 		cl.e.log.Warn("kafka connection closed: the broker of this port is unknown to the upstream", "cluster", cl.route.cluster.Name, "node", cl.route.node)
-		cl.close("unknown broker")
+		cl.close(closeUnknownBroker)
 		return
 	}
 	cl.upSt = upDialing
@@ -54,7 +54,7 @@ func (cl *client) dial() {
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			if !cl.closed {
 				cl.e.log.Warn("kafka connection closed: broker unreachable", "cluster", cluster, "broker", broker, "error", err.Error())
-				cl.close("upstream dial")
+				cl.close(closeDialFailed)
 			}
 			return nil
 		}))
@@ -129,8 +129,7 @@ func (u *upstreamConn) onTraffic() {
 		hb, _ := u.c.Peek(codec.SizeLen)
 		size := codec.FrameSize(hb)
 		if size < 4 || size > maxResp {
-			cl.e.log.Warn("kafka connection closed: broker answer larger than max_response_bytes", "cluster", cl.route.cluster.Name, "size", size, "max_response_bytes", maxResp)
-			cl.close("max_response_bytes")
+			cl.close(closeAnswerTooLarge, "cluster", cl.route.cluster.Name, "size", size, "max_response_bytes", maxResp)
 			return
 		}
 		total := codec.SizeLen + int(size)
@@ -142,13 +141,11 @@ func (u *upstreamConn) onTraffic() {
 		corr, _ := codec.ResponseCorrelation(frame)
 		p, bad := cl.queue.Match(corr)
 		if bad != relay.Matched {
-			cl.e.log.Warn("kafka connection closed: broker answer out of order", "cluster", cl.route.cluster.Name, "cause", bad.String())
-			cl.close("upstream protocol")
+			cl.close(closeAnswerOutOfOrder, "cluster", cl.route.cluster.Name, "cause", bad.String())
 			return
 		}
 		if err := cl.sess.Response(p, frame); err != nil {
-			cl.e.log.Warn("kafka connection closed: malformed broker answer", "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
-			cl.close("upstream protocol")
+			cl.close(closeAnswerMalformed, "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
 			return
 		}
 		cl.writev(cl.sess.RW.Vec.Slices())
@@ -232,8 +229,7 @@ func (u *upstreamConn) onClose(err error) {
 		if err != nil {
 			msg = err.Error()
 		}
-		u.cl.e.log.Info("kafka connection closed: broker connection ended", "cluster", u.cl.route.cluster.Name, "error", msg)
-		u.cl.close("upstream closed")
+		u.cl.close(closeBrokerClosed, "cluster", u.cl.route.cluster.Name, "error", msg)
 	}
 }
 

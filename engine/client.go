@@ -282,17 +282,18 @@ func (cl *client) frameTooLarge(size, limit int32) {
 	cl.close(closeTooLarge, "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "size", size, "max_request_bytes", limit)
 }
 
-// handle judges one frame; it returns false when the frame must wait.
+// handle judges one frame, in its steps: what comes before the session,
+// the gateway's own answers, admission, decide's verdict, the verdict
+// applied. It returns false when the frame waits in the buffer (for the
+// budget or the broker connection), true when it is done with (forwarded,
+// answered, dropped, or the connection closed).
 func (cl *client) handle(frame []byte) bool {
 	if cl.legacySASL {
 		cl.legacySASL = false
 		cl.authenticate(frame, nil)
 		return true
 	}
-	h, err := codec.ParseRequestHeader(frame)
-	if err == nil && h.Key == 18 && cl.e.versions[cl.route.cluster.Name].Has(18, h.Version) {
-		err = apiVersionsBody(h.Version, frame[h.BodyOffset:])
-	}
+	h, err := cl.parseRequest(frame)
 	if err != nil {
 		cl.protocolError(h, err)
 		return true
@@ -301,36 +302,63 @@ func (cl *client) handle(frame []byte) bool {
 		cl.handlePreAuth(&h, frame)
 		return true
 	}
-	if !cl.checkSession() {
+	if !cl.checkSession() || cl.answerLocally(&h, frame) {
 		return true
-	}
-	switch h.Key {
-	case 18: // ApiVersions: answered by the gateway, in order
-		cl.scratch = cl.e.versions[cl.route.cluster.Name].AppendAnswer(cl.scratch[:0], &h)
-		cl.answerLocal(cl.scratch)
-		cl.e.m.request(h.Key, decAllowed)
-		return true
-	case 17, 36: // KIP-368 re-authentication
-		cl.reauthRequest(&h, frame)
-		return true
-	}
-	if cl.upSt == upNone {
-		cl.dial()
-		return false
 	}
 	grant, ok := cl.admit(h.Key)
 	if !ok {
-		return cl.closed
+		return cl.closed // else it waits
 	}
-	cl.sess.Limits.FetchMaxBytes = int32(min(grant, int64(cl.fetchCap())))
 	p := cl.queue.Get()
-	out, _ := cl.sess.Request(&h, frame, cl.upCorr+1, p)
+	cl.apply(&h, p, cl.judge(&h, frame, grant, p))
+	return true
+}
+
+// parseRequest reads a request's header, and the body of an ApiVersions
+// the gateway answers itself.
+func (cl *client) parseRequest(frame []byte) (codec.RequestHeader, error) {
+	h, err := codec.ParseRequestHeader(frame)
+	if err == nil && h.Key == 18 && cl.e.versions[cl.route.cluster.Name].Has(18, h.Version) {
+		err = apiVersionsBody(h.Version, frame[h.BodyOffset:])
+	}
+	return h, err
+}
+
+// answerLocally serves what an open session asks of the gateway itself,
+// in order with the broker's answers: ApiVersions and the KIP-368
+// re-authentication. It reports whether it did.
+func (cl *client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
+	switch h.Key {
+	case 18:
+		cl.scratch = cl.e.versions[cl.route.cluster.Name].AppendAnswer(cl.scratch[:0], h)
+		cl.answerLocal(cl.scratch)
+		cl.e.m.request(h.Key, decAllowed)
+		return true
+	case 17, 36:
+		cl.reauthRequest(h, frame)
+		return true
+	}
+	return false
+}
+
+// judge asks decide for its verdict on a request granted grant bytes of
+// answer; p receives what the answer will need.
+func (cl *client) judge(h *codec.RequestHeader, frame []byte, grant int64, p *decide.Pending) decide.Outcome {
+	cl.sess.Limits.FetchMaxBytes = int32(min(grant, int64(cl.fetchCap())))
+	out, _ := cl.sess.Request(h, frame, cl.upCorr+1, p)
+	return out
+}
+
+// apply carries out decide's verdict: the request forwarded (its answer
+// owed, its bytes reserved), answered by the gateway, dropped, or the
+// connection closed.
+func (cl *client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Outcome) {
 	switch out {
 	case decide.Forward:
 		cl.upCorr++
 		cl.up.write(cl.sess.RW.Vec.Slices())
 		if cl.closed {
-			return true
+			return
 		}
 		if p.NoResponse {
 			cl.queue.Put(p)
@@ -352,14 +380,18 @@ func (cl *client) handle(frame []byte) bool {
 		cl.queue.Put(p)
 		cl.close(closeRefusedAPI, "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", cause)
 	}
-	return true
 }
 
-// admit asks the budgets whether the request may be forwarded now (B2):
-// what the broker may answer must fit, except one answer alone. It
-// returns the bytes granted, or false when the request waits (the
-// connection is held) or the connection was closed.
+// admit says whether the request may be forwarded now: its broker
+// connection first (dialed at the first request), then the budgets (B2,
+// relay.Budget.Admit): what the broker may answer must fit, except one
+// answer alone. It returns the bytes granted, or false when the request
+// waits (the dial, or held for the budget) or the connection was closed.
 func (cl *client) admit(key int16) (int64, bool) {
+	if cl.upSt == upNone {
+		cl.dial()
+		return 0, false
+	}
 	ask := relay.Ask{
 		Outbound:      int64(cl.c.OutboundBuffered()),
 		Want:          answerReserveGuess,
@@ -376,7 +408,7 @@ func (cl *client) admit(key int16) (int64, bool) {
 			cl.waitSince = time.Time{}
 		}
 		return v.Grant, true
-	case relay.Close:
+	case relay.Close: // relay.CauseTenantShare, the one cause a budget closes for
 		cl.e.m.tenantBudget(false)
 		cl.close(closeTenantShare, "cluster", cl.route.cluster.Name, "tenant", cl.ident.tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
 		return 0, false

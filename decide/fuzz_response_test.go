@@ -83,7 +83,7 @@ func FuzzSessionResponse(f *testing.F) {
 			t.Fatal(err)
 		}
 		var p Pending
-		out, err := s.Request(&h, fr, 77, &p)
+		out, err := s.Request(&h, fr, 77, testGrant, &p)
 		if err != nil || out != Forward {
 			t.Fatalf("%s v%d: the leak case is not forwarded: outcome %d (%s) %v", Name(k), v, out, p.Cause, err)
 		}

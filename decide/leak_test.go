@@ -695,7 +695,7 @@ func leakRun(t *testing.T, s *Session, k, v int16, i int, pair leakPair) {
 		t.Fatalf("%s: %v", where, err)
 	}
 	var p Pending
-	out, err := s.Request(&h, fr, txnUpCorr, &p)
+	out, err := s.Request(&h, fr, txnUpCorr, testGrant, &p)
 	if err != nil {
 		t.Fatalf("%s: %v", where, err)
 	}

@@ -33,7 +33,6 @@ type Brokers interface {
 // Limits are the bounds in force for the session's requests.
 type Limits struct {
 	MaxFetchWaitMs int32 // max_fetch_wait
-	FetchMaxBytes  int32 // max_response_bytes / 2
 	// Bounded administration (D8); zero stands for the listener's default.
 	MaxTopicPartitions int32 // max_topic_partitions: CreateTopics, CreatePartitions
 	MaxRequestBytes    int64 // max_request_bytes: the bound of max.message.bytes
@@ -48,6 +47,7 @@ type Session struct {
 	Limits   Limits
 	RW       codec.Rewriter
 	cid      []byte
+	grant    int32 // Request's grant, for the request being judged
 }
 
 // Pending is what the relay keeps of a forwarded request to rewrite its answer.
@@ -77,9 +77,11 @@ func (p *Pending) reset() {
 
 // Request judges one request of an authenticated session. frame is the
 // request after its size prefix, h its parsed header; upCorr is the
-// correlation id to give it towards the broker. On Forward and Answer,
-// s.RW.Vec holds the frame to write.
-func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr int32, p *Pending) (Outcome, error) {
+// correlation id to give it towards the broker; grant is what the budgets
+// allow its answer to bring back (B2: a Fetch's MaxBytes is brought down
+// to it). On Forward and Answer, s.RW.Vec holds the frame to write.
+func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr, grant int32, p *Pending) (Outcome, error) {
+	s.grant = grant
 	p.reset()
 	p.Key, p.Version, p.ClientCorr, p.UpCorr = h.Key, h.Version, h.Correlation, upCorr
 	kind, why := KindOf(h.Key)

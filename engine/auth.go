@@ -259,7 +259,6 @@ func (cl *client) authDone(res authResult, h *codec.RequestHeader, mode authMode
 		Brokers:  &brokerNames{e: cl.e, cluster: cl.route.cluster, up: cl.e.upstreams[cl.route.cluster.Upstream], tls: cl.route.tls},
 		Limits: decide.Limits{
 			MaxFetchWaitMs:     int32(snap.Listener.MaxFetchWait.D() / time.Millisecond),
-			FetchMaxBytes:      cl.fetchCap(),
 			MaxTopicPartitions: int32(snap.Listener.MaxTopicPartitions),
 			MaxRequestBytes:    int64(snap.Listener.MaxRequestBytes),
 		},

@@ -344,8 +344,7 @@ func (cl *client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
 // judge asks decide for its verdict on a request granted grant bytes of
 // answer; p receives what the answer will need.
 func (cl *client) judge(h *codec.RequestHeader, frame []byte, grant int64, p *decide.Pending) decide.Outcome {
-	cl.sess.Limits.FetchMaxBytes = int32(min(grant, int64(cl.fetchCap())))
-	out, _ := cl.sess.Request(h, frame, cl.upCorr+1, p)
+	out, _ := cl.sess.Request(h, frame, cl.upCorr+1, int32(min(grant, int64(cl.fetchCap()))), p)
 	return out
 }
 

@@ -182,7 +182,7 @@ func (u *upstreamConn) drainOrphans() {
 			continue
 		}
 		p := cl.queue.Get()
-		if out, _ := cl.sess.Request(&h, frame, cl.upCorr+1, p); out == decide.Forward {
+		if out, _ := cl.sess.Request(&h, frame, cl.upCorr+1, 0, p); out == decide.Forward { // a Produce: no answer granted
 			cl.upCorr++
 			u.write(cl.sess.RW.Vec.Slices())
 		}

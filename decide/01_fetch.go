@@ -17,7 +17,7 @@ const fetchOverhead = 128
 func fetchRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) Outcome {
 	info, err := s.RW.FetchRequest(h, p.UpCorr, s.cid, body, s.View, codec.FetchLimits{
 		MaxWaitMs: s.Limits.MaxFetchWaitMs,
-		MaxBytes:  s.Limits.FetchMaxBytes,
+		MaxBytes:  s.grant,
 	})
 	if err != nil {
 		p.Cause = "malformed Fetch: " + err.Error()

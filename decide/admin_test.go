@@ -37,7 +37,7 @@ func adminSession(t *testing.T, scopes ...string) *Session {
 	}
 	v.SetAdminScopes(scopes)
 	return &Session{View: v, Versions: fuzzVersions(), Brokers: stubBrokers{},
-		Limits: Limits{MaxFetchWaitMs: 30000, FetchMaxBytes: 1 << 20, MaxTopicPartitions: adminTestMaxPartitions, MaxRequestBytes: adminTestMaxRequest}}
+		Limits: Limits{MaxFetchWaitMs: 30000, MaxTopicPartitions: adminTestMaxPartitions, MaxRequestBytes: adminTestMaxRequest}}
 }
 
 func createTopicsReq(v int16, partitions int32, configs map[string]*string, topics ...string) *kmsg.CreateTopicsRequest {
@@ -720,7 +720,7 @@ func TestAdminVersions(t *testing.T) {
 	fr := reqFrame(req, 1, "c")
 	var p Pending
 	h := mustHeader(t, fr)
-	if out := s.Request(&h, fr, 2, &p); out != Disconnect {
+	if out := s.Request(&h, fr, 2, testGrant, &p); out != Disconnect {
 		t.Fatalf("DeleteTopics v6 (by id): outcome %d", out)
 	}
 }
@@ -760,7 +760,7 @@ func TestAdminRefusalsBounded(t *testing.T) {
 		fr := reqFrame(req, 1, "c")
 		h := mustHeader(t, fr)
 		var p Pending
-		if out := s.Request(&h, fr, 2, &p); out != Disconnect || !strings.Contains(p.Cause, "too many") {
+		if out := s.Request(&h, fr, 2, testGrant, &p); out != Disconnect || !strings.Contains(p.Cause, "too many") {
 			t.Errorf("%s: outcome %d (%s)", Name(req.Key()), out, p.Cause)
 		}
 	}
@@ -975,7 +975,7 @@ func TestAdminSeeds(t *testing.T) {
 		h := mustHeader(t, fr)
 		var p Pending
 		checkRequest(t, s, &h, fr, &p)
-		switch out := s.Request(&h, fr, fuzzUpCorr, &p); out {
+		switch out := s.Request(&h, fr, fuzzUpCorr, testGrant, &p); out {
 		case Forward:
 			forwarded[h.Key]++
 		case Answer:
@@ -997,7 +997,7 @@ func TestAdminSeeds(t *testing.T) {
 		s := adminSession(t)
 		h := mustHeader(t, fr)
 		var p Pending
-		if out := s.Request(&h, fr, fuzzUpCorr, &p); out != Answer {
+		if out := s.Request(&h, fr, fuzzUpCorr, testGrant, &p); out != Answer {
 			t.Errorf("%s v%d without the admin scope: outcome %d", Name(h.Key), h.Version, out)
 		}
 	}

@@ -83,7 +83,7 @@ func FuzzSessionResponse(f *testing.F) {
 			t.Fatal(err)
 		}
 		var p Pending
-		if out := s.Request(&h, fr, 77, &p); out != Forward {
+		if out := s.Request(&h, fr, 77, testGrant, &p); out != Forward {
 			t.Fatalf("%s v%d: the leak case is not forwarded: outcome %d (%s)", Name(k), v, out, p.Cause)
 		}
 		if p.NoResponse {

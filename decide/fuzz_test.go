@@ -95,7 +95,7 @@ func fuzzSession(t testing.TB, txn bool) *Session {
 		View:     v,
 		Versions: fuzzVersions(),
 		Brokers:  stubBrokers{},
-		Limits:   Limits{MaxFetchWaitMs: 30000, FetchMaxBytes: 1 << 20},
+		Limits:   Limits{MaxFetchWaitMs: 30000},
 	}
 }
 
@@ -207,6 +207,9 @@ func servedSeeds() [][]byte {
 	return out
 }
 
+// testGrant is the budget's grant in the tests: a Fetch asks for at most 1 MiB.
+const testGrant = 1 << 20
+
 func FuzzSessionRequest(f *testing.F) {
 	for _, fr := range servedSeeds() {
 		f.Add(fr)
@@ -246,7 +249,7 @@ const fuzzUpCorr = int32(0x5eed)
 
 func checkRequest(t *testing.T, s *Session, h *codec.RequestHeader, frame []byte, p *Pending) {
 	t.Helper()
-	out := s.Request(h, frame, fuzzUpCorr, p)
+	out := s.Request(h, frame, fuzzUpCorr, testGrant, p)
 	kind, _ := KindOf(h.Key)
 	if p.Key != h.Key || p.Version != h.Version || p.ClientCorr != h.Correlation || p.UpCorr != fuzzUpCorr {
 		t.Fatalf("pending %+v for header %+v", p, *h)
@@ -476,7 +479,7 @@ func TestTableEqualsKmsg(t *testing.T) {
 				t.Fatalf("%s v%d: %v", Name(k), v, err)
 			}
 			var p Pending
-			if out := s.Request(&h, fr, 2, &p); out == Disconnect {
+			if out := s.Request(&h, fr, 2, testGrant, &p); out == Disconnect {
 				t.Errorf("%s v%d, an empty valid request, disconnected: %q", Name(k), v, p.Cause)
 			}
 		}
@@ -497,7 +500,7 @@ func TestFuzzSeedsReachEveryOutcome(t *testing.T) {
 			}
 			var p Pending
 			checkRequest(t, s, &h, fr, &p)
-			out := s.Request(&h, fr, fuzzUpCorr, &p)
+			out := s.Request(&h, fr, fuzzUpCorr, testGrant, &p)
 			outcomes[out]++
 			if out == Forward {
 				forwarded[h.Key]++
@@ -534,7 +537,7 @@ func TestLongClientIDForwarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	var p Pending
-	if out := s.Request(&h, fr, 2, &p); out != Forward {
+	if out := s.Request(&h, fr, 2, testGrant, &p); out != Forward {
 		return // refused: fine
 	}
 	var b []byte

@@ -30,7 +30,7 @@ func groupSession(t *testing.T, recv bool) *Session {
 	if v == nil || v.CanReceive != recv {
 		t.Fatalf("view %+v", v)
 	}
-	return &Session{View: v, Versions: fuzzVersions(), Brokers: stubBrokers{}, Limits: Limits{MaxFetchWaitMs: 30000, FetchMaxBytes: 1 << 20}}
+	return &Session{View: v, Versions: fuzzVersions(), Brokers: stubBrokers{}, Limits: Limits{MaxFetchWaitMs: 30000}}
 }
 
 func vecFrame(s *Session) []byte {
@@ -52,7 +52,7 @@ func groupReq(t *testing.T, s *Session, req kmsg.Request) (Outcome, kmsg.Request
 	}
 	p := &Pending{}
 	asked[p] = fr
-	out := s.Request(&h, fr, 77, p)
+	out := s.Request(&h, fr, 77, testGrant, p)
 	switch out {
 	case Forward:
 		b := vecFrame(s)
@@ -313,7 +313,7 @@ func TestJoinGroupConsumerProtocol(t *testing.T) {
 	fr := reqFrame(r, 1, "c")
 	h, _ := codec.ParseRequestHeader(fr)
 	var p Pending
-	if out := s.Request(&h, fr, 2, &p); out != Forward || !bytes.Contains(vecFrame(s), raw) {
+	if out := s.Request(&h, fr, 2, testGrant, &p); out != Forward || !bytes.Contains(vecFrame(s), raw) {
 		t.Fatalf("connect metadata not forwarded as it is: %d", out)
 	}
 
@@ -322,7 +322,7 @@ func TestJoinGroupConsumerProtocol(t *testing.T) {
 	r.Protocols[0].Metadata = []byte{0}
 	fr = reqFrame(r, 1, "c")
 	h, _ = codec.ParseRequestHeader(fr)
-	if out := s.Request(&h, fr, 2, &p); out != Disconnect {
+	if out := s.Request(&h, fr, 2, testGrant, &p); out != Disconnect {
 		t.Fatalf("malformed subscription: outcome %d", out)
 	}
 
@@ -412,7 +412,7 @@ func TestSyncGroupAssignments(t *testing.T) {
 	fr := reqFrame(r, 1, "c")
 	h, _ := codec.ParseRequestHeader(fr)
 	var pp Pending
-	if out := s.Request(&h, fr, 2, &pp); out != Disconnect {
+	if out := s.Request(&h, fr, 2, testGrant, &pp); out != Disconnect {
 		t.Fatalf("malformed consumer assignment: outcome %d", out)
 	}
 }
@@ -1096,7 +1096,7 @@ func TestGroupSeedsForward(t *testing.T) {
 				}
 				var p Pending
 				asked[&p] = fr
-				out := s.Request(&h, fr, 5, &p)
+				out := s.Request(&h, fr, 5, testGrant, &p)
 				if out == Disconnect {
 					t.Fatalf("%s v%d: outcome %d (%s)", Name(h.Key), h.Version, out, p.Cause)
 				}
@@ -1176,7 +1176,7 @@ func TestGroupRefusalsBounded(t *testing.T) {
 		fr := reqFrame(r, 1, "c")
 		h, _ := codec.ParseRequestHeader(fr)
 		var p Pending
-		if out := s.Request(&h, fr, 2, &p); out != Disconnect {
+		if out := s.Request(&h, fr, 2, testGrant, &p); out != Disconnect {
 			t.Fatalf("%s with %d refused: outcome %d", Name(h.Key), maxRefused+1, out)
 		}
 	}
@@ -1186,14 +1186,14 @@ func TestGroupRefusalsBounded(t *testing.T) {
 	fr := reqFrame(of, 1, "c")
 	h, _ := codec.ParseRequestHeader(fr)
 	var p Pending
-	if out := s.Request(&h, fr, 2, &p); out != Disconnect {
+	if out := s.Request(&h, fr, 2, testGrant, &p); out != Disconnect {
 		t.Fatalf("OffsetFetch with %d refused partitions: outcome %d", maxRefused, out)
 	}
 	// Below the bound: answered.
 	of.Topics[0].Partitions = of.Topics[0].Partitions[:100]
 	fr = reqFrame(of, 1, "c")
 	h, _ = codec.ParseRequestHeader(fr)
-	if out := s.Request(&h, fr, 2, &p); out != Answer {
+	if out := s.Request(&h, fr, 2, testGrant, &p); out != Answer {
 		t.Fatalf("OffsetFetch with 100 refused partitions: outcome %d", out)
 	}
 }

@@ -695,7 +695,7 @@ func leakRun(t *testing.T, s *Session, k, v int16, i int, pair leakPair) {
 		t.Fatalf("%s: %v", where, err)
 	}
 	var p Pending
-	out := s.Request(&h, fr, txnUpCorr, &p)
+	out := s.Request(&h, fr, txnUpCorr, testGrant, &p)
 	switch out {
 	case Forward:
 	case Answer:

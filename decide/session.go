@@ -33,7 +33,6 @@ type Brokers interface {
 // Limits are the bounds in force for the session's requests.
 type Limits struct {
 	MaxFetchWaitMs int32 // max_fetch_wait
-	FetchMaxBytes  int32 // max_response_bytes / 2
 	// Bounded administration (D8); zero stands for the listener's default.
 	MaxTopicPartitions int32 // max_topic_partitions: CreateTopics, CreatePartitions
 	MaxRequestBytes    int64 // max_request_bytes: the bound of max.message.bytes
@@ -51,6 +50,7 @@ type Session struct {
 	hdr     codec.RequestHeader // its header, copied (see Request)
 	cid     []byte              // its client id as the broker sees it
 	bodyLen int                 // the size of its body (answers that echo it)
+	grant   int32               // what the budgets allow its answer to bring back
 }
 
 // Pending is what the relay keeps of a forwarded request to rewrite its answer.
@@ -89,9 +89,12 @@ func (p *Pending) reset() {
 
 // Request judges one request of an authenticated session. frame is the
 // request after its size prefix, h its parsed header; upCorr is the
-// correlation id to give it towards the broker. On Forward and Answer,
-// s.RW.Vec holds the frame to write; on Disconnect, p.Cause says why.
-func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr int32, p *Pending) Outcome {
+// correlation id to give it towards the broker; grant is what the budgets
+// allow its answer to bring back (B2: a Fetch's MaxBytes is brought down to
+// it). On Forward and Answer, s.RW.Vec holds the frame to write; on
+// Disconnect, p.Cause says why.
+func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr, grant int32, p *Pending) Outcome {
+	s.grant = grant
 	// The judgement reads the session's copy of the header: handed to the
 	// table's functions, the caller's would escape to the heap, one
 	// allocation per request. The copy's client id aliases frame: it is

@@ -68,7 +68,7 @@ func roundTrip(tb testing.TB, s *Session, p *Pending, frame, answer []byte, upCo
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if out := s.Request(&h, frame, upCorr, p); out != Forward {
+	if out := s.Request(&h, frame, upCorr, testGrant, p); out != Forward {
 		tb.Fatalf("%s: outcome %d (%s)", Name(h.Key), out, p.Cause)
 	}
 	s.RW.Vec.Slices()

@@ -32,7 +32,7 @@ func txnSession(t *testing.T, mutate func(*configs.Snapshot), ops ...string) *Se
 		t.Fatalf("no view for %v", ops)
 	}
 	return &Session{View: v, Versions: fuzzVersions(), Brokers: stubBrokers{},
-		Limits: Limits{MaxFetchWaitMs: 30000, FetchMaxBytes: 1 << 20}}
+		Limits: Limits{MaxFetchWaitMs: 30000}}
 }
 
 // txnJudge runs req through s and returns the outcome, its Pending and the
@@ -45,7 +45,7 @@ func txnJudge(t *testing.T, s *Session, req kmsg.Request) (Outcome, *Pending, []
 		t.Fatal(err)
 	}
 	p := &Pending{}
-	out := s.Request(&h, fr, txnUpCorr, p)
+	out := s.Request(&h, fr, txnUpCorr, testGrant, p)
 	var b []byte
 	for _, sl := range s.RW.Vec.Slices() {
 		b = append(b, sl...)
@@ -664,7 +664,7 @@ func TestTxnFuzzSeeds(t *testing.T) {
 				t.Fatal(err)
 			}
 			var p Pending
-			out := s.Request(&h, fr, txnUpCorr, &p)
+			out := s.Request(&h, fr, txnUpCorr, testGrant, &p)
 			if out == Disconnect || out == Drop {
 				t.Fatalf("%s v%d: outcome %d (%s)", Name(h.Key), h.Version, out, p.Cause)
 			}

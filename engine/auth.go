@@ -25,7 +25,7 @@ func (cl *client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 	case 36:
 		if cl.mech == "" {
 			cl.e.refusedLine("kafka connection refused", "cause", "SaslAuthenticate before SaslHandshake")
-			cl.close("sasl order")
+			cl.close(closeSASLOrder)
 			return
 		}
 		req := kmsg.NewPtrSASLAuthenticateRequest()
@@ -37,7 +37,7 @@ func (cl *client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 		cl.authenticate(req.SASLAuthBytes, h)
 	default:
 		cl.e.refusedLine("kafka connection refused", "cause", "request before authentication", "api", decide.Name(h.Key))
-		cl.close("unauthenticated request")
+		cl.close(closeUnauthenticated)
 	}
 }
 
@@ -161,14 +161,15 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	if res.ID != nil {
 		// B1: the tenant's connections and new connections a second.
 		l := snap.Listener
-		if bound := cl.e.limits.takeTenant(res.ID.Tenant, intOr(l.MaxConnectionsPerTenant, 1024), intOr(l.MaxConnectionRatePerTenant, 100), time.Now()); bound != "" {
-			cl.e.m.refused(bound)
+		ten, bound := cl.e.tenants.Take(res.ID.Tenant, intOr(l.MaxConnectionsPerTenant, 1024), intOr(l.MaxConnectionRatePerTenant, 100), time.Now())
+		if ten == nil {
+			cl.e.m.refused(bound.String())
 			// Seed 002: past a tenant's bound the answer is SASL_AUTHENTICATION_FAILED, logged as such.
-			cl.e.refusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound, "user", res.User, "tenant", res.ID.Tenant, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
+			cl.e.refusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound.String(), "user", res.User, "tenant", res.ID.Tenant, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
 			cl.authFailed(h, mode)
 			return
 		}
-		cl.tenantCounted = true
+		cl.tenant = ten
 	}
 	if res.ID == nil {
 		cl.e.refusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
@@ -182,7 +183,7 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	lifetime := cl.startSession(snap)
 	cl.e.unauth.Add(-1)
 	cl.budget.Limit = int64(snap.Listener.MaxInFlightBytes)
-	cl.budget.Tenant = cl.e.takeTenantShare(res.ID.Tenant)
+	cl.budget.Tenant = &cl.tenant.Share
 	cl.budget.Replica = cl.e.replica
 	cl.sess = &decide.Session{
 		View:     view,
@@ -190,7 +191,6 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 		Brokers:  &brokerNames{e: cl.e, cluster: cl.route.cluster, up: cl.e.upstreams[cl.route.cluster.Upstream], tls: cl.route.tls},
 		Limits: decide.Limits{
 			MaxFetchWaitMs:     int32(snap.Listener.MaxFetchWait.D() / time.Millisecond),
-			FetchMaxBytes:      cl.fetchCap(),
 			MaxTopicPartitions: int32(snap.Listener.MaxTopicPartitions),
 			MaxRequestBytes:    int64(snap.Listener.MaxRequestBytes),
 		},
@@ -219,7 +219,7 @@ func (cl *client) authFailed(h *codec.RequestHeader, mode authMode) {
 		cl.writeKmsg(36, h.Version, h.Correlation, resp)
 	}
 	cl.state = stPreAuth
-	cl.close("authentication")
+	cl.close(closeAuthFailed)
 }
 
 // startSession sets the session's end (S3): the smallest of
@@ -247,13 +247,12 @@ func (cl *client) startSession(snap *configs.Snapshot) time.Duration {
 func (cl *client) checkSession() bool {
 	if cl.revoked != "" {
 		cl.e.log.Warn("kafka connection closed: credential revoked on reload", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal, "cause", cl.revoked)
-		cl.close("revoked")
+		cl.close(closeRevoked)
 		return false
 	}
 	if !cl.sessEnd.IsZero() && !time.Now().Before(cl.sessEnd) {
-		cl.e.m.closed("max_session_lifetime")
 		cl.e.log.Info("kafka connection closed: session ended without re-authentication", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal)
-		cl.close("max_session_lifetime")
+		cl.close(closeSessionEnded)
 		return false
 	}
 	if snap := cl.e.snap.Load(); snap != cl.snap {
@@ -300,7 +299,7 @@ func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 		req.Version = h.Version
 		if h.Version != 1 || req.ReadFrom(body) != nil || req.Mechanism != cl.mech {
 			cl.e.log.Warn("kafka connection closed: re-authentication with another mechanism or framing", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant)
-			cl.close("reauth")
+			cl.close(closeReauthMechanism)
 			return
 		}
 		resp := kmsg.NewPtrSASLHandshakeResponse()
@@ -312,7 +311,7 @@ func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 	req := kmsg.NewPtrSASLAuthenticateRequest()
 	req.Version = h.Version
 	if h.Version > 2 || req.ReadFrom(body) != nil || cl.mech == "mtls" {
-		cl.close("reauth")
+		cl.close(closeReauthMalformed)
 		return
 	}
 	cl.authenticate(req.SASLAuthBytes, h)
@@ -334,7 +333,7 @@ func (cl *client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
 		cl.answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
 		cl.e.m.request(36, decRefused)
-		cl.close("reauth")
+		cl.close(closeReauthRefused)
 		return
 	}
 	cl.e.m.request(36, decAllowed)

@@ -119,11 +119,9 @@ func TestTenantShareWait(t *testing.T) {
 	var peak int64
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && (env.e.m.budgetWaited.Get() == 0 || time.Until(deadline) > 7*time.Second) {
-		env.e.tenantsMu.Lock()
-		if ts := env.e.tenants["acme"]; ts != nil && ts.Used() > peak {
-			peak = ts.Used()
+		if ten := env.e.tenants.Get("acme"); ten != nil && ten.Share.Used() > peak {
+			peak = ten.Share.Used()
 		}
-		env.e.tenantsMu.Unlock()
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Each connection may take one answer alone (max_response_bytes/2 plus a batch).

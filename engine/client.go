@@ -36,15 +36,15 @@ const (
 // broker connection, its queue of answers and its budget. All of it lives
 // on the connection's loop: no lock.
 type client struct {
-	e      *Engine
-	c      gnet.Conn
-	lp     *loop
-	closed bool
-	route  portRoute
-	ip     string
-	// counted against the connection bounds (B1), given back at release
-	ipCounted, tenantCounted bool
-	opened                   time.Time
+	e         *Engine
+	c         gnet.Conn
+	lp        *loop
+	closed    bool
+	route     portRoute
+	ip        string
+	ipCounted bool          // counted against max_connections_per_ip (B1)
+	tenant    *relay.Tenant // from authentication on: its bounds and share
+	opened    time.Time
 
 	state      authState
 	tls        *tlsState   // after the TLS handshake
@@ -273,29 +273,28 @@ func (cl *client) process() {
 
 func (cl *client) frameTooLarge(size, limit int32) {
 	if codec.LooksLikeTLS(size) {
-		cl.e.refusedLine("kafka connection refused", "cause", "a TLS client on a plaintext port", "cluster", cl.route.cluster.Name)
-		cl.close("tls on plaintext port")
+		cl.close(closeTLSOnPlaintext, "cluster", cl.route.cluster.Name)
 		return
 	}
 	if cl.state != stAuthed {
-		cl.e.refusedLine("kafka connection refused", "cause", "request larger than allowed before authentication", "size", size, "max_request_bytes", limit)
-	} else {
-		cl.e.log.Warn("kafka connection closed: request larger than max_request_bytes", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "size", size, "max_request_bytes", limit)
+		cl.close(closePreAuthTooLarge, "size", size, "max_request_bytes", limit)
+		return
 	}
-	cl.close("max_request_bytes")
+	cl.close(closeTooLarge, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "size", size, "max_request_bytes", limit)
 }
 
-// handle judges one frame; it returns false when the frame must wait.
+// handle judges one frame, in its steps: what comes before the session,
+// the gateway's own answers, admission, decide's verdict, the verdict
+// applied. It returns false when the frame waits in the buffer (for the
+// budget or the broker connection), true when it is done with (forwarded,
+// answered, dropped, or the connection closed).
 func (cl *client) handle(frame []byte) bool {
 	if cl.legacySASL {
 		cl.legacySASL = false
 		cl.authenticate(frame, nil)
 		return true
 	}
-	h, err := codec.ParseRequestHeader(frame)
-	if err == nil && h.Key == 18 && cl.e.versions[cl.route.cluster.Name].Has(18, h.Version) {
-		err = apiVersionsBody(h.Version, frame[h.BodyOffset:])
-	}
+	h, err := cl.parseRequest(frame)
 	if err != nil {
 		cl.protocolError(h, err)
 		return true
@@ -304,56 +303,62 @@ func (cl *client) handle(frame []byte) bool {
 		cl.handlePreAuth(&h, frame)
 		return true
 	}
-	if !cl.checkSession() {
+	if !cl.checkSession() || cl.answerLocally(&h, frame) {
 		return true
 	}
+	grant, ok := cl.admit(h.Key)
+	if !ok {
+		return cl.closed // else it waits
+	}
+	p := cl.queue.Get()
+	cl.apply(&h, p, cl.judge(&h, frame, grant, p))
+	return true
+}
+
+// parseRequest reads a request's header, and the body of an ApiVersions
+// the gateway answers itself.
+func (cl *client) parseRequest(frame []byte) (codec.RequestHeader, error) {
+	h, err := codec.ParseRequestHeader(frame)
+	if err == nil && h.Key == 18 && cl.e.versions[cl.route.cluster.Name].Has(18, h.Version) {
+		err = apiVersionsBody(h.Version, frame[h.BodyOffset:])
+	}
+	return h, err
+}
+
+// answerLocally serves what an open session asks of the gateway itself,
+// in order with the broker's answers: ApiVersions and the KIP-368
+// re-authentication. It reports whether it did.
+func (cl *client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
 	switch h.Key {
-	case 18: // ApiVersions: answered by the gateway, in order
-		cl.scratch = cl.e.versions[cl.route.cluster.Name].AppendAnswer(cl.scratch[:0], &h)
+	case 18:
+		cl.scratch = cl.e.versions[cl.route.cluster.Name].AppendAnswer(cl.scratch[:0], h)
 		cl.answerLocal(cl.scratch)
 		cl.e.m.request(h.Key, decAllowed)
 		return true
-	case 17, 36: // KIP-368 re-authentication
-		cl.reauthRequest(&h, frame)
+	case 17, 36:
+		cl.reauthRequest(h, frame)
 		return true
 	}
-	if cl.upSt == upNone {
-		cl.dial()
-		return false
-	}
-	// B2: what the broker may answer must fit the budget, except one answer alone.
-	want := int64(answerReserveGuess)
-	if h.Key == 1 {
-		want = int64(cl.fetchCap())
-	}
-	grant, by := cl.budget.GrantBy(int64(cl.c.OutboundBuffered()), want)
-	if grant == 0 || (h.Key == 1 && grant < minFetchGrant && grant < want) {
-		if by == relay.LevelTenant && cl.snap.Listener.OnTenantBudgetExceeded == "close" {
-			cl.e.m.tenantBudget(false)
-			cl.e.log.Warn("kafka connection closed: the tenant's in-flight share is reached", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
-			cl.close("tenant share")
-			return true
-		}
-		if by == relay.LevelTenant && cl.waitSince.IsZero() {
-			cl.e.m.tenantBudget(true)
-			cl.waitSince = time.Now()
-		}
-		cl.hold()
-		return false
-	}
-	if !cl.waitSince.IsZero() {
-		cl.e.m.tenantWait(time.Since(cl.waitSince))
-		cl.waitSince = time.Time{}
-	}
-	cl.sess.Limits.FetchMaxBytes = int32(min(grant, int64(cl.fetchCap())))
-	p := cl.queue.Get()
-	out := cl.sess.Request(&h, frame, cl.upCorr+1, p)
+	return false
+}
+
+// judge asks decide for its verdict on a request granted grant bytes of
+// answer; p receives what the answer will need.
+func (cl *client) judge(h *codec.RequestHeader, frame []byte, grant int64, p *decide.Pending) decide.Outcome {
+	out := cl.sess.Request(h, frame, cl.upCorr+1, int32(min(grant, int64(cl.fetchCap()))), p)
+	return out
+}
+
+// apply carries out decide's verdict: the request forwarded (its answer
+// owed, its bytes reserved), answered by the gateway, dropped, or the
+// connection closed.
+func (cl *client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Outcome) {
 	switch out {
 	case decide.Forward:
 		cl.upCorr++
 		cl.up.write(cl.sess.RW.Vec.Slices())
 		if cl.closed {
-			return true
+			return
 		}
 		if p.NoResponse {
 			cl.queue.Put(p)
@@ -371,11 +376,51 @@ func (cl *client) handle(frame []byte) bool {
 		cl.queue.Put(p)
 	case decide.Disconnect:
 		cl.e.m.request(h.Key, decRefused)
-		cl.e.log.Warn("kafka connection closed: request refused", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", p.Cause)
+		cause := p.Cause
 		cl.queue.Put(p)
-		cl.close("refused api")
+		cl.close(closeRefusedAPI, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", cause)
 	}
-	return true
+}
+
+// admit says whether the request may be forwarded now: its broker
+// connection first (dialed at the first request), then the budgets (B2,
+// relay.Budget.Admit): what the broker may answer must fit, except one
+// answer alone. It returns the bytes granted, or false when the request
+// waits (the dial, or held for the budget) or the connection was closed.
+func (cl *client) admit(key int16) (int64, bool) {
+	if cl.upSt == upNone {
+		cl.dial()
+		return 0, false
+	}
+	ask := relay.Ask{
+		Outbound:      int64(cl.c.OutboundBuffered()),
+		Want:          answerReserveGuess,
+		CloseOnTenant: cl.snap.Listener.OnTenantBudgetExceeded == "close",
+	}
+	if key == 1 {
+		ask.Want, ask.Min = int64(cl.fetchCap()), minFetchGrant
+	}
+	v := cl.budget.Admit(ask)
+	switch v.Kind {
+	case relay.Go:
+		if !cl.waitSince.IsZero() {
+			cl.e.m.tenantWait(time.Since(cl.waitSince))
+			cl.waitSince = time.Time{}
+		}
+		return v.Grant, true
+	case relay.Close: // relay.CauseTenantShare, the one cause a budget closes for
+		cl.e.m.tenantBudget(false)
+		cl.close(closeTenantShare, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
+		return 0, false
+	case relay.WaitBytes:
+		if v.By == relay.LevelTenant && cl.waitSince.IsZero() {
+			cl.e.m.tenantBudget(true)
+			cl.waitSince = time.Now()
+		}
+	}
+	// WaitBytes and WaitUntil: the frame stays in the buffer; the tick asks again.
+	cl.hold()
+	return 0, false
 }
 
 // apiVersionsBody checks the body of an ApiVersions request of a version
@@ -475,20 +520,22 @@ func (cl *client) resume() {
 }
 
 func (cl *client) protocolError(h codec.RequestHeader, err error) {
-	if cl.state != stAuthed {
-		cl.e.refusedLine("kafka connection refused", "cause", "malformed request before authentication", "api_key", h.Key, "error", err.Error())
-	} else {
-		cl.e.log.Warn("kafka connection closed: malformed or unknown request", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", h.Key, "version", h.Version, "error", err.Error())
-	}
 	cl.e.m.request(-1, decRefused)
-	cl.close("malformed")
+	if cl.state != stAuthed {
+		cl.close(closePreAuthMalformed, "api_key", h.Key, "error", err.Error())
+		return
+	}
+	cl.close(closeMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", h.Key, "version", h.Version, "error", err.Error())
 }
 
-// close closes the connection (and its broker connection) once.
-func (cl *client) close(why string) {
+// close closes the connection (and its broker connection) once, logged
+// and counted as its cause says (closeCauses); attrs are the line's
+// key-value pairs.
+func (cl *client) close(why closeCause, attrs ...any) {
 	if cl.closed {
 		return
 	}
+	cl.e.closing(why, attrs)
 	_ = cl.c.Close()
 	cl.release()
 }
@@ -513,9 +560,6 @@ func (cl *client) releaseAs(peerClosed bool) {
 	if cl.ipCounted {
 		cl.e.limits.dropIP(cl.ip)
 	}
-	if cl.tenantCounted {
-		cl.e.limits.dropTenant(cl.ident.Tenant)
-	}
 	n := 0
 	cl.queue.Each(func(p *decide.Pending) {
 		if len(p.Local) == 0 {
@@ -526,8 +570,8 @@ func (cl *client) releaseAs(peerClosed bool) {
 	cl.budget.Release(cl.budget.Reserved)
 	cl.budget.SyncOutbound(0)
 	delete(cl.lp.unread, cl)
-	if cl.budget.Tenant != nil {
-		cl.e.dropTenantShare(cl.ident.Tenant)
+	if cl.tenant != nil {
+		cl.e.tenants.Release(cl.tenant, time.Now())
 	}
 	if cl.up != nil {
 		if peerClosed && cl.state == stAuthed && cl.keepForDrain() {

@@ -53,9 +53,8 @@ type Engine struct {
 	stopping  atomic.Bool
 
 	limits       *connLimits
-	replica      *relay.Shared // max_total_in_flight_bytes (B2)
-	tenantsMu    sync.Mutex
-	tenants      map[string]*tenantShare
+	replica      *relay.Shared  // max_total_in_flight_bytes (B2)
+	tenants      *relay.Tenants // the tenants with connections (B1, B2)
 	refusedLog   rateLimiter
 	unmappedSeen sync.Map
 	m            *metricsSet
@@ -117,7 +116,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 	e.acc = newAcceptor(e, maxConns)
 	e.limits = newConnLimits()
 	e.replica = &relay.Shared{Limit: int64(l.MaxTotalInFlightBytes)}
-	e.tenants = map[string]*tenantShare{}
+	e.tenants = relay.NewTenants(int64(l.MaxTenantInFlightBytes))
 	if len(snap.File.Auth.Issuers) > 0 {
 		v, err := auth.NewOAuth(ctx, snap)
 		if err != nil {
@@ -395,34 +394,3 @@ func (g gnetLogger) Infof(f string, a ...any)  { g.l.Debug(fmt.Sprintf(f, a...))
 func (g gnetLogger) Warnf(f string, a ...any)  { g.l.Warn(fmt.Sprintf(f, a...)) }
 func (g gnetLogger) Errorf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...)) }
 func (g gnetLogger) Fatalf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...)) }
-
-// tenantShare is a tenant's in-flight share, held while it has connections.
-type tenantShare struct {
-	relay.Shared
-	refs int
-}
-
-// takeTenantShare returns the tenant's share (max_tenant_in_flight_bytes,
-// start-only), counting one more connection on it.
-func (e *Engine) takeTenantShare(tenant string) *relay.Shared {
-	e.tenantsMu.Lock()
-	defer e.tenantsMu.Unlock()
-	ts := e.tenants[tenant]
-	if ts == nil {
-		ts = &tenantShare{}
-		ts.Limit = int64(e.snap.Load().Listener.MaxTenantInFlightBytes)
-		e.tenants[tenant] = ts
-	}
-	ts.refs++
-	return &ts.Shared
-}
-
-func (e *Engine) dropTenantShare(tenant string) {
-	e.tenantsMu.Lock()
-	defer e.tenantsMu.Unlock()
-	if ts := e.tenants[tenant]; ts != nil {
-		if ts.refs--; ts.refs <= 0 && ts.Used() == 0 {
-			delete(e.tenants, tenant)
-		}
-	}
-}

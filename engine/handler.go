@@ -120,9 +120,9 @@ func (e *Engine) recoverConn(c gnet.Conn, where string) {
 	}
 	switch x := c.Context().(type) {
 	case *client:
-		x.close("internal error")
+		x.close(closeInternal)
 	case *upstreamConn:
-		x.cl.close("internal error")
+		x.cl.close(closeInternal)
 	default:
 		_ = c.Close()
 	}

@@ -167,7 +167,7 @@ func TestTricklingPartialFrameClosedAtIdleTimeout(t *testing.T) {
 		t.Fatalf("closed after %v, before idle_timeout (%v)", d, idle)
 	}
 	env.waitLog(3*time.Second, "kafka connection closed: a request not completed within idle_timeout", "tenant=acme", "idle_timeout=3s")
-	if n := env.e.m.closedBy["idle_timeout"].Get(); n != 1 {
+	if n := env.e.m.closedBy[closePartialFrame].Get(); n != 1 {
 		t.Fatalf("idle_timeout closes counted: %d", n)
 	}
 }

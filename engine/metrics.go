@@ -22,8 +22,8 @@ var decisionNames = [...]string{"allowed", "refused", "throttled"}
 type metricsSet struct {
 	set                        *metrics.Set
 	requests                   [codec.MaxKey + 2][3]*metrics.Counter
-	connections                *metrics.Counter // open (gauge-like: inc/dec)
-	closedBy                   map[string]*metrics.Counter
+	connections                *metrics.Counter                 // open (gauge-like: inc/dec)
+	closedBy                   [numCloseCauses]*metrics.Counter // nil: not counted
 	refusedBy                  map[string]*metrics.Counter
 	upOK, upErr                *metrics.Counter
 	budgetWaited, budgetClosed *metrics.Counter
@@ -32,7 +32,7 @@ type metricsSet struct {
 }
 
 func newMetrics() *metricsSet {
-	m := &metricsSet{set: metrics.NewSet(), closedBy: map[string]*metrics.Counter{}, refusedBy: map[string]*metrics.Counter{}}
+	m := &metricsSet{set: metrics.NewSet(), refusedBy: map[string]*metrics.Counter{}}
 	for k := 0; k <= codec.MaxKey+1; k++ {
 		name := "unknown"
 		if k <= codec.MaxKey && codec.Known(int16(k)) {
@@ -43,8 +43,10 @@ func newMetrics() *metricsSet {
 		}
 	}
 	m.connections = m.set.NewCounter(`flexway_kafka_connections`)
-	for _, c := range []string{"auth_timeout", "idle_timeout", "max_session_lifetime"} {
-		m.closedBy[c] = m.set.NewCounter(`flexway_kafka_connections_closed_total{cause="` + c + `"}`)
+	for why, c := range closeCauses {
+		if c.metric != "" {
+			m.closedBy[why] = m.set.GetOrCreateCounter(`flexway_kafka_connections_closed_total{cause="` + c.metric + `"}`)
+		}
 	}
 	for _, b := range []string{"max_unauthenticated_connections", "max_connections_per_ip", "max_connections_per_tenant", "max_connection_rate_per_tenant"} {
 		m.refusedBy[b] = m.set.NewCounter(`flexway_kafka_connections_refused_total{bound="` + b + `"}`)
@@ -68,8 +70,8 @@ func (m *metricsSet) request(key int16, dec int) {
 
 func (m *metricsSet) connOpened() { m.connections.Inc() }
 func (m *metricsSet) connClosed() { m.connections.Dec() }
-func (m *metricsSet) closed(cause string) {
-	if c := m.closedBy[cause]; c != nil {
+func (m *metricsSet) closed(why closeCause) {
+	if c := m.closedBy[why]; c != nil {
 		c.Inc()
 	}
 }

@@ -44,16 +44,13 @@ func (e *Engine) sweep(l *loop) {
 		switch {
 		case cl.state != stAuthed:
 			if now.Sub(cl.opened) > lim.AuthTimeout.D() {
-				e.m.closed("auth_timeout")
-				cl.close("auth_timeout")
+				cl.close(closeAuthTimeout)
 			}
 			continue
 		case cl.mech == "mtls" && !cl.sessEnd.IsZero() && !now.Before(cl.sessEnd):
 			// A certificate cannot re-authenticate: its connection is
 			// closed at the session's end (S3).
-			e.m.closed("max_session_lifetime")
-			e.log.Info("kafka connection closed: session ended", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal)
-			cl.close("max_session_lifetime")
+			cl.close(closeCertSessionEnded, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal)
 			continue
 		case !cl.frameSince.IsZero() && !cl.waitsOnGateway() && now.Sub(cl.frameSince) > lim.IdleTimeout.D():
 			// A request begun and not finished within the idle bound: the
@@ -61,13 +58,10 @@ func (e *Engine) sweep(l *loop) {
 			// make a frame. Before authentication auth_timeout bounds it;
 			// while the gateway makes the connection wait, its head frame
 			// is whole and the clock restarts when it goes on.
-			e.m.closed("idle_timeout")
-			e.log.Warn("kafka connection closed: a request not completed within idle_timeout", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
-			cl.close("partial frame")
+			cl.close(closePartialFrame, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
 			continue
 		case cl.queue.Len() == 0 && cl.c.OutboundBuffered() == 0 && now.Sub(cl.lastActive) > lim.IdleTimeout.D():
-			e.m.closed("idle_timeout")
-			cl.close("idle_timeout")
+			cl.close(closeIdle)
 			continue
 		}
 		// B3: a client that reads none of its answers for WriteTimeout is closed.
@@ -81,8 +75,7 @@ func (e *Engine) sweep(l *loop) {
 		}
 		cl.outLast = out
 		if now.Sub(cl.outSince) >= e.opts.WriteTimeout {
-			e.log.Warn("kafka connection closed: the client does not read its answers", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "unread_bytes", out, "after", e.opts.WriteTimeout.String())
-			cl.close("write timeout")
+			cl.close(closeWriteTimeout, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "unread_bytes", out, "after", e.opts.WriteTimeout.String())
 		}
 	}
 }

@@ -219,7 +219,7 @@ func (cl *client) onTLSHello() {
 	if errors.Is(err, errHelloIncomplete) {
 		if n >= preAuthMaxRequest {
 			cl.e.refusedLine("kafka connection refused", "cause", "ClientHello too large")
-			cl.close("tls hello")
+			cl.close(closeHelloTooLarge)
 		}
 		return
 	}
@@ -229,13 +229,13 @@ func (cl *client) onTLSHello() {
 			cause = "a plaintext client on the TLS port"
 		}
 		cl.e.refusedLine("kafka connection refused", "cause", cause)
-		cl.close("tls hello")
+		cl.close(closeBadHello)
 		return
 	}
 	route, ok := cl.e.routeSNI(name)
 	if !ok {
 		cl.e.refusedLine("kafka connection refused", "cause", "SNI names no declared cluster", "sni", name)
-		cl.close("sni")
+		cl.close(closeUnknownSNI)
 		return
 	}
 	cl.route = route
@@ -262,7 +262,7 @@ func (cl *client) onTLSHello() {
 	})
 	if err != nil {
 		cl.e.refusedLine("kafka connection refused", "cause", "handshake pool full")
-		cl.close("tls pool")
+		cl.close(closeHandshakePool)
 	}
 }
 
@@ -270,7 +270,7 @@ func (cl *client) onTLSHello() {
 func (cl *client) tlsDone(conn *tls.Conn, ad *tlsAdapter, herr error) {
 	if herr != nil {
 		cl.e.refusedLine("kafka connection refused", "cause", "TLS handshake failed", "error", herr.Error(), "cluster", cl.route.cluster.Name)
-		cl.close("tls handshake")
+		cl.close(closeHandshake)
 		return
 	}
 	ad.mu.Lock()
@@ -310,7 +310,7 @@ func (cl *client) tlsRead() {
 			if !errors.Is(err, io.EOF) { // a close_notify is a normal close
 				cl.e.log.Info("kafka connection closed: TLS error", "cluster", cl.route.cluster.Name, "error", err.Error())
 			}
-			cl.close("tls read")
+			cl.close(closeTLSRead)
 			return
 		}
 		if n == 0 {
@@ -326,7 +326,7 @@ func (cl *client) certAuth(cert *x509.Certificate) {
 	res := auth.MatchCert(snap, cert)
 	if res.ID == nil {
 		cl.e.refusedLine("kafka authentication refused", "cause", res.Cause, "cluster", cl.route.cluster.Name, "mechanism", "mtls")
-		cl.close("mtls")
+		cl.close(closeCertUnknown)
 		return
 	}
 	cl.mech = "mtls"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/relay"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -32,7 +33,7 @@ func (cl *client) dial() {
 	addr, ok := u.addr(cl.route.node)
 	if !ok {
 		cl.e.log.Warn("kafka connection closed: the broker of this port is unknown to the upstream", "cluster", cl.route.cluster.Name, "node", cl.route.node)
-		cl.close("unknown broker")
+		cl.close(closeUnknownBroker)
 		return
 	}
 	cl.upSt = upDialing
@@ -53,7 +54,7 @@ func (cl *client) dial() {
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			if !cl.closed {
 				cl.e.log.Warn("kafka connection closed: broker unreachable", "cluster", cluster, "broker", broker, "error", err.Error())
-				cl.close("upstream dial")
+				cl.close(closeDialFailed)
 			}
 			return nil
 		}))
@@ -128,8 +129,7 @@ func (u *upstreamConn) onTraffic() {
 		hb, _ := u.c.Peek(codec.SizeLen)
 		size := codec.FrameSize(hb)
 		if size < 4 || size > maxResp {
-			cl.e.log.Warn("kafka connection closed: broker answer larger than max_response_bytes", "cluster", cl.route.cluster.Name, "size", size, "max_response_bytes", maxResp)
-			cl.close("max_response_bytes")
+			cl.close(closeAnswerTooLarge, "cluster", cl.route.cluster.Name, "size", size, "max_response_bytes", maxResp)
 			return
 		}
 		total := codec.SizeLen + int(size)
@@ -139,21 +139,13 @@ func (u *upstreamConn) onTraffic() {
 		frame, _ := u.c.Peek(total)
 		frame = frame[codec.SizeLen:]
 		corr, _ := codec.ResponseCorrelation(frame)
-		p := cl.queue.Front()
-		if p == nil || len(p.Local) > 0 || p.UpCorr != corr {
-			cause := "unknown correlation id"
-			cl.queue.Each(func(q *decide.Pending) {
-				if len(q.Local) == 0 && q.UpCorr == corr {
-					cause = "the answer to a later request"
-				}
-			})
-			cl.e.log.Warn("kafka connection closed: broker answer out of order", "cluster", cl.route.cluster.Name, "cause", cause)
-			cl.close("upstream protocol")
+		p, bad := cl.queue.Match(corr)
+		if bad != relay.Matched {
+			cl.close(closeAnswerOutOfOrder, "cluster", cl.route.cluster.Name, "cause", bad.String())
 			return
 		}
 		if err := cl.sess.Response(p, frame); err != nil {
-			cl.e.log.Warn("kafka connection closed: malformed broker answer", "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
-			cl.close("upstream protocol")
+			cl.close(closeAnswerMalformed, "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
 			return
 		}
 		cl.writev(cl.sess.RW.Vec.Slices())
@@ -190,7 +182,7 @@ func (u *upstreamConn) drainOrphans() {
 			continue
 		}
 		p := cl.queue.Get()
-		if out := cl.sess.Request(&h, frame, cl.upCorr+1, p); out == decide.Forward {
+		if out := cl.sess.Request(&h, frame, cl.upCorr+1, 0, p); out == decide.Forward { // a Produce: no answer granted
 			cl.upCorr++
 			u.write(cl.sess.RW.Vec.Slices())
 		}
@@ -237,8 +229,7 @@ func (u *upstreamConn) onClose(err error) {
 		if err != nil {
 			msg = err.Error()
 		}
-		u.cl.e.log.Info("kafka connection closed: broker connection ended", "cluster", u.cl.route.cluster.Name, "error", msg)
-		u.cl.close("upstream closed")
+		u.cl.close(closeBrokerClosed, "cluster", u.cl.route.cluster.Name, "error", msg)
 	}
 }
 

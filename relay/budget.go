@@ -38,16 +38,11 @@ const (
 	LevelReplica
 )
 
-// Grant returns how many bytes a request may ask of the broker now, given
-// the client's unread bytes (outbound), capped at want; 0 means wait. An
-// idle connection is always granted want: one answer always crosses alone.
-func (b *Budget) Grant(outbound, want int64) int64 {
-	g, _ := b.GrantBy(outbound, want)
-	return g
-}
-
-// GrantBy is Grant, and which budget is the tightest (LevelNone if want fits).
-func (b *Budget) GrantBy(outbound, want int64) (int64, Level) {
+// grant returns how many bytes a request may ask of the broker now, given
+// the client's unread bytes (outbound), capped at want (0 means wait), and
+// which budget is the tightest (LevelNone if want fits). An idle
+// connection is always granted want: one answer always crosses alone.
+func (b *Budget) grant(outbound, want int64) (int64, Level) {
 	held := b.Reserved + outbound
 	if held == 0 {
 		return want, LevelNone

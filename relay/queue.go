@@ -68,3 +68,43 @@ func (q *Queue) Each(fn func(*decide.Pending)) {
 		fn(q.ring[(q.head+i)%len(q.ring)])
 	}
 }
+
+// Mismatch says why a broker answer is not the one owed next.
+type Mismatch uint8
+
+const (
+	Matched Mismatch = iota
+	// MismatchUnknown: no request in flight has the answer's correlation id.
+	MismatchUnknown
+	// MismatchLater: the answer is to a request forwarded after the one owed
+	// first (a broker answers in request order: this one does not).
+	MismatchLater
+)
+
+// String is the cause the engine logs when it closes the connection.
+func (m Mismatch) String() string {
+	switch m {
+	case Matched:
+		return "matched"
+	case MismatchLater:
+		return "the answer to a later request"
+	}
+	return "unknown correlation id"
+}
+
+// Match finds the request a broker answer with correlation id corr
+// answers: it must be the oldest entry, forwarded (not one of the
+// gateway's own answers), with that id. Anything else is a broker that
+// does not answer in request order: the connection is closed (the cause
+// says which). Match does not pop: the caller pops once the answer is out.
+func (q *Queue) Match(corr int32) (*decide.Pending, Mismatch) {
+	if p := q.Front(); p != nil && len(p.Local) == 0 && p.UpCorr == corr {
+		return p, Matched
+	}
+	for i := 0; i < q.n; i++ {
+		if p := q.ring[(q.head+i)%len(q.ring)]; len(p.Local) == 0 && p.UpCorr == corr {
+			return nil, MismatchLater
+		}
+	}
+	return nil, MismatchUnknown
+}

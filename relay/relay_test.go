@@ -1,7 +1,9 @@
 package relay
 
 import (
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/flexway/flexway/decide"
 )
@@ -33,25 +35,25 @@ func TestQueueOrderAndReuse(t *testing.T) {
 // B2: past the bound nothing more is granted; an idle connection is always granted (one answer crosses alone).
 func TestBudgetAtTheBound(t *testing.T) {
 	b := Budget{Limit: 1000}
-	if g := b.Grant(0, 5000); g != 5000 {
-		t.Fatalf("idle connection must be granted one answer alone, got %d", g)
+	if v := b.Admit(Ask{Want: 5000}); v.Kind != Go || v.Grant != 5000 {
+		t.Fatalf("idle connection must be granted one answer alone, got %+v", v)
 	}
 	b.Reserve(600)
-	if g := b.Grant(0, 5000); g != 400 {
-		t.Fatalf("grant = %d, want 400", g)
+	if v := b.Admit(Ask{Want: 5000}); v.Kind != Go || v.Grant != 400 {
+		t.Fatalf("verdict %+v, want 400 granted", v)
 	}
-	if g := b.Grant(400, 5000); g != 0 {
-		t.Fatalf("at the bound grant = %d, want 0", g)
+	if v := b.Admit(Ask{Outbound: 400, Want: 5000}); v.Kind != WaitBytes || v.By != LevelConn {
+		t.Fatalf("at the bound: %+v, want a wait for the connection's budget", v)
 	}
 	b.Release(600)
-	if g := b.Grant(999, 5000); g != 1 {
-		t.Fatalf("grant = %d, want 1", g)
+	if v := b.Admit(Ask{Outbound: 999, Want: 5000}); v.Kind != Go || v.Grant != 1 {
+		t.Fatalf("verdict %+v, want 1 granted", v)
 	}
 	ten := &Shared{Limit: 100}
 	b2 := Budget{Limit: 1000, Tenant: ten}
 	b2.Reserve(50)
-	if g := b2.Grant(0, 5000); g != 50 {
-		t.Fatalf("tenant share: grant = %d, want 50", g)
+	if v := b2.Admit(Ask{Want: 5000}); v.Kind != Go || v.Grant != 50 {
+		t.Fatalf("tenant share: %+v, want 50 granted", v)
 	}
 	b2.Release(50)
 	if ten.Used() != 0 {
@@ -59,27 +61,198 @@ func TestBudgetAtTheBound(t *testing.T) {
 	}
 }
 
+// B2: a Fetch waits rather than ask for crumbs, unless crumbs are all it wants.
+func TestAdmitMin(t *testing.T) {
+	b := Budget{Limit: 1000}
+	b.Reserve(900)
+	if v := b.Admit(Ask{Want: 5000, Min: 200}); v.Kind != WaitBytes || v.By != LevelConn {
+		t.Fatalf("100 granted below a minimum of 200: %+v, want a wait", v)
+	}
+	if v := b.Admit(Ask{Want: 80, Min: 200}); v.Kind != Go || v.Grant != 80 {
+		t.Fatalf("a request that wants less than the minimum: %+v", v)
+	}
+	if v := b.Admit(Ask{Want: 5000}); v.Kind != Go || v.Grant != 100 {
+		t.Fatalf("no minimum: %+v", v)
+	}
+}
+
 // B2: the tenant's share counts its connections' unread bytes too, and
-// says which budget limits.
+// says which budget limits; on_tenant_budget_exceeded: close closes only
+// for the tenant's share.
 func TestBudgetTenantShareCountsUnread(t *testing.T) {
 	ten, rep := &Shared{Limit: 1000}, &Shared{Limit: 10000}
 	a := Budget{Limit: 800, Tenant: ten, Replica: rep}
 	b := Budget{Limit: 800, Tenant: ten, Replica: rep}
 	a.SyncOutbound(700) // a's client reads nothing
-	if g, by := b.GrantBy(0, 5000); g != 5000 || by != LevelNone {
-		t.Fatalf("an idle connection: %d %v", g, by)
+	if v := b.Admit(Ask{Want: 5000, CloseOnTenant: true}); v.Kind != Go || v.Grant != 5000 {
+		t.Fatalf("an idle connection: %+v", v)
 	}
 	b.Reserve(200)
-	if g, by := b.GrantBy(0, 5000); g != 100 || by != LevelTenant {
-		t.Fatalf("grant %d by %v, want 100 by the tenant", g, by)
+	if v := b.Admit(Ask{Want: 5000}); v.Kind != Go || v.Grant != 100 {
+		t.Fatalf("verdict %+v, want 100 granted", v)
 	}
 	b.Reserve(100)
-	if g, by := b.GrantBy(0, 5000); g != 0 || by != LevelTenant {
-		t.Fatalf("at the tenant's bound: %d by %v", g, by)
+	if v := b.Admit(Ask{Want: 5000}); v.Kind != WaitBytes || v.By != LevelTenant {
+		t.Fatalf("at the tenant's bound: %+v", v)
+	}
+	if v := b.Admit(Ask{Want: 5000, CloseOnTenant: true}); v.Kind != Close || v.Cause != CauseTenantShare {
+		t.Fatalf("at the tenant's bound in close mode: %+v", v)
+	}
+	if v := a.Admit(Ask{Outbound: 700, Want: 5000, CloseOnTenant: true}); v.Kind != Close {
+		t.Fatalf("the other connection of the tenant in close mode: %+v", v)
 	}
 	a.SyncOutbound(0)
 	b.Release(300)
+	d := Budget{Limit: 100, Tenant: ten}
+	d.Reserve(100)
+	if v := d.Admit(Ask{Want: 5000, CloseOnTenant: true}); v.Kind != WaitBytes || v.By != LevelConn {
+		t.Fatalf("the connection's own bound never closes: %+v", v)
+	}
+	d.Release(100)
 	if ten.Used() != 0 || rep.Used() != 0 {
 		t.Fatalf("shares not given back: %d %d", ten.Used(), rep.Used())
+	}
+}
+
+// The verdicts are ordered: of two on one request, the stricter wins.
+func TestVerdictOrder(t *testing.T) {
+	now := time.Unix(1000, 0)
+	g100, g50 := Verdict{Kind: Go, Grant: 100}, Verdict{Kind: Go, Grant: 50}
+	wb := Verdict{Kind: WaitBytes, By: LevelTenant}
+	w1, w2 := Verdict{Kind: WaitUntil, Until: now.Add(time.Second)}, Verdict{Kind: WaitUntil, Until: now.Add(2 * time.Second)}
+	cl := Verdict{Kind: Close, Cause: CauseTenantShare}
+	for _, c := range []struct{ a, b, want Verdict }{
+		{g100, g50, g50},
+		{g50, g100, g50},
+		{g100, wb, wb},
+		{wb, w1, w1},
+		{w1, wb, w1},
+		{w1, w2, w2},
+		{w2, w1, w2},
+		{w2, cl, cl},
+		{cl, g100, cl},
+	} {
+		if got := Join(c.a, c.b); got != c.want {
+			t.Errorf("Join(%+v, %+v) = %+v, want %+v", c.a, c.b, got, c.want)
+		}
+	}
+	if !(Go < WaitBytes && WaitBytes < WaitUntil && WaitUntil < Close) {
+		t.Fatal("kinds out of order")
+	}
+}
+
+// Answers go back in request order (invariant 4): a broker answer matches
+// the oldest forwarded request, or says why not.
+func TestQueueMatch(t *testing.T) {
+	var q Queue
+	if _, bad := q.Match(1); bad != MismatchUnknown {
+		t.Fatalf("an answer to nothing: %v", bad)
+	}
+	for _, c := range []int32{7, 8, 9} {
+		p := q.Get()
+		p.UpCorr = c
+		q.Push(p)
+	}
+	if p, bad := q.Match(7); bad != Matched || p != q.Front() {
+		t.Fatalf("the head's answer: %v", bad)
+	}
+	if p, bad := q.Match(9); bad != MismatchLater || p != nil || bad.String() != "the answer to a later request" {
+		t.Fatalf("an answer to a later request: %v", bad)
+	}
+	if _, bad := q.Match(42); bad != MismatchUnknown || bad.String() != "unknown correlation id" {
+		t.Fatalf("an unknown correlation id: %v", bad)
+	}
+	q.Put(q.Pop())
+	if _, bad := q.Match(8); bad != Matched {
+		t.Fatalf("the next answer once the head is out: %v", bad)
+	}
+	// A local answer at the head is owed before any broker answer.
+	var l Queue
+	lp := l.Get()
+	lp.Local = append(lp.Local, 1)
+	l.Push(lp)
+	fp := l.Get()
+	fp.UpCorr = 3
+	l.Push(fp)
+	if _, bad := l.Match(3); bad != MismatchLater {
+		t.Fatalf("a broker answer before the local one owed first: %v", bad)
+	}
+	if n := testing.AllocsPerRun(100, func() { q.Match(8); q.Match(42) }); n != 0 {
+		t.Fatalf("Match allocates %v", n)
+	}
+}
+
+// B1: a tenant's connections and new connections a second are bounded;
+// the bytes of its connections count in one share.
+func TestTenantBounds(t *testing.T) {
+	r := NewTenants(1000)
+	now := time.Unix(5000, 0)
+	a, b := mustTake(t, r, "acme", 2, 0, now), mustTake(t, r, "acme", 2, 0, now)
+	if a != b || a.Share.Limit != 1000 {
+		t.Fatal("two connections of a tenant do not share one tenant")
+	}
+	if _, bound := r.Take("acme", 2, 0, now); bound != BoundConnections || bound.String() != "max_connections_per_tenant" {
+		t.Fatalf("a third connection past max_connections_per_tenant 2: %v", bound)
+	}
+	if g := mustTake(t, r, "globex", 2, 0, now); g == a {
+		t.Fatal("two tenants share a tenant")
+	}
+	r.Release(a, now)
+	mustTake(t, r, "acme", 2, 0, now)
+
+	// The rate: 2 a second, kept across a close and a reconnection within the second.
+	x := mustTake(t, r, "initech", 0, 2, now)
+	r.Release(x, now)
+	y := mustTake(t, r, "initech", 0, 2, now)
+	r.Release(y, now)
+	if _, bound := r.Take("initech", 0, 2, now); bound != BoundRate || bound.String() != "max_connection_rate_per_tenant" {
+		t.Fatalf("a third connection in one second past max_connection_rate_per_tenant 2: %v", bound)
+	}
+	mustTake(t, r, "initech", 0, 2, now.Add(time.Second))
+}
+
+func mustTake(t *testing.T, r *Tenants, name string, maxConns, maxRate int, now time.Time) *Tenant {
+	t.Helper()
+	ten, bound := r.Take(name, maxConns, maxRate, now)
+	if bound != BoundNone || ten == nil || ten.Name != name {
+		t.Fatalf("%s refused by %v", name, bound)
+	}
+	return ten
+}
+
+// Tenants that come and go do not grow the registry: a tenant without a
+// connection is dropped, at once or once its rate window is past.
+func TestTenantsNoGrowth(t *testing.T) {
+	r := NewTenants(1000)
+	now := time.Unix(7000, 0)
+	kept := mustTake(t, r, "kept", 0, 100, now)
+	for i := 0; i < 10000; i++ {
+		now = now.Add(time.Millisecond)
+		name := "t" + strconv.Itoa(i)
+		rate := 0
+		if i%2 == 0 {
+			rate = 100 // with a rate window, kept until the second is past
+		}
+		a := mustTake(t, r, name, 0, rate, now)
+		b := mustTake(t, r, name, 0, rate, now)
+		a.Share.used.Add(10)
+		a.Share.used.Add(-10)
+		r.Release(a, now)
+		r.Release(b, now)
+		if n := len(r.byName); n > 1+1000 { // "kept" plus at most a second of arrivals
+			t.Fatalf("after %d tenants came and went the registry holds %d", i+1, n)
+		}
+		if len(r.idle) > 1000 {
+			t.Fatalf("after %d tenants the idle list holds %d", i+1, len(r.idle))
+		}
+	}
+	now = now.Add(time.Second)
+	r.Release(mustTake(t, r, "last", 0, 0, now), now)
+	if len(r.byName) != 1 || r.Get("kept") != kept || len(r.idle) != 0 {
+		t.Fatalf("a second later the registry holds %d tenants, %d idle", len(r.byName), len(r.idle))
+	}
+	r.Release(kept, now)
+	if len(r.byName) != 0 || r.Get("kept") != nil {
+		t.Fatalf("the last tenant not dropped: %d", len(r.byName))
 	}
 }

@@ -29,7 +29,7 @@ type upstreamConn struct {
 // client's own loop. Frames wait in the client's buffer meanwhile.
 func (cl *client) dial() {
 	u := cl.e.upstreams[cl.route.cluster.Upstream]
-	addr, ok := u.addr(cl.route.node)
+	addr, ok := u.Addr(cl.route.node)
 	if !ok {
 		cl.e.log.Warn("kafka connection closed: the broker of this port is unknown to the upstream", "cluster", cl.route.cluster.Name, "node", cl.route.node)
 		cl.close("unknown broker")
@@ -38,7 +38,7 @@ func (cl *client) dial() {
 	cl.upSt = upDialing
 	up := &upstreamConn{cl: cl}
 	cl.up = up
-	timeout := u.cfg.Timeout.D()
+	timeout := u.Config().Timeout.D()
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}

@@ -1,0 +1,174 @@
+package upstream
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/configs"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// embedded is upstreams.<name> with an embedded cluster, as configs.Load
+// leaves it (defaults applied), on free ports.
+func embedded(brokers int, partitions int32) *configs.Upstream {
+	return &configs.Upstream{
+		Protocol: "kafka",
+		Timeout:  configs.Duration(configs.DefaultUpstreamTimeout),
+		Embedded: &configs.Embedded{Brokers: brokers, Host: configs.DefaultEmbeddedHost, Partitions: partitions},
+	}
+}
+
+func start(t *testing.T, cfg *configs.Upstream, seedTopics ...string) *Upstream {
+	t.Helper()
+	u, err := Start(context.Background(), "events", cfg, seedTopics)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(u.Close)
+	return u
+}
+
+// The address book after Start: every embedded broker by its node id, the
+// bootstrap in turn over all of them, each broker's versions read.
+func TestStartEmbeddedAddressBook(t *testing.T) {
+	u := start(t, embedded(2, 2), "acme.orders")
+	addrs := u.EmbeddedAddrs()
+	if len(addrs) != 2 {
+		t.Fatalf("EmbeddedAddrs = %v, want 2 brokers", addrs)
+	}
+	var nodes []string
+	for node := int32(0); node < 2; node++ {
+		a, ok := u.Addr(node)
+		if !ok || !slices.Contains(addrs, a) {
+			t.Fatalf("Addr(%d) = %q, %v; want one of %v", node, a, ok, addrs)
+		}
+		nodes = append(nodes, a)
+	}
+	if nodes[0] == nodes[1] {
+		t.Fatalf("nodes 0 and 1 share the address %s", nodes[0])
+	}
+	if a, ok := u.Addr(2); ok {
+		t.Fatalf("Addr(2) = %q on a two-broker cluster, want unknown", a)
+	}
+	seen := map[string]int{}
+	for range 4 {
+		a, ok := u.Addr(-1)
+		if !ok {
+			t.Fatal("Addr(-1): no bootstrap address")
+		}
+		seen[a]++
+	}
+	if seen[nodes[0]] != 2 || seen[nodes[1]] != 2 {
+		t.Fatalf("bootstrap addresses over 4 calls: %v, want each broker twice", seen)
+	}
+	vs := u.Versions()
+	if len(vs) != 2 {
+		t.Fatalf("Versions: %d answers, want one per broker (2)", len(vs))
+	}
+	for i, v := range vs {
+		if !slices.ContainsFunc(v.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == 0 }) {
+			t.Fatalf("broker %d's versions do not list Produce: %+v", i, v.ApiKeys)
+		}
+	}
+	if u.Name() != "events" || u.Embedded() == nil {
+		t.Fatalf("Name %q, Embedded %v", u.Name(), u.Embedded())
+	}
+
+	// The seed topic exists with the configured partitions.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("acme.orders")
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 2 {
+		t.Fatalf("seed topic acme.orders: %+v, want 2 partitions", resp.Topics)
+	}
+}
+
+// Learn moves a node's address (Metadata answers passing through); a new
+// node becomes known; Refresh reads the brokers' own addresses again.
+func TestLearnAndRefresh(t *testing.T) {
+	u := start(t, embedded(1, 1))
+	own, _ := u.Addr(0)
+	u.Learn(0, "kafka-0.internal", 9092)
+	if a, _ := u.Addr(0); a != "kafka-0.internal:9092" {
+		t.Fatalf("Addr(0) after Learn = %q", a)
+	}
+	u.Learn(7, "::1", 9093)
+	if a, ok := u.Addr(7); !ok || a != "[::1]:9093" {
+		t.Fatalf("Addr(7) after Learn = %q, %v; want [::1]:9093", a, ok)
+	}
+	if err := u.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := u.Addr(0); a != own {
+		t.Fatalf("Addr(0) after Refresh = %q, want the broker's own %q", a, own)
+	}
+}
+
+// Start fails, naming the upstream, when no broker answers, within the
+// upstream's timeout bounds; a timeout not set (no defaults applied) is
+// refused rather than replaced.
+func TestStartUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	cfg := &configs.Upstream{Protocol: "kafka", Brokers: []string{addr}, Timeout: configs.Duration(200 * time.Millisecond)}
+	began := time.Now()
+	u, err := Start(context.Background(), "events", cfg, nil)
+	if err == nil {
+		u.Close()
+		t.Fatal("Start succeeded with no broker")
+	}
+	if !strings.HasPrefix(err.Error(), "events: metadata: ") {
+		t.Fatalf("Start: %q, want the upstream and the step named", err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("Start gave up after %v, want within 3 × 200ms and the client's own retries", took)
+	}
+
+	cfg.Timeout = 0
+	if u, err := Start(context.Background(), "events", cfg, nil); err == nil || !strings.Contains(err.Error(), "timeout") {
+		if u != nil {
+			u.Close()
+		}
+		t.Fatalf("Start with no timeout: %v, want it refused", err)
+	}
+}
+
+// An embedded cluster that cannot bind its port fails Start, named.
+func TestStartEmbeddedPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := embedded(1, 1)
+	cfg.Embedded.Port = ln.Addr().(*net.TCPAddr).Port
+	u, err := Start(context.Background(), "events", cfg, nil)
+	if err == nil {
+		u.Close()
+		t.Fatal("Start succeeded on a port already bound")
+	}
+	if !strings.HasPrefix(err.Error(), "embedded upstream events: ") {
+		t.Fatalf("Start: %q, want the embedded upstream named", err)
+	}
+}

@@ -1,9 +1,10 @@
 // Package upstream is the gateway's side of each Kafka cluster it forwards
-// to: the brokers' address book and versions, and the embedded kfake; it
-// never imports gnet. Concurrency: an Upstream is safe for concurrent use;
-// Addr, Learn, Versions and the accessors take a short lock and never touch
-// the network, so event loops may call them; Start and Refresh block on the
-// network and must run off the loops.
+// to: the brokers' address book and versions, the embedded kfake, and the
+// dial of a broker connection, which it hands over to be enrolled; it never
+// imports gnet. Concurrency: an Upstream is safe for concurrent use; Addr,
+// Learn, Versions and the accessors take a short lock and never touch the
+// network, so event loops may call them; Start, Refresh and Dial block on
+// the network and must run off the loops.
 package upstream
 
 import (

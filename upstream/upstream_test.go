@@ -2,9 +2,14 @@ package upstream
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"io"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,6 +126,55 @@ func TestLearnAndRefresh(t *testing.T) {
 	}
 }
 
+// Dial hands over a connection a Kafka request can be written to at once.
+func TestDialBroker(t *testing.T) {
+	u := start(t, embedded(1, 1))
+	addr, _ := u.Addr(0)
+	nc, err := u.Dial(context.Background(), addr)
+	if err != nil {
+		t.Fatalf("Dial %s: %v", addr, err)
+	}
+	defer nc.Close()
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test")).AppendRequest(nil, kmsg.NewPtrApiVersionsRequest(), 42)
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	var head [8]byte
+	if _, err := io.ReadFull(nc, head[:]); err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	if corr := int32(binary.BigEndian.Uint32(head[4:])); corr != 42 {
+		t.Fatalf("answer's correlation id %d, want 42", corr)
+	}
+}
+
+// A broker that does not answer the connection fails the dial at the
+// configured timeout, not the system's.
+func TestDialTimeout(t *testing.T) {
+	addr := fullListener(t)
+	cfg := &configs.Upstream{Protocol: "kafka", Brokers: []string{addr}, Timeout: configs.Duration(300 * time.Millisecond)}
+	u := &Upstream{name: "events", cfg: cfg, nodes: map[int32]string{}}
+	// A dial that ignored the configured timeout would end at this
+	// deadline instead, too late for the bound below.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	began := time.Now()
+	nc, err := u.Dial(ctx, addr)
+	took := time.Since(began)
+	if err == nil {
+		nc.Close()
+		t.Fatal("Dial succeeded on a full listen queue")
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("Dial: %v, want a timeout", err)
+	}
+	if took < 250*time.Millisecond || took > 1500*time.Millisecond {
+		t.Fatalf("Dial gave up after %v, want about the configured 300ms", took)
+	}
+}
+
 // Start fails, naming the upstream, when no broker answers, within the
 // upstream's timeout bounds; a timeout not set (no defaults applied) is
 // refused rather than replaced.
@@ -171,4 +225,42 @@ func TestStartEmbeddedPortTaken(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), "embedded upstream events: ") {
 		t.Fatalf("Start: %q, want the embedded upstream named", err)
 	}
+}
+
+// fullListener returns the address of a loopback socket that listens with
+// a backlog of 0 and never accepts, once its queue is full: a connection
+// to it hangs until the dialer's timeout. The test is skipped where the
+// kernel accepts past the backlog.
+func fullListener(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+	d := net.Dialer{Timeout: 200 * time.Millisecond}
+	for range 8 {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return addr // the queue is full
+			}
+			t.Fatalf("filling the listen queue: %v", err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	t.Skip("the kernel accepted 8 connections past a backlog of 0")
+	return ""
 }

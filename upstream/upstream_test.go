@@ -187,25 +187,13 @@ func TestStartUnreachable(t *testing.T) {
 	ln.Close() // nothing listens there now
 	cfg := &configs.Upstream{Protocol: "kafka", Brokers: []string{addr}, Timeout: configs.Duration(200 * time.Millisecond)}
 	began := time.Now()
-	u, err := Start(context.Background(), "events", cfg, nil)
-	if err == nil {
-		u.Close()
-		t.Fatal("Start succeeded with no broker")
-	}
-	if !strings.HasPrefix(err.Error(), "events: metadata: ") {
-		t.Fatalf("Start: %q, want the upstream and the step named", err)
-	}
+	startFails(t, cfg, "events: metadata: ")
 	if took := time.Since(began); took > 5*time.Second {
 		t.Fatalf("Start gave up after %v, want within 3 × 200ms and the client's own retries", took)
 	}
 
 	cfg.Timeout = 0
-	if u, err := Start(context.Background(), "events", cfg, nil); err == nil || !strings.Contains(err.Error(), "timeout") {
-		if u != nil {
-			u.Close()
-		}
-		t.Fatalf("Start with no timeout: %v, want it refused", err)
-	}
+	startFails(t, cfg, "events: timeout 0s: must be positive")
 }
 
 // An embedded cluster that cannot bind its port fails Start, named.
@@ -217,13 +205,20 @@ func TestStartEmbeddedPortTaken(t *testing.T) {
 	defer ln.Close()
 	cfg := embedded(1, 1)
 	cfg.Embedded.Port = ln.Addr().(*net.TCPAddr).Port
+	startFails(t, cfg, "embedded upstream events: ")
+}
+
+// startFails checks that Start refuses cfg with an error that begins with
+// prefix (the upstream, and the step, named).
+func startFails(t *testing.T, cfg *configs.Upstream, prefix string) {
+	t.Helper()
 	u, err := Start(context.Background(), "events", cfg, nil)
 	if err == nil {
 		u.Close()
-		t.Fatal("Start succeeded on a port already bound")
+		t.Fatalf("Start succeeded, want an error beginning %q", prefix)
 	}
-	if !strings.HasPrefix(err.Error(), "embedded upstream events: ") {
-		t.Fatalf("Start: %q, want the embedded upstream named", err)
+	if !strings.HasPrefix(err.Error(), prefix) {
+		t.Fatalf("Start: %q, want it to begin %q", err, prefix)
 	}
 }
 

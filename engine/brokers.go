@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/upstream"
 )
 
 // brokerNames renames brokers for one cluster's clients (L2): node n is
@@ -10,7 +11,7 @@ import (
 type brokerNames struct {
 	e       *Engine
 	cluster *configs.Cluster
-	up      *upstreamState
+	up      *upstream.Upstream
 	tls     bool // the client came in on the TLS listener: names by SNI
 }
 
@@ -37,7 +38,7 @@ func (b *brokerNames) Advertise(node int32) (string, int32) {
 }
 
 // Learn implements decide.Brokers.
-func (b *brokerNames) Learn(node int32, host string, port int32) { b.up.learn(node, host, port) }
+func (b *brokerNames) Learn(node int32, host string, port int32) { b.up.Learn(node, host, port) }
 
 func (e *Engine) logUnmapped(cluster string, node int32) {
 	key := cluster + "/" + itoa(node)

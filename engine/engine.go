@@ -22,6 +22,7 @@ import (
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/relay"
+	"github.com/flexway/flexway/upstream"
 	"github.com/panjf2000/ants/v2"
 	"github.com/panjf2000/gnet/v2"
 )
@@ -33,7 +34,7 @@ type Engine struct {
 	log  *slog.Logger
 
 	snap      atomic.Pointer[configs.Snapshot]
-	upstreams map[string]*upstreamState
+	upstreams map[string]*upstream.Upstream
 	versions  map[string]*decide.Versions // by cluster
 	acc       *acceptor                   // the listener ports (max_connections, L3)
 	addrs     []string
@@ -72,7 +73,7 @@ type portRoute struct {
 // reads every upstream's brokers and versions. Serve starts listening.
 func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, error) {
 	e := &Engine{
-		upstreams: map[string]*upstreamState{},
+		upstreams: map[string]*upstream.Upstream{},
 		versions:  map[string]*decide.Versions{},
 		loops:     map[gnet.EventLoop]*loop{},
 		started:   make(chan error, 1),
@@ -134,15 +135,15 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		if cfg == nil {
 			return nil, fmt.Errorf("%w: cluster %s: no upstream %q", ErrEngineConfig, cl.Name, cl.Upstream)
 		}
-		u, err := startUpstream(ctx, cl.Upstream, cfg, seedTopics(snap, cl.Upstream))
+		u, err := upstream.Start(ctx, cl.Upstream, cfg, seedTopics(snap, cl.Upstream))
 		if err != nil {
 			e.closeUpstreams()
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrEngineUpstream, err)
 		}
 		e.upstreams[cl.Upstream] = u
 	}
 	for _, cl := range snap.Clusters {
-		e.versions[cl.Name] = decide.NewVersions(e.upstreams[cl.Upstream].versions)
+		e.versions[cl.Name] = decide.NewVersions(e.upstreams[cl.Upstream].Versions())
 	}
 
 	// The TLS port, routed by SNI.
@@ -218,8 +219,8 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 // seedTopics lists the physical topics the embedded upstream creates: every
 // served channel of the upstream, for every tenant named by a key or a
 // client certificate.
-func seedTopics(snap *configs.Snapshot, upstream string) []string {
-	cfg := snap.Upstreams[upstream]
+func seedTopics(snap *configs.Snapshot, name string) []string {
+	cfg := snap.Upstreams[name]
 	if cfg == nil || cfg.Embedded == nil || (cfg.Embedded.SeedTopics != nil && !*cfg.Embedded.SeedTopics) {
 		return nil
 	}
@@ -233,7 +234,7 @@ func seedTopics(snap *configs.Snapshot, upstream string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, cl := range snap.Clusters {
-		if cl.Upstream != upstream {
+		if cl.Upstream != name {
 			continue
 		}
 		for name := range cl.Topics {
@@ -263,8 +264,8 @@ func (e *Engine) Addrs() []string { return e.addrs }
 func (e *Engine) EmbeddedBrokers() map[string][]string {
 	out := map[string][]string{}
 	for name, u := range e.upstreams {
-		if u.embedded != nil {
-			out[name] = u.embedded.ListenAddrs()
+		if addrs := u.EmbeddedAddrs(); addrs != nil {
+			out[name] = addrs
 		}
 	}
 	return out
@@ -370,7 +371,7 @@ func (e *Engine) inFlight() int {
 
 func (e *Engine) closeUpstreams() {
 	for _, u := range e.upstreams {
-		u.close()
+		u.Close()
 	}
 }
 

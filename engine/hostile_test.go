@@ -286,10 +286,10 @@ func brokerMisbehaves(t *testing.T, env *testEnv, inFlight int, why ...string) {
 func kfakeOf(t *testing.T, env *testEnv) *kfake.Cluster {
 	t.Helper()
 	u := env.e.upstreams["events"]
-	if u == nil || u.embedded == nil {
+	if u == nil || u.Embedded() == nil {
 		t.Skip("needs the embedded kfake upstream")
 	}
-	return u.embedded
+	return u.Embedded()
 }
 
 func skipOnRealKafka(t *testing.T) {

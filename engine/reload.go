@@ -30,7 +30,7 @@ func (e *Engine) Reload(ctx context.Context, snap *configs.Snapshot) error {
 		if u == nil {
 			return fmt.Errorf("%w: cluster %s needs upstream %s, which was not started: restart to apply it", configs.ErrStartOnly, cl.Name, cl.Upstream)
 		}
-		if !reflect.DeepEqual(u.cfg.Brokers, snap.Upstreams[cl.Upstream].Brokers) {
+		if !reflect.DeepEqual(u.Config().Brokers, snap.Upstreams[cl.Upstream].Brokers) {
 			return fmt.Errorf("%w: upstreams.%s.brokers changed: restart to apply it", configs.ErrStartOnly, cl.Upstream)
 		}
 		if e.versions[cl.Name] == nil {

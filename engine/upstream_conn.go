@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"net"
 	"time"
 
 	"github.com/flexway/flexway/codec"
@@ -25,12 +24,12 @@ type upstreamConn struct {
 	drainSince time.Time
 }
 
-// dial opens the client's broker connection off the loop: the dialer blocks
-// (with the upstream's timeout), then the socket is enrolled on the
-// client's own loop. Frames wait in the client's buffer meanwhile.
+// dial opens the client's broker connection off the loop: the upstream's
+// Dial blocks (with the upstream's timeout), then the socket is enrolled on
+// the client's own loop. Frames wait in the client's buffer meanwhile.
 func (cl *client) dial() {
 	u := cl.e.upstreams[cl.route.cluster.Upstream]
-	addr, ok := u.addr(cl.route.node)
+	addr, ok := u.Addr(cl.route.node)
 	if !ok {
 		cl.e.log.Warn("kafka connection closed: the broker of this port is unknown to the upstream", "cluster", cl.route.cluster.Name, "node", cl.route.node)
 		cl.close(closeUnknownBroker)
@@ -39,10 +38,6 @@ func (cl *client) dial() {
 	cl.upSt = upDialing
 	up := &upstreamConn{cl: cl}
 	cl.up = up
-	timeout := u.cfg.Timeout.D()
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
 	el := cl.c.EventLoop()
 	broker := "bootstrap"
 	if cl.route.node >= 0 {
@@ -60,14 +55,10 @@ func (cl *client) dial() {
 		}))
 	}
 	go func() {
-		d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-		nc, err := d.Dial("tcp", addr)
+		nc, err := u.Dial(context.Background(), addr)
 		if err != nil {
 			fail(err)
 			return
-		}
-		if tc, ok := nc.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
 		}
 		ch, err := el.Enroll(gnet.NewContext(context.Background(), up), nc)
 		if err != nil {

@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// A broker the gateway cannot reach: the client whose request needed it is
+// closed unanswered, the failed dial logged with the broker and counted;
+// once the broker is reachable again a new client is served.
+func TestBrokerUnreachableClosesClient(t *testing.T) {
+	env := newTestEnv(t, "")
+	node := env.nodes()[0]
+	up := env.e.upstreams["events"]
+	own, ok := up.Addr(node)
+	if !ok {
+		t.Fatalf("node %d unknown to the upstream", node)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // nothing listens there now
+	up.Learn(node, "127.0.0.1", int32(gone))
+
+	failed := env.e.m.upErr.Get()
+	addr := fmt.Sprintf("127.0.0.1:%d", env.nodePort(node))
+	r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
+	metadataOrders(r)
+	r.closedWithoutAnswer(5 * time.Second)
+	env.waitLog(5*time.Second, "kafka connection closed: broker unreachable", "broker="+strconv.Itoa(int(node)))
+	if n := env.e.m.upErr.Get(); n != failed+1 {
+		t.Fatalf("failed upstream connections: %d, want %d", n, failed+1)
+	}
+
+	host, port, _ := net.SplitHostPort(own)
+	p, _ := strconv.Atoi(port)
+	up.Learn(node, host, int32(p))
+	servedOrders(t, dialRaw(t, addr, "acme-app", env.keys["acme-app"]))
+}
+
+// A port of the range whose node the upstream does not know: the client is
+// closed at its first request, without a dial, logged with the node.
+func TestUnknownBrokerClosesClient(t *testing.T) {
+	env := newTestEnvWith(t, envConfig{nports: 5}) // the bootstrap and four nodes
+	node := env.first + int32(env.nports-2)
+	if slices.Contains(env.nodes(), node) {
+		t.Fatalf("node %d is the upstream's: the range must reach past its brokers", node)
+	}
+	failed := env.e.m.upErr.Get()
+	r := dialRaw(t, fmt.Sprintf("127.0.0.1:%d", env.nodePort(node)), "acme-app", env.keys["acme-app"])
+	metadataOrders(r)
+	r.closedWithoutAnswer(5 * time.Second)
+	env.waitLog(5*time.Second, "the broker of this port is unknown to the upstream", "node="+strconv.Itoa(int(node)))
+	if n := env.e.m.upErr.Get(); n != failed {
+		t.Fatalf("failed upstream connections: %d, want %d (no dial)", n, failed)
+	}
+}

@@ -63,5 +63,5 @@ func ResponseFlexible(key, version int16) bool {
 // section: flexible responses do, except ApiVersions (key 18), which always
 // answers with header v0 so that a client can read it whatever it asked.
 func ResponseHeaderFlexible(key, version int16) bool {
-	return key != 18 && ResponseFlexible(key, version)
+	return key != KeyApiVersions && ResponseFlexible(key, version)
 }

@@ -128,6 +128,23 @@ type KafkaListener struct {
 	Quotas                        *Quotas  `yaml:"quotas"`
 }
 
+// The connection bounds in force (B1). Load gives each absent one its
+// default (defaults.go), so readers never apply a default again; 0 means
+// "off" where the seed says so.
+func (k *KafkaListener) UnauthenticatedConnections() int {
+	return derefInt(k.MaxUnauthenticatedConnections)
+}
+func (k *KafkaListener) ConnectionsPerIP() int        { return derefInt(k.MaxConnectionsPerIP) }
+func (k *KafkaListener) ConnectionsPerTenant() int    { return derefInt(k.MaxConnectionsPerTenant) }
+func (k *KafkaListener) ConnectionRatePerTenant() int { return derefInt(k.MaxConnectionRatePerTenant) }
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
 type ListenerTLS struct {
 	CertFile     string `yaml:"cert_file"`
 	KeyFile      string `yaml:"key_file"`

@@ -14,8 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// answerReserve is the bytes reserved for an answer that carries no records.
-const answerReserve = 4 << 10
+// AnswerReserve is the bytes reserved for an answer that carries no records
+// (the engine asks the budgets for it before a request is judged).
+const AnswerReserve = 4 << 10
 
 func init() { reg(0, Served, 0, 12, produceRequest, produceResponse) }
 
@@ -33,7 +34,7 @@ func produceRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending)
 	}
 	p.NoResponse = info.Acks == 0
 	p.Dropped = s.RW.Dropped.Clone()
-	p.Reserve = answerReserve
+	p.Reserve = AnswerReserve
 	if info.Kept == 0 {
 		if p.NoResponse {
 			return Drop

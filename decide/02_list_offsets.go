@@ -18,7 +18,7 @@ func listOffsetsRequest(s *Session, h *codec.RequestHeader, req *kmsg.ListOffset
 		func(t *kmsg.ListOffsetsRequestTopic) []int32 {
 			return partitionsOf(t.Partitions, func(p *kmsg.ListOffsetsRequestTopicPartition) int32 { return p.Partition })
 		}, s.receiveTopic, p.refused.topic)
-	p.Reserve = answerReserve
+	p.Reserve = AnswerReserve
 	if len(req.Topics) == 0 {
 		return answerAlone(s, p, listOffsetsResponse)
 	}

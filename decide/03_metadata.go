@@ -45,7 +45,7 @@ func metadataRequest(s *Session, h *codec.RequestHeader, req *kmsg.MetadataReque
 	req.AllowAutoTopicCreation = false
 	req.IncludeClusterAuthorizedOperations = false
 	req.IncludeTopicAuthorizedOperations = false
-	p.Reserve = answerReserve + int64(len(ask))*1024
+	p.Reserve = AnswerReserve + int64(len(ask))*1024
 	return s.forward(h, p, req)
 }
 

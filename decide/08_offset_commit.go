@@ -21,7 +21,7 @@ func offsetCommitRequest(s *Session, h *codec.RequestHeader, req *kmsg.OffsetCom
 		func(t *kmsg.OffsetCommitRequestTopic) []int32 {
 			return partitionsOf(t.Partitions, func(p *kmsg.OffsetCommitRequestTopicPartition) int32 { return p.Partition })
 		}, unless(code, s.receiveTopic), p.refused.topic)
-	p.Reserve = answerReserve
+	p.Reserve = AnswerReserve
 	if code != 0 || (len(req.Topics) == 0 && len(p.refused.topics) > 0) {
 		if code != 0 {
 			p.Cause = causeOf(code)

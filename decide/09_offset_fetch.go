@@ -18,7 +18,7 @@ import (
 func init() { serve(9, 0, 9, offsetFetchRequest, offsetFetchResponse) }
 
 func offsetFetchRequest(s *Session, h *codec.RequestHeader, req *kmsg.OffsetFetchRequest, p *Pending) Outcome {
-	p.Reserve = answerReserve
+	p.Reserve = AnswerReserve
 	if h.Version >= 8 {
 		return offsetFetchGroups(s, h, req, p)
 	}

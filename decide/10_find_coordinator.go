@@ -71,7 +71,7 @@ func findCoordinatorRequest(s *Session, h *codec.RequestHeader, req *kmsg.FindCo
 			req.CoordinatorKeys[i] = name(k)
 		}
 	}
-	p.Reserve = boundReserve(answerReserve + int64(len(keys))*256)
+	p.Reserve = boundReserve(AnswerReserve + int64(len(keys))*256)
 	return s.forward(h, p, req)
 }
 

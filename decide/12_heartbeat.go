@@ -16,6 +16,6 @@ func heartbeatRequest(s *Session, h *codec.RequestHeader, req *kmsg.HeartbeatReq
 		return refuse(s, p, code, func(r *kmsg.HeartbeatResponse) { r.ErrorCode = code })
 	}
 	req.Group = group
-	p.Reserve = answerReserve
+	p.Reserve = AnswerReserve
 	return s.forward(h, p, req)
 }

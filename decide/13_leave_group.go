@@ -17,6 +17,6 @@ func leaveGroupRequest(s *Session, h *codec.RequestHeader, req *kmsg.LeaveGroupR
 		return refuse(s, p, code, func(r *kmsg.LeaveGroupResponse) { r.ErrorCode = code })
 	}
 	req.Group = group
-	p.Reserve = boundReserve(answerReserve + int64(len(req.Members))*256)
+	p.Reserve = boundReserve(AnswerReserve + int64(len(req.Members))*256)
 	return s.forward(h, p, req)
 }

@@ -50,7 +50,7 @@ func syncGroupRequest(s *Session, h *codec.RequestHeader, req *kmsg.SyncGroupReq
 			}
 		}
 	}
-	p.Reserve = answerReserve + groupReserve/4
+	p.Reserve = AnswerReserve + groupReserve/4
 	return s.forward(h, p, req)
 }
 

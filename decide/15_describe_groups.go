@@ -44,7 +44,7 @@ func describeGroupsRequest(s *Session, h *codec.RequestHeader, req *kmsg.Describ
 		req.Groups[i] = s.View.GroupName(g)
 	}
 	req.IncludeAuthorizedOperations = false
-	p.Reserve = boundReserve(answerReserve + int64(len(req.Groups))*groupReserve)
+	p.Reserve = boundReserve(AnswerReserve + int64(len(req.Groups))*groupReserve)
 	return s.forward(h, p, req)
 }
 

@@ -18,7 +18,7 @@ func deleteTopicsRequest(s *Session, h *codec.RequestHeader, req *kmsg.DeleteTop
 	req.TopicNames = keepTopics(req.TopicNames, func(n *string) *string { return n }, nil,
 		s.adminTopic(kerr.UnknownTopicOrPartition.Code), p.refused.topic)
 	req.Topics = nil // v6+ only
-	return forwardAdmin(s, h, p, req, len(req.TopicNames) == 0, boundReserve(answerReserve+int64(len(req.TopicNames))*64), deleteTopicsResponse)
+	return forwardAdmin(s, h, p, req, len(req.TopicNames) == 0, boundReserve(AnswerReserve+int64(len(req.TopicNames))*64), deleteTopicsResponse)
 }
 
 func deleteTopicsResponse(s *Session, p *Pending, resp *kmsg.DeleteTopicsResponse) {

@@ -19,7 +19,7 @@ func deleteRecordsRequest(s *Session, h *codec.RequestHeader, req *kmsg.DeleteRe
 		func(t *kmsg.DeleteRecordsRequestTopic) []int32 {
 			return partitionsOf(t.Partitions, func(p *kmsg.DeleteRecordsRequestTopicPartition) int32 { return p.Partition })
 		}, s.adminTopic(kerr.TopicAuthorizationFailed.Code), p.refused.topic)
-	reserve := int64(answerReserve)
+	reserve := int64(AnswerReserve)
 	for _, t := range req.Topics {
 		reserve += 64 + int64(len(t.Partitions))*16
 	}

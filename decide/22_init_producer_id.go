@@ -30,6 +30,6 @@ func initProducerIDRequest(s *Session, h *codec.RequestHeader, req *kmsg.InitPro
 	if req.TransactionalID != nil {
 		req.TransactionalID = kmsg.StringPtr(s.View.TxnName(*req.TransactionalID))
 	}
-	p.Reserve = answerReserve
+	p.Reserve = AnswerReserve
 	return s.forward(h, p, req)
 }

@@ -17,7 +17,7 @@ func offsetForLeaderEpochRequest(s *Session, h *codec.RequestHeader, req *kmsg.O
 		func(t *kmsg.OffsetForLeaderEpochRequestTopic) []int32 {
 			return partitionsOf(t.Partitions, func(p *kmsg.OffsetForLeaderEpochRequestTopicPartition) int32 { return p.Partition })
 		}, s.receiveTopic, p.refused.topic)
-	p.Reserve = answerReserve
+	p.Reserve = AnswerReserve
 	if len(req.Topics) == 0 {
 		return answerAlone(s, p, offsetForLeaderEpochResponse)
 	}

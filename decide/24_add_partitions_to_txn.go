@@ -27,7 +27,7 @@ import (
 func init() { serve(24, 0, 5, addPartitionsToTxnRequest, addPartitionsToTxnResponse) }
 
 func addPartitionsToTxnRequest(s *Session, h *codec.RequestHeader, req *kmsg.AddPartitionsToTxnRequest, p *Pending) Outcome {
-	p.Reserve = answerReserve + int64(s.bodyLen)
+	p.Reserve = AnswerReserve + int64(s.bodyLen)
 	batched := h.Version >= 4
 	txns := req.Transactions
 	if !batched {

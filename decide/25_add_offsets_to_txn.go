@@ -26,6 +26,6 @@ func addOffsetsToTxnRequest(s *Session, h *codec.RequestHeader, req *kmsg.AddOff
 	}
 	req.TransactionalID = s.View.TxnName(req.TransactionalID)
 	req.Group = group
-	p.Reserve = answerReserve
+	p.Reserve = AnswerReserve
 	return s.forward(h, p, req)
 }

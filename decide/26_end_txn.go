@@ -17,6 +17,6 @@ func endTxnRequest(s *Session, h *codec.RequestHeader, req *kmsg.EndTxnRequest, 
 		return refuse(s, p, code, func(r *kmsg.EndTxnResponse) { r.ErrorCode = code })
 	}
 	req.TransactionalID = s.View.TxnName(req.TransactionalID)
-	p.Reserve = answerReserve
+	p.Reserve = AnswerReserve
 	return s.forward(h, p, req)
 }

@@ -20,7 +20,7 @@ import (
 func init() { serve(28, 0, 5, txnOffsetCommitRequest, txnOffsetCommitResponse) }
 
 func txnOffsetCommitRequest(s *Session, h *codec.RequestHeader, req *kmsg.TxnOffsetCommitRequest, p *Pending) Outcome {
-	p.Reserve = answerReserve + int64(s.bodyLen)
+	p.Reserve = AnswerReserve + int64(s.bodyLen)
 	code := s.txnRefusal(req.TransactionalID)
 	var group string
 	if code == 0 {

@@ -27,7 +27,7 @@ func createPartitionsRequest(s *Session, h *codec.RequestHeader, req *kmsg.Creat
 		t.Assignment = nil // placement is the cluster's
 		return true
 	})
-	return forwardAdmin(s, h, p, req, len(req.Topics) == 0, boundReserve(answerReserve+int64(len(req.Topics))*64), createPartitionsResponse)
+	return forwardAdmin(s, h, p, req, len(req.Topics) == 0, boundReserve(AnswerReserve+int64(len(req.Topics))*64), createPartitionsResponse)
 }
 
 func createPartitionsResponse(s *Session, p *Pending, resp *kmsg.CreatePartitionsResponse) {

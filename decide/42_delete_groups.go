@@ -23,7 +23,7 @@ func deleteGroupsRequest(s *Session, h *codec.RequestHeader, req *kmsg.DeleteGro
 		*g = name
 		return true
 	})
-	return forwardAdmin(s, h, p, req, len(req.Groups) == 0, boundReserve(answerReserve+int64(len(req.Groups))*64), deleteGroupsResponse)
+	return forwardAdmin(s, h, p, req, len(req.Groups) == 0, boundReserve(AnswerReserve+int64(len(req.Groups))*64), deleteGroupsResponse)
 }
 
 func deleteGroupsResponse(s *Session, p *Pending, resp *kmsg.DeleteGroupsResponse) {

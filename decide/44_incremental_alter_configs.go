@@ -29,7 +29,7 @@ func alterConfigsRequest(s *Session, h *codec.RequestHeader, req *kmsg.Increment
 			return 0
 		})
 	})
-	return forwardAdmin(s, h, p, req, len(req.Resources) == 0, boundReserve(answerReserve+int64(len(req.Resources))*64), alterConfigsResponse)
+	return forwardAdmin(s, h, p, req, len(req.Resources) == 0, boundReserve(AnswerReserve+int64(len(req.Resources))*64), alterConfigsResponse)
 }
 
 func alterConfigsResponse(s *Session, p *Pending, resp *kmsg.IncrementalAlterConfigsResponse) {

@@ -27,7 +27,7 @@ func offsetDeleteRequest(s *Session, h *codec.RequestHeader, req *kmsg.OffsetDel
 		func(t *kmsg.OffsetDeleteRequestTopic) []int32 {
 			return partitionsOf(t.Partitions, func(p *kmsg.OffsetDeleteRequestTopicPartition) int32 { return p.Partition })
 		}, s.adminTopic(kerr.UnknownTopicOrPartition.Code), p.refused.topic)
-	reserve := int64(answerReserve)
+	reserve := int64(AnswerReserve)
 	for _, t := range req.Topics {
 		reserve += 64 + int64(len(t.Partitions))*8
 	}

@@ -33,7 +33,7 @@ func describeClusterRequest(s *Session, h *codec.RequestHeader, req *kmsg.Descri
 		})
 	}
 	req.IncludeClusterAuthorizedOperations = false
-	p.Reserve = answerReserve
+	p.Reserve = AnswerReserve
 	return s.forward(h, p, req)
 }
 

@@ -61,7 +61,7 @@ import (
 const adminReserve = 8 << 10
 
 // adminReserveFor bounds what an administration request reserves.
-func adminReserveFor(n int) int64 { return boundReserve(answerReserve + int64(n)*adminReserve) }
+func adminReserveFor(n int) int64 { return boundReserve(AnswerReserve + int64(n)*adminReserve) }
 
 // maxTopicPartitions is max_topic_partitions in force (the default when unset).
 func (s *Session) maxTopicPartitions() int32 {

@@ -17,12 +17,12 @@ import (
 // ApiVersions, SaslHandshake, SaslAuthenticate (I5). Anything else closes.
 func (cl *client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 	switch h.Key {
-	case 18:
+	case codec.KeyApiVersions:
 		cl.scratch = cl.e.versions[cl.route.cluster.Name].AppendAnswer(cl.scratch[:0], h)
 		cl.write(cl.scratch)
-	case 17:
+	case codec.KeySASLHandshake:
 		cl.saslHandshake(h, frame[h.BodyOffset:])
-	case 36:
+	case codec.KeySASLAuthenticate:
 		if cl.mech == "" {
 			cl.e.refusedLine("kafka connection refused", "cause", "SaslAuthenticate before SaslHandshake")
 			cl.close(closeSASLOrder)
@@ -161,7 +161,7 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	if res.ID != nil {
 		// B1: the tenant's connections and new connections a second.
 		l := snap.Listener
-		ten, bound := cl.e.tenants.Take(res.ID.Tenant, intOr(l.MaxConnectionsPerTenant, 1024), intOr(l.MaxConnectionRatePerTenant, 100), time.Now())
+		ten, bound := cl.e.tenants.Take(res.ID.Tenant, l.ConnectionsPerTenant(), l.ConnectionRatePerTenant(), time.Now())
 		if ten == nil {
 			cl.e.m.refused(bound.String())
 			// Seed 002: past a tenant's bound the answer is SASL_AUTHENTICATION_FAILED, logged as such.
@@ -195,7 +195,7 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 			MaxRequestBytes:    int64(snap.Listener.MaxRequestBytes),
 		},
 	}
-	cl.e.m.request(36, decAllowed)
+	cl.e.m.request(codec.KeySASLAuthenticate, decAllowed)
 	switch mode {
 	case authLegacy:
 		cl.write([]byte{0, 0, 0, 0})
@@ -203,20 +203,20 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		resp.Version = h.Version
 		resp.SessionLifetimeMillis = lifetime.Milliseconds()
-		cl.writeKmsg(36, h.Version, h.Correlation, resp)
+		cl.writeKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp)
 	}
 	cl.process()
 }
 
 // authFailed answers SASL_AUTHENTICATION_FAILED (I4, B1) and closes.
 func (cl *client) authFailed(h *codec.RequestHeader, mode authMode) {
-	cl.e.m.request(36, decRefused)
+	cl.e.m.request(codec.KeySASLAuthenticate, decRefused)
 	if mode == authSASL {
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		resp.Version = h.Version
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
-		cl.writeKmsg(36, h.Version, h.Correlation, resp)
+		cl.writeKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp)
 	}
 	cl.state = stPreAuth
 	cl.close(closeAuthFailed)
@@ -294,7 +294,7 @@ func (cl *client) adopt(snap *configs.Snapshot) {
 // session (KIP-368): the answers keep their place among the others.
 func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 	body := frame[h.BodyOffset:]
-	if h.Key == 17 {
+	if h.Key == codec.KeySASLHandshake {
 		req := kmsg.NewPtrSASLHandshakeRequest()
 		req.Version = h.Version
 		if h.Version != 1 || req.ReadFrom(body) != nil || req.Mechanism != cl.mech {
@@ -332,11 +332,11 @@ func (cl *client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
 		cl.answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
-		cl.e.m.request(36, decRefused)
+		cl.e.m.request(codec.KeySASLAuthenticate, decRefused)
 		cl.close(closeReauthRefused)
 		return
 	}
-	cl.e.m.request(36, decAllowed)
+	cl.e.m.request(codec.KeySASLAuthenticate, decAllowed)
 	cl.ident = res.ID
 	lifetime := cl.startSession(snap)
 	if snap != cl.snap {

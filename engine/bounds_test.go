@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -260,7 +261,7 @@ func TestUnmappedBroker(t *testing.T) {
 	var resp kmsg.MetadataResponse
 	resp.Version = 12
 	r.recv(&resp)
-	want := "broker-" + itoa(unmapped) + ".shop.unmapped.invalid"
+	want := "broker-" + strconv.Itoa(int(unmapped)) + ".shop.unmapped.invalid"
 	found := false
 	for _, b := range resp.Brokers {
 		if b.NodeID == unmapped {
@@ -270,7 +271,7 @@ func TestUnmappedBroker(t *testing.T) {
 	if !found || len(resp.Brokers) != len(nodes) {
 		t.Fatalf("node %d announced as %+v, want %s among %d brokers", unmapped, resp.Brokers, want, len(nodes))
 	}
-	env.waitLog(3*time.Second, "outside the fallback range", "node="+itoa(unmapped))
+	env.waitLog(3*time.Second, "outside the fallback range", "node="+strconv.Itoa(int(unmapped)))
 }
 
 // B1: max_connections_per_ip: at the bound a connection is served, one

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"strconv"
+
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/upstream"
 )
@@ -24,7 +26,7 @@ func (b *brokerNames) Advertise(node int32) (string, int32) {
 		if port == 0 {
 			port = b.e.tlsPort
 		}
-		return "broker-" + itoa(node) + "." + b.cluster.Name + "." + l.SNIDomain, int32(port)
+		return "broker-" + strconv.Itoa(int(node)) + "." + b.cluster.Name + "." + l.SNIDomain, int32(port)
 	}
 	pc := l.Plaintext.Clusters[b.cluster.Name]
 	host := l.Plaintext.AdvertisedHost
@@ -32,7 +34,7 @@ func (b *brokerNames) Advertise(node int32) (string, int32) {
 	port := int64(pc.Ports.From) + 1 + idx
 	if idx < 0 || port > int64(pc.Ports.To) {
 		b.e.logUnmapped(b.cluster.Name, node)
-		return "broker-" + itoa(node) + "." + b.cluster.Name + ".unmapped.invalid", int32(pc.Ports.From)
+		return "broker-" + strconv.Itoa(int(node)) + "." + b.cluster.Name + ".unmapped.invalid", int32(pc.Ports.From)
 	}
 	return host, int32(port)
 }
@@ -41,7 +43,7 @@ func (b *brokerNames) Advertise(node int32) (string, int32) {
 func (b *brokerNames) Learn(node int32, host string, port int32) { b.up.Learn(node, host, port) }
 
 func (e *Engine) logUnmapped(cluster string, node int32) {
-	key := cluster + "/" + itoa(node)
+	key := cluster + "/" + strconv.Itoa(int(node))
 	if _, seen := e.unmappedSeen.LoadOrStore(key, true); !seen {
 		e.log.Warn("kafka broker outside the fallback range: announced as unmapped.invalid", "cluster", cluster, "node", node)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func leaderOf0(t *testing.T, env *testEnv) string {
 			if p.Partition == 0 {
 				for _, b := range mresp.Brokers {
 					if b.NodeID == p.Leader {
-						return net.JoinHostPort(b.Host, itoa(b.Port))
+						return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 					}
 				}
 			}

@@ -13,9 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 )
 
-// preAuthMaxRequest bounds a request before authentication (L3).
-const preAuthMaxRequest = 64 << 10
-
 type authState uint8
 
 const (
@@ -90,11 +87,11 @@ func newClient(e *Engine, c gnet.Conn, route portRoute) *client {
 	}
 	snap := e.snap.Load()
 	l := snap.Listener
-	if max := intOr(l.MaxUnauthenticatedConnections, 256); max > 0 && e.unauth.Load() >= int64(max) {
+	if max := l.UnauthenticatedConnections(); max > 0 && e.unauth.Load() >= int64(max) {
 		e.refuse("max_unauthenticated_connections", "")
 		return nil
 	}
-	if !e.limits.takeIP(cl.ip, intOr(l.MaxConnectionsPerIP, 16)) {
+	if !e.limits.takeIP(cl.ip, l.ConnectionsPerIP()) {
 		e.refuse("max_connections_per_ip", "")
 		return nil
 	}
@@ -105,13 +102,6 @@ func newClient(e *Engine, c gnet.Conn, route portRoute) *client {
 	cl.snap = snap
 	e.m.connOpened()
 	return cl
-}
-
-func intOr(p *int, d int) int {
-	if p == nil {
-		return d
-	}
-	return *p
 }
 
 // testHookTraffic, when set by a test, runs at each client traffic event
@@ -239,7 +229,7 @@ func (cl *client) process() {
 			return
 		}
 		size := codec.FrameSize(hb)
-		limit := int32(preAuthMaxRequest)
+		limit := int32(configs.UnauthenticatedMaxRequestBytes)
 		if cl.state == stAuthed {
 			limit = int32(cl.snap.Listener.MaxRequestBytes)
 		}
@@ -319,7 +309,7 @@ func (cl *client) handle(frame []byte) bool {
 // the gateway answers itself.
 func (cl *client) parseRequest(frame []byte) (codec.RequestHeader, error) {
 	h, err := codec.ParseRequestHeader(frame)
-	if err == nil && h.Key == 18 && cl.e.versions[cl.route.cluster.Name].Has(18, h.Version) {
+	if err == nil && h.Key == codec.KeyApiVersions && cl.e.versions[cl.route.cluster.Name].Has(codec.KeyApiVersions, h.Version) {
 		err = apiVersionsBody(h.Version, frame[h.BodyOffset:])
 	}
 	return h, err
@@ -330,12 +320,12 @@ func (cl *client) parseRequest(frame []byte) (codec.RequestHeader, error) {
 // re-authentication. It reports whether it did.
 func (cl *client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
 	switch h.Key {
-	case 18:
+	case codec.KeyApiVersions:
 		cl.scratch = cl.e.versions[cl.route.cluster.Name].AppendAnswer(cl.scratch[:0], h)
 		cl.answerLocal(cl.scratch)
 		cl.e.m.request(h.Key, decAllowed)
 		return true
-	case 17, 36:
+	case codec.KeySASLHandshake, codec.KeySASLAuthenticate:
 		cl.reauthRequest(h, frame)
 		return true
 	}
@@ -394,10 +384,10 @@ func (cl *client) admit(key int16) (int64, bool) {
 	}
 	ask := relay.Ask{
 		Outbound:      int64(cl.c.OutboundBuffered()),
-		Want:          answerReserveGuess,
+		Want:          decide.AnswerReserve,
 		CloseOnTenant: cl.snap.Listener.OnTenantBudgetExceeded == "close",
 	}
-	if key == 1 {
+	if key == codec.KeyFetch {
 		ask.Want, ask.Min = int64(cl.fetchCap()), minFetchGrant
 	}
 	v := cl.budget.Admit(ask)
@@ -449,9 +439,6 @@ func apiVersionsBody(version int16, body []byte) error {
 	}
 	return nil
 }
-
-// answerReserveGuess is what a request without records may bring back.
-const answerReserveGuess = 4 << 10
 
 // minFetchGrant: below this, a Fetch waits for the budget rather than ask
 // for crumbs (unless the connection is idle: one answer crosses alone).

@@ -205,7 +205,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 	e.pool = pool
 	// TLS handshakes wait on their clients: one worker each, as many as
 	// unauthenticated connections may exist.
-	hs, err := ants.NewPool(max(intOr(l.MaxUnauthenticatedConnections, 256), 16), ants.WithNonblocking(true))
+	hs, err := ants.NewPool(max(l.UnauthenticatedConnections(), 16), ants.WithNonblocking(true))
 	if err != nil {
 		e.acc.stop()
 		e.pool.Release()

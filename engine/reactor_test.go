@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -206,7 +207,7 @@ func TestStalledConsumerBoundedThenClosed(t *testing.T) {
 			if p.Partition == 0 {
 				for _, b := range mresp.Brokers {
 					if b.NodeID == p.Leader {
-						leaderAddr = net.JoinHostPort(b.Host, itoa(b.Port))
+						leaderAddr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 					}
 				}
 			}

@@ -5,7 +5,7 @@ package engine
 // connection: every length is read through cryptobyte, nothing is copied
 // unless the hello spans records, and FuzzParseSNI holds the invariants.
 //
-// The caller (onTLSHello) peeks at most preAuthMaxRequest bytes and calls
+// The caller (onTLSHello) peeks at most configs.UnauthenticatedMaxRequestBytes and calls
 // again at each read until the answer is not errHelloIncomplete, so an
 // incomplete hello must cost little: the record headers are walked (a
 // bounded number of them) before anything is copied or parsed.

@@ -207,17 +207,15 @@ func (e *Engine) routeSNI(name string) (portRoute, bool) {
 // onTLSHello handles the first bytes of a TLS client: route by SNI, then
 // start the handshake in the worker pool.
 func (cl *client) onTLSHello() {
-	n := cl.c.InboundBuffered()
-	if n > preAuthMaxRequest {
-		n = preAuthMaxRequest
-	}
+	const preAuthMax = int(configs.UnauthenticatedMaxRequestBytes)
+	n := min(cl.c.InboundBuffered(), preAuthMax)
 	b, err := cl.c.Peek(n)
 	if err != nil {
 		return
 	}
 	name, err := parseSNI(b)
 	if errors.Is(err, errHelloIncomplete) {
-		if n >= preAuthMaxRequest {
+		if n >= preAuthMax {
 			cl.e.refusedLine("kafka connection refused", "cause", "ClientHello too large")
 			cl.close(closeHelloTooLarge)
 		}

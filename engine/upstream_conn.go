@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/flexway/flexway/codec"
@@ -41,7 +42,7 @@ func (cl *client) dial() {
 	el := cl.c.EventLoop()
 	broker := "bootstrap"
 	if cl.route.node >= 0 {
-		broker = itoa(cl.route.node)
+		broker = strconv.Itoa(int(cl.route.node))
 	}
 	cluster := cl.route.cluster.Name
 	fail := func(err error) {
@@ -169,7 +170,7 @@ func (u *upstreamConn) drainOrphans() {
 		frame := buf[codec.SizeLen : codec.SizeLen+size]
 		buf = buf[codec.SizeLen+size:]
 		h, err := codec.ParseRequestHeader(frame)
-		if err != nil || h.Key != 0 {
+		if err != nil || h.Key != codec.KeyProduce {
 			continue
 		}
 		p := cl.queue.Get()
@@ -222,27 +223,4 @@ func (u *upstreamConn) onClose(err error) {
 		}
 		u.cl.close(closeBrokerClosed, "cluster", u.cl.route.cluster.Name, "error", msg)
 	}
-}
-
-func itoa(n int32) string {
-	if n == 0 {
-		return "0"
-	}
-	neg := n < 0
-	var b [12]byte
-	i := len(b)
-	for n != 0 {
-		d := n % 10
-		if d < 0 {
-			d = -d
-		}
-		i--
-		b[i] = byte('0' + d)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
 }

@@ -161,12 +161,6 @@ func serveAdmin(addr string, e *engine.Engine, log *slog.Logger) {
 // timeouts in force, never a secret, a key or an address of a broker.
 func boundsInForce(snap *configs.Snapshot) map[string]any {
 	l := snap.Listener
-	iv := func(p *int, d int) int {
-		if p == nil {
-			return d
-		}
-		return *p
-	}
 	return map[string]any{
 		"loaded_at":                       snap.LoadedAt,
 		"max_request_bytes":               int64(l.MaxRequestBytes),
@@ -174,10 +168,10 @@ func boundsInForce(snap *configs.Snapshot) map[string]any {
 		"max_connections":                 l.MaxConnections,
 		"auth_timeout":                    l.AuthTimeout.D().String(),
 		"idle_timeout":                    l.IdleTimeout.D().String(),
-		"max_unauthenticated_connections": iv(l.MaxUnauthenticatedConnections, configs.DefaultMaxUnauthenticatedConnections),
-		"max_connections_per_ip":          iv(l.MaxConnectionsPerIP, configs.DefaultMaxConnectionsPerIP),
-		"max_connections_per_tenant":      iv(l.MaxConnectionsPerTenant, configs.DefaultMaxConnectionsPerTenant),
-		"max_connection_rate_per_tenant":  iv(l.MaxConnectionRatePerTenant, configs.DefaultMaxConnectionRatePerTenant),
+		"max_unauthenticated_connections": l.UnauthenticatedConnections(),
+		"max_connections_per_ip":          l.ConnectionsPerIP(),
+		"max_connections_per_tenant":      l.ConnectionsPerTenant(),
+		"max_connection_rate_per_tenant":  l.ConnectionRatePerTenant(),
 		"max_fetch_wait":                  l.MaxFetchWait.D().String(),
 		"max_in_flight_bytes":             int64(l.MaxInFlightBytes),
 		"max_tenant_in_flight_bytes":      int64(l.MaxTenantInFlightBytes),

@@ -24,7 +24,6 @@ func (cl *client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 		cl.saslHandshake(h, frame[h.BodyOffset:])
 	case codec.KeySASLAuthenticate:
 		if cl.mech == "" {
-			cl.e.refusedLine("kafka connection refused", "cause", "SaslAuthenticate before SaslHandshake")
 			cl.close(closeSASLOrder)
 			return
 		}
@@ -36,8 +35,7 @@ func (cl *client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 		}
 		cl.authenticate(req.SASLAuthBytes, h)
 	default:
-		cl.e.refusedLine("kafka connection refused", "cause", "request before authentication", "api", decide.Name(h.Key))
-		cl.close(closeUnauthenticated)
+		cl.close(closeUnauthenticated, "api", decide.Name(h.Key))
 	}
 }
 
@@ -246,13 +244,11 @@ func (cl *client) startSession(snap *configs.Snapshot) time.Duration {
 // configuration in force (view, bounds, timeouts) at its next request.
 func (cl *client) checkSession() bool {
 	if cl.revoked != "" {
-		cl.e.log.Warn("kafka connection closed: credential revoked on reload", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal, "cause", cl.revoked)
-		cl.close(closeRevoked)
+		cl.close(closeRevoked, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal, "cause", cl.revoked)
 		return false
 	}
 	if !cl.sessEnd.IsZero() && !time.Now().Before(cl.sessEnd) {
-		cl.e.log.Info("kafka connection closed: session ended without re-authentication", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal)
-		cl.close(closeSessionEnded)
+		cl.close(closeSessionEnded, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal)
 		return false
 	}
 	if snap := cl.e.snap.Load(); snap != cl.snap {
@@ -298,8 +294,7 @@ func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 		req := kmsg.NewPtrSASLHandshakeRequest()
 		req.Version = h.Version
 		if h.Version != 1 || req.ReadFrom(body) != nil || req.Mechanism != cl.mech {
-			cl.e.log.Warn("kafka connection closed: re-authentication with another mechanism or framing", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant)
-			cl.close(closeReauthMechanism)
+			cl.close(closeReauthMechanism, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant)
 			return
 		}
 		resp := kmsg.NewPtrSASLHandshakeResponse()
@@ -311,7 +306,7 @@ func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 	req := kmsg.NewPtrSASLAuthenticateRequest()
 	req.Version = h.Version
 	if h.Version > 2 || req.ReadFrom(body) != nil || cl.mech == "mtls" {
-		cl.close(closeReauthMalformed)
+		cl.close(closeReauthMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant)
 		return
 	}
 	cl.authenticate(req.SASLAuthBytes, h)
@@ -331,7 +326,7 @@ func (cl *client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 		cl.e.log.Warn("kafka authentication refused", "cause", cause, "user", res.User, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "mechanism", cl.mech)
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
-		cl.answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
+		cl.answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
 		cl.e.m.request(codec.KeySASLAuthenticate, decRefused)
 		cl.close(closeReauthRefused)
 		return

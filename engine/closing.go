@@ -64,6 +64,8 @@ type closeLine struct {
 	level   slog.Level
 	refused bool   // before authentication: the rate-limited refusal line (O2)
 	cause   string // logged first as "cause"
+	// callCause: the call site passes "cause" (it is known only there).
+	callCause bool
 	// metric: the cause label of flexway_kafka_connections_closed_total,
 	// normal closures only (seed 001: never mixed with refusals); "" is not
 	// counted.
@@ -73,41 +75,41 @@ type closeLine struct {
 const (
 	connRefused  = "kafka connection refused"
 	authRefused  = "kafka authentication refused"
-	loggedByCall = "" // the call site logs (auth.go, tls.go, the dial, recoverConn)
+	loggedByCall = "" // the call site logs: its line depends on what only it knows (authentication refusals, a TLS read error but a close_notify, recoverConn's stack)
 )
 
 var closeCauses = [numCloseCauses]closeLine{
 	closeTLSOnPlaintext:   {name: "tls on plaintext port", msg: connRefused, refused: true, cause: "a TLS client on a plaintext port"},
 	closePreAuthTooLarge:  {name: "max_request_bytes before authentication", msg: connRefused, refused: true, cause: "request larger than allowed before authentication"},
 	closePreAuthMalformed: {name: "malformed before authentication", msg: connRefused, refused: true, cause: "malformed request before authentication"},
-	closeSASLOrder:        {name: "sasl order", msg: loggedByCall},
-	closeUnauthenticated:  {name: "unauthenticated request", msg: loggedByCall},
+	closeSASLOrder:        {name: "sasl order", msg: connRefused, refused: true, cause: "SaslAuthenticate before SaslHandshake"},
+	closeUnauthenticated:  {name: "unauthenticated request", msg: connRefused, refused: true, cause: "request before authentication"},
 	closeAuthFailed:       {name: "authentication", msg: loggedByCall},
 	closeAuthTimeout:      {name: "auth_timeout", metric: "auth_timeout"},
-	closeHelloTooLarge:    {name: "tls hello too large", msg: loggedByCall},
-	closeBadHello:         {name: "tls hello", msg: loggedByCall},
-	closeUnknownSNI:       {name: "sni", msg: loggedByCall},
-	closeHandshakePool:    {name: "tls pool", msg: loggedByCall},
-	closeHandshake:        {name: "tls handshake", msg: loggedByCall},
-	closeCertUnknown:      {name: "mtls", msg: loggedByCall},
+	closeHelloTooLarge:    {name: "tls hello too large", msg: connRefused, refused: true, cause: "ClientHello too large"},
+	closeBadHello:         {name: "tls hello", msg: connRefused, refused: true, callCause: true}, // not TLS, or no SNI
+	closeUnknownSNI:       {name: "sni", msg: connRefused, refused: true, cause: "SNI names no declared cluster"},
+	closeHandshakePool:    {name: "tls pool", msg: connRefused, refused: true, cause: "handshake pool full"},
+	closeHandshake:        {name: "tls handshake", msg: connRefused, refused: true, cause: "TLS handshake failed"},
+	closeCertUnknown:      {name: "mtls", msg: authRefused, refused: true, callCause: true}, // auth.MatchCert's
 
 	closeTooLarge:         {name: "max_request_bytes", msg: "kafka connection closed: request larger than max_request_bytes", level: slog.LevelWarn},
 	closeMalformed:        {name: "malformed", msg: "kafka connection closed: malformed or unknown request", level: slog.LevelWarn},
 	closeRefusedAPI:       {name: "refused api", msg: "kafka connection closed: request refused", level: slog.LevelWarn},
 	closeTenantShare:      {name: "tenant share", msg: "kafka connection closed: the tenant's in-flight share is reached", level: slog.LevelWarn},
-	closeRevoked:          {name: "revoked", msg: loggedByCall},
-	closeSessionEnded:     {name: "max_session_lifetime", msg: loggedByCall, metric: "max_session_lifetime"},
+	closeRevoked:          {name: "revoked", msg: "kafka connection closed: credential revoked on reload", level: slog.LevelWarn},
+	closeSessionEnded:     {name: "max_session_lifetime", msg: "kafka connection closed: session ended without re-authentication", level: slog.LevelInfo, metric: "max_session_lifetime"},
 	closeCertSessionEnded: {name: "certificate session ended", msg: "kafka connection closed: session ended", level: slog.LevelInfo, metric: "max_session_lifetime"},
-	closeReauthMechanism:  {name: "reauth mechanism", msg: loggedByCall},
-	closeReauthMalformed:  {name: "reauth malformed", msg: loggedByCall},
+	closeReauthMechanism:  {name: "reauth mechanism", msg: "kafka connection closed: re-authentication with another mechanism or framing", level: slog.LevelWarn},
+	closeReauthMalformed:  {name: "reauth malformed", msg: "kafka connection closed: malformed re-authentication", level: slog.LevelWarn},
 	closeReauthRefused:    {name: "reauth refused", msg: loggedByCall},
 	closePartialFrame:     {name: "partial frame", msg: "kafka connection closed: a request not completed within idle_timeout", level: slog.LevelWarn, metric: "idle_timeout"},
 	closeIdle:             {name: "idle_timeout", metric: "idle_timeout"},
 	closeWriteTimeout:     {name: "write timeout", msg: "kafka connection closed: the client does not read its answers", level: slog.LevelWarn},
 	closeTLSRead:          {name: "tls read", msg: loggedByCall},
 
-	closeUnknownBroker:    {name: "unknown broker", msg: loggedByCall},
-	closeDialFailed:       {name: "upstream dial", msg: loggedByCall},
+	closeUnknownBroker:    {name: "unknown broker", msg: "kafka connection closed: the broker of this port is unknown to the upstream", level: slog.LevelWarn},
+	closeDialFailed:       {name: "upstream dial", msg: "kafka connection closed: broker unreachable", level: slog.LevelWarn},
 	closeAnswerTooLarge:   {name: "max_response_bytes", msg: "kafka connection closed: broker answer larger than max_response_bytes", level: slog.LevelWarn},
 	closeAnswerOutOfOrder: {name: "answer out of order", msg: "kafka connection closed: broker answer out of order", level: slog.LevelWarn},
 	closeAnswerMalformed:  {name: "malformed answer", msg: "kafka connection closed: malformed broker answer", level: slog.LevelWarn},

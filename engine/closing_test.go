@@ -21,7 +21,7 @@ func TestCloseCausesTable(t *testing.T) {
 		if c.metric != "" && !labels[c.metric] {
 			t.Errorf("%v: counted as %q, not a normal closure", why, c.metric)
 		}
-		if c.refused && (c.metric != "" || c.cause == "") {
+		if c.refused && (c.metric != "" || (c.cause == "") == !c.callCause) {
 			t.Errorf("%v: a refusal is counted as a closure or logs no cause", why)
 		}
 	}

@@ -216,7 +216,6 @@ func (cl *client) onTLSHello() {
 	name, err := parseSNI(b)
 	if errors.Is(err, errHelloIncomplete) {
 		if n >= preAuthMax {
-			cl.e.refusedLine("kafka connection refused", "cause", "ClientHello too large")
 			cl.close(closeHelloTooLarge)
 		}
 		return
@@ -226,14 +225,12 @@ func (cl *client) onTLSHello() {
 		if errors.Is(err, errNotTLS) {
 			cause = "a plaintext client on the TLS port"
 		}
-		cl.e.refusedLine("kafka connection refused", "cause", cause)
-		cl.close(closeBadHello)
+		cl.close(closeBadHello, "cause", cause)
 		return
 	}
 	route, ok := cl.e.routeSNI(name)
 	if !ok {
-		cl.e.refusedLine("kafka connection refused", "cause", "SNI names no declared cluster", "sni", name)
-		cl.close(closeUnknownSNI)
+		cl.close(closeUnknownSNI, "sni", name)
 		return
 	}
 	cl.route = route
@@ -259,7 +256,6 @@ func (cl *client) onTLSHello() {
 		}))
 	})
 	if err != nil {
-		cl.e.refusedLine("kafka connection refused", "cause", "handshake pool full")
 		cl.close(closeHandshakePool)
 	}
 }
@@ -267,8 +263,7 @@ func (cl *client) onTLSHello() {
 // tlsDone runs on the loop when the handshake ends.
 func (cl *client) tlsDone(conn *tls.Conn, ad *tlsAdapter, herr error) {
 	if herr != nil {
-		cl.e.refusedLine("kafka connection refused", "cause", "TLS handshake failed", "error", herr.Error(), "cluster", cl.route.cluster.Name)
-		cl.close(closeHandshake)
+		cl.close(closeHandshake, "error", herr.Error(), "cluster", cl.route.cluster.Name)
 		return
 	}
 	ad.mu.Lock()
@@ -323,8 +318,7 @@ func (cl *client) certAuth(cert *x509.Certificate) {
 	snap := cl.e.snap.Load()
 	res := auth.MatchCert(snap, cert)
 	if res.ID == nil {
-		cl.e.refusedLine("kafka authentication refused", "cause", res.Cause, "cluster", cl.route.cluster.Name, "mechanism", "mtls")
-		cl.close(closeCertUnknown)
+		cl.close(closeCertUnknown, "cause", res.Cause, "cluster", cl.route.cluster.Name, "mechanism", "mtls")
 		return
 	}
 	cl.mech = "mtls"

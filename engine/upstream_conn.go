@@ -32,8 +32,7 @@ func (cl *client) dial() {
 	u := cl.e.upstreams[cl.route.cluster.Upstream]
 	addr, ok := u.Addr(cl.route.node)
 	if !ok {
-		cl.e.log.Warn("kafka connection closed: the broker of this port is unknown to the upstream", "cluster", cl.route.cluster.Name, "node", cl.route.node)
-		cl.close(closeUnknownBroker)
+		cl.close(closeUnknownBroker, "cluster", cl.route.cluster.Name, "node", cl.route.node)
 		return
 	}
 	cl.upSt = upDialing
@@ -49,8 +48,7 @@ func (cl *client) dial() {
 		cl.e.m.upstream(cluster, broker, false)
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			if !cl.closed {
-				cl.e.log.Warn("kafka connection closed: broker unreachable", "cluster", cluster, "broker", broker, "error", err.Error())
-				cl.close(closeDialFailed)
+				cl.close(closeDialFailed, "cluster", cluster, "broker", broker, "error", err.Error())
 			}
 			return nil
 		}))

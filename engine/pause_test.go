@@ -648,3 +648,160 @@ func TestStopClosesPausedSockets(t *testing.T) {
 		t.Fatalf("connections gauge %d after stop", g)
 	}
 }
+
+// bigFetch asks orders/0 from offset 0 for up to 512 KiB (what the
+// gateway reserves for its answer).
+func bigFetch() *kmsg.FetchRequest {
+	f := emptyFetch(0)
+	f.MaxBytes = 512 << 10
+	f.Topics[0].Partitions[0].PartitionMaxBytes = 512 << 10
+	return f
+}
+
+// fetchedBytes is the size of the record batches of orders/0 in a Fetch answer.
+func fetchedBytes(t *testing.T, resp *kmsg.FetchResponse) int {
+	t.Helper()
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("Fetch answer: %+v", resp)
+	}
+	return len(resp.Topics[0].Partitions[0].RecordBatches)
+}
+
+// Issue 11.2: what the gateway wrote goes out before the socket is
+// detached (the pause waits for gnet's flush), and what it writes while
+// paused goes out too, past the kernel's buffers (POLLOUT at the tick).
+func TestPauseAndLargeAnswers(t *testing.T) {
+	env := newTestEnv(t, "")
+	fillOrders(t, env, 80) // 8 MiB on orders/0
+	r := dialRaw(t, leaderOf0(t, env), "acme-app", env.keys["acme-app"])
+	defer r.c.Close()
+	cl := clientOf(t, env.e, r)
+
+	// A: answers of megabytes the peer has not read: the pause waits.
+	const fetches = 16
+	for i := 0; i < fetches; i++ {
+		r.send(bigFetch())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var out int
+		onLoopOf(t, cl, func() { out = cl.c.OutboundBuffered() })
+		if out > 1<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no answer waits in gnet's buffer")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var p *pausedConn
+	var st pauseState
+	onLoopOf(t, cl, func() {
+		p = cl.e.pauseRead(cl.c)
+		cl.c = p
+		st = p.st
+	})
+	if st != rpDetachPending {
+		t.Fatalf("pause state %d with unsent bytes, want pending", st)
+	}
+	var resp kmsg.FetchResponse
+	n := 0
+	for i := 0; i < fetches; i++ {
+		resp = kmsg.FetchResponse{Version: 11}
+		r.recv(&resp)
+		if m := fetchedBytes(t, &resp); m == 0 || (n > 0 && m != n) {
+			t.Fatalf("fetch %d: %d bytes (%d before)", i, m, n)
+		} else {
+			n = m
+		}
+	}
+	waitState(t, cl, p, rpPaused)
+	resumeClient(t, cl, p)
+
+	// B: the same answer written to the paused client: the broker's side is
+	// paused first, so the answer comes once the client is.
+	var up *pausedConn
+	onLoopOf(t, cl, func() {
+		up = cl.e.pauseRead(cl.up.c)
+		cl.up.c = up
+	})
+	waitState(t, cl, up, rpPaused)
+	for i := 0; i < fetches; i++ {
+		r.send(bigFetch()) // forwarded to the paused broker socket: writes go on
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		var queued int
+		onLoopOf(t, cl, func() { queued = cl.queue.Len() })
+		if queued == fetches {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Fetch was not forwarded")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	onLoopOf(t, cl, func() { cl.e.pauseRead(cl.c) })
+	waitState(t, cl, p, rpPaused)
+	onLoopOf(t, cl, up.resume)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		var out int
+		onLoopOf(t, cl, func() { out = p.OutboundBuffered() })
+		if out > 1<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the answer did not wait for the paused socket")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := 0; i < fetches; i++ {
+		resp = kmsg.FetchResponse{Version: 11}
+		r.recv(&resp)
+		if m := fetchedBytes(t, &resp); m != n {
+			t.Fatalf("fetch %d: %d bytes while paused, %d before", i, m, n)
+		}
+	}
+	onLoopOf(t, cl, func() { st = p.st })
+	if st != rpPaused {
+		t.Fatalf("pause state %d after the answer", st)
+	}
+	resumeClient(t, cl, p)
+	r.apiVersions()
+	r.apiVersionsAnswer()
+}
+
+// Issue 11.2: a connection paused inside its own OnTraffic (as a budget
+// will): gnet's read of that event is kept (the stash), the frames it held
+// are still the owner's to handle, and nothing more is read until the resume.
+func TestPauseInsideOwnTraffic(t *testing.T) {
+	var arm atomic.Pointer[client]
+	t.Cleanup(func() { testHookTraffic = nil }) // after the env stopped
+	testHookTraffic = func(cl *client) {
+		if arm.CompareAndSwap(cl, nil) {
+			cl.c = cl.e.pauseRead(cl.c)
+		}
+	}
+	env := newTestEnv(t, "")
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	defer r.c.Close()
+	cl := clientOf(t, env.e, r)
+	arm.Store(cl)
+	r.apiVersions() // read by gnet, paused at once, then handled from the stash
+	r.apiVersionsAnswer()
+	var p *pausedConn
+	onLoopOf(t, cl, func() { p, _ = cl.c.(*pausedConn) })
+	if p == nil {
+		t.Fatal("not paused")
+	}
+	waitState(t, cl, p, rpPaused)
+	r.apiVersions() // waits in the kernel
+	_ = r.c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	var one [1]byte
+	if _, err := r.c.Read(one[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("answered while paused (%v)", err)
+	}
+	resumeClient(t, cl, p)
+	r.apiVersionsAnswer()
+}

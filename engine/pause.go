@@ -94,6 +94,32 @@ func (e *Engine) pauseRead(c gnet.Conn) *pausedConn {
 	return p
 }
 
+// pauseReads pauses a client's reads (pauseRead) and makes every handle
+// of it the stand-in, its TLS adapter's included. On its loop; nil when it
+// cannot be paused now: closed, or in its TLS handshake (a worker writes
+// through the adapter then).
+func (cl *client) pauseReads() *pausedConn {
+	if cl.closed || cl.tlsHS != nil {
+		return nil
+	}
+	p := cl.e.pauseRead(cl.c)
+	cl.c = p
+	if cl.tls != nil {
+		cl.tls.ad.gc = p
+	}
+	return p
+}
+
+// pauseReads pauses a broker connection's reads; nil when it is not open.
+func (u *upstreamConn) pauseReads() *pausedConn {
+	if u.closed || u.c == nil {
+		return nil
+	}
+	p := u.cl.e.pauseRead(u.c)
+	u.c = p
+	return p
+}
+
 // paused reports whether the connection is detached: its bytes wait in
 // the kernel.
 func (p *pausedConn) paused() bool { return p.st == rpPaused || p.st == rpResuming }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -804,4 +806,54 @@ func TestPauseInsideOwnTraffic(t *testing.T) {
 	}
 	resumeClient(t, cl, p)
 	r.apiVersionsAnswer()
+}
+
+// Issue 11.2: a TLS client pauses too: the record layer reads through the
+// stand-in (the adapter's handle is replaced), what gnet had read of a
+// record waits in the stash. A produce blocks while its connections are
+// paused and completes after the resume.
+func TestPauseTLSClient(t *testing.T) {
+	te := newTLSEnv(t, "")
+	// Every record to orders/0: no new connection after the first ones.
+	cl := te.saslClient("acme-app", tls.VersionTLS13, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceN(t, cl, "orders", 2, "before")
+	var paused []*pausedConn
+	var owners []*client
+	var mu sync.Mutex
+	onLoops(t, te.e, func(l *loop) {
+		for c := range l.clients {
+			if c.tls == nil || c.state != stAuthed {
+				continue
+			}
+			if p := c.pauseReads(); p != nil {
+				mu.Lock()
+				paused, owners = append(paused, p), append(owners, c)
+				mu.Unlock()
+			}
+		}
+	})
+	if len(paused) == 0 {
+		t.Fatal("no TLS connection to pause")
+	}
+	for i, p := range paused {
+		waitState(t, owners[i], p, rpPaused)
+	}
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		done <- cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("while paused")}).FirstErr()
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("produced while every connection was paused (%v)", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	for i, p := range paused {
+		onLoopOf(t, owners[i], p.resume)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, cl, "orders", 2, "after")
 }

@@ -302,6 +302,7 @@ func (e *Engine) Serve() error {
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{e.log}),
 	)
+	e.closePaused() // the loops returned: the sockets they no longer held
 	e.acc.stop()
 	select {
 	case e.started <- err:

@@ -20,6 +20,8 @@ type loop struct {
 	unread map[*client]struct{}
 	// draining: broker connections of gone clients, closed once flushed
 	draining []*upstreamConn
+	// pauses: connections with a read pause under way (pause.go)
+	pauses   pauseSet
 	pending  atomic.Int64
 	lastFull time.Time
 }
@@ -42,6 +44,8 @@ func (e *Engine) OnOpen(c gnet.Conn) (out []byte, action gnet.Action) {
 		}
 		c.SetContext(cl)
 		return nil, gnet.None
+	case *pausedConn: // a paused connection enrolled again (pause.go)
+		return x.reattached(c)
 	}
 	return nil, gnet.Close
 }
@@ -54,6 +58,12 @@ func (e *Engine) OnTraffic(c gnet.Conn) gnet.Action {
 		x.onTraffic()
 	case *upstreamConn:
 		x.onTraffic()
+	case *pausedConn: // paused once: its owner's (pause.go)
+		if o, ok := x.ctx.(interface{ onTraffic() }); ok {
+			o.onTraffic()
+			return gnet.None
+		}
+		return gnet.Close
 	default:
 		return gnet.Close
 	}
@@ -65,7 +75,21 @@ func (e *Engine) OnTraffic(c gnet.Conn) gnet.Action {
 // releases, never writes.
 func (e *Engine) OnClose(c gnet.Conn, err error) gnet.Action {
 	defer e.recoverConn(nil, "close")
-	switch x := c.Context().(type) {
+	ctx := c.Context()
+	if p, ok := ctx.(*pausedConn); ok {
+		if !p.liveClosed(c) {
+			return gnet.None // the detach of a read pause: nothing ends (pause.go)
+		}
+		ctx = p.ctx
+	}
+	e.closed(ctx, err)
+	return gnet.None
+}
+
+// closed releases the owner of a connection that ended: gnet's OnClose, or
+// a paused connection's close (pause.go).
+func (e *Engine) closed(ctx any, err error) {
+	switch x := ctx.(type) {
 	case *client:
 		// Its place under max_connections is given back after the release
 		// (the gauge never counts the next one before this one is gone),
@@ -77,7 +101,6 @@ func (e *Engine) OnClose(c gnet.Conn, err error) gnet.Action {
 	case *upstreamConn:
 		x.onClose(err)
 	}
-	return gnet.None
 }
 
 // OnTick implements gnet.EventHandler: it runs on its own goroutine, so it
@@ -99,6 +122,7 @@ func (e *Engine) OnTick() (time.Duration, gnet.Action) {
 		_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(_ context.Context) error {
 			defer e.recoverConn(nil, "sweep")
 			e.sweep(l)
+			e.sweepPaused(l)
 			return nil
 		}))
 	}
@@ -118,7 +142,11 @@ func (e *Engine) recoverConn(c gnet.Conn, where string) {
 	if c == nil {
 		return
 	}
-	switch x := c.Context().(type) {
+	ctx := c.Context()
+	if p, ok := ctx.(*pausedConn); ok {
+		ctx = p.ctx
+	}
+	switch x := ctx.(type) {
 	case *client:
 		x.close(closeInternal)
 	case *upstreamConn:

@@ -11,3 +11,7 @@ const (
 	KeyApiVersions      = int16(kmsg.ApiVersions)
 	KeySASLAuthenticate = int16(kmsg.SASLAuthenticate)
 )
+
+// MaxString is the longest a Kafka (non-compact) string can be: a name the
+// gateway prefixes must still fit in it.
+const MaxString = 1<<15 - 1

@@ -83,7 +83,7 @@ func (w *Rewriter) Produce(h *RequestHeader, corr int32, clientID []byte, body [
 		if !txnNull {
 			info.Transactional = true
 			tid := j.TxnID(txn)
-			if len(tid) > 32767 {
+			if len(tid) > MaxString {
 				return info, ErrCodecTooLong
 			}
 			o = appendStr(o, flex, tid)

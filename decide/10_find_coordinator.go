@@ -45,7 +45,7 @@ func findCoordinatorRequest(s *Session, h *codec.RequestHeader, req *kmsg.FindCo
 	}
 	if code == 0 {
 		for _, k := range keys {
-			if len(name(k)) > maxNameLen {
+			if len(name(k)) > codec.MaxString {
 				code = kerr.InvalidRequest.Code
 			}
 		}

@@ -28,6 +28,7 @@ package decide
 
 import (
 	"bytes"
+	"github.com/flexway/flexway/codec"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,9 +40,6 @@ const consumerProtocol = "consumer"
 // maxConsumerProtocolVersion is the highest version kmsg reads of the
 // consumer protocol's subscription and assignment.
 const maxConsumerProtocolVersion = 3
-
-// maxNameLen is the longest string a Kafka request may carry (int16 length).
-const maxNameLen = 1<<15 - 1
 
 // maxRefused is the most keys, groups or partitions the gateway answers
 // itself in one request: past it the request disconnects. A refusal's
@@ -66,7 +64,7 @@ func boundReserve(n int64) int64 { return min(n, maxGroupReserve) }
 // result would not fit a Kafka string.
 func (s *Session) groupName(id string) (string, bool) {
 	n := s.View.GroupName(id)
-	return n, len(n) <= maxNameLen
+	return n, len(n) <= codec.MaxString
 }
 
 // group maps a client's group id for a group API: a receive operation

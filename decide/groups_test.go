@@ -834,7 +834,7 @@ func TestGroupNamesWithPrefix(t *testing.T) {
 // never forwarded with a wrapped length.
 func TestLongGroupIDRefused(t *testing.T) {
 	s := groupSession(t, true)
-	long := strings.Repeat("g", maxNameLen-4)
+	long := strings.Repeat("g", codec.MaxString-4)
 	r := kmsg.NewPtrHeartbeatRequest()
 	r.Version, r.Group = 3, long
 	out, _, a, _ := groupReq(t, s, r)

@@ -122,16 +122,13 @@ func (s *Session) request(h *codec.RequestHeader, frame []byte, upCorr int32, p 
 		return Disconnect
 	}
 	s.cid = s.View.AppendClientID(s.cid[:0], h.ClientID)
-	if len(s.cid) > maxKafkaString {
+	if len(s.cid) > codec.MaxString {
 		p.Cause = "client id too long once prefixed with the tenant"
 		return Disconnect
 	}
 	s.bodyLen = len(frame) - h.BodyOffset
 	return table[h.Key].req(s, h, frame[h.BodyOffset:], p)
 }
-
-// maxKafkaString is the longest a Kafka (non-compact) string can be.
-const maxKafkaString = 32767
 
 // Response rewrites the broker's answer to a forwarded request (frame
 // after the size prefix) into s.RW.Vec for the client.

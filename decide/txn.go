@@ -11,10 +11,11 @@ package decide
 // namespaces never crosses (N2).
 
 import (
+	"github.com/flexway/flexway/codec"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// (maxNameLen, group and txnShort are the group family's, in groups.go:
+// (codec.MaxString, group and txnShort are the group family's, in groups.go:
 // one namespace, one mapping. The group of a transactional offset commit
 // is judged as the group APIs judge theirs.)
 
@@ -25,7 +26,7 @@ func (s *Session) txnRefusal(id string) int16 {
 	switch {
 	case !s.View.Transactions:
 		return kerr.TransactionalIDAuthorizationFailed.Code
-	case len(s.View.TxnName(""))+len(id) > maxNameLen:
+	case len(s.View.TxnName(""))+len(id) > codec.MaxString:
 		return kerr.InvalidRequest.Code
 	}
 	return 0

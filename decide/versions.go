@@ -3,6 +3,7 @@ package decide
 import (
 	"github.com/flexway/flexway/codec"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"math"
 )
 
 // Versions is the ApiVersions the gateway announces: for each API of the
@@ -28,7 +29,7 @@ func NewVersions(brokers []*kmsg.ApiVersionsResponse) *Versions {
 		}
 		lo, hi := a.min, a.max
 		if a.kind == Served {
-			blo, bhi, ok := int16(-1), int16(32767), true
+			blo, bhi, ok := int16(-1), int16(math.MaxInt16), true
 			for _, b := range brokers {
 				found := false
 				for _, kv := range b.ApiKeys {

@@ -95,7 +95,15 @@ func brokerTxns(t *testing.T, env *testEnv) map[string]kadm.ListedTransaction {
 // env under its own), every one is in a tenant's namespace.
 func checkBrokerTxn(t *testing.T, env *testEnv, id string) {
 	t.Helper()
+	// EndTxn answers once the broker has decided; a real broker writes the
+	// markers after (PrepareCommit, then CompleteCommit): wait for the end.
 	listed := brokerTxns(t, env)
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); listed = brokerTxns(t, env) {
+		if st, ok := listed[env.txn("acme", id)]; !ok || !strings.HasPrefix(st.State, "Prepare") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	var names []string
 	for name := range listed {
 		if strings.HasPrefix(name, env.prefix) {

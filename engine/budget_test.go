@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/panjf2000/gnet/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -96,7 +97,7 @@ func TestTenantShareClose(t *testing.T) {
 	fillOrders(t, env, 40)
 	addr := leaderOf0(t, env)
 	for i := 0; i < 4; i++ {
-		stall(t, env, addr, 60)
+		stall(t, env, addr, 200)
 	}
 	env.waitLog(10*time.Second, "kafka connection closed: the tenant's in-flight share is reached", "tenant=acme", "max_tenant_in_flight_bytes=2097152")
 	if env.e.m.budgetClosed.Get() == 0 {
@@ -115,7 +116,7 @@ func TestTenantShareWait(t *testing.T) {
 	addr := leaderOf0(t, env)
 	const conns = 4
 	for i := 0; i < conns; i++ {
-		stall(t, env, addr, 60)
+		stall(t, env, addr, 200)
 	}
 	var peak int64
 	deadline := time.Now().Add(10 * time.Second)
@@ -140,4 +141,63 @@ func TestTenantShareWait(t *testing.T) {
 		t.Fatalf("globex consumed %d of 5 while acme waited", len(got))
 	}
 	t.Logf("tenant acme peak %d bytes for a share of %d", peak, share)
+}
+
+// heldListing counts, on every loop, the connections held for their budget
+// and the entries of the sweep's list of them (read on each loop).
+func heldListing(t *testing.T, env *testEnv) (held, listed int) {
+	t.Helper()
+	env.e.loopsMu.Lock()
+	var loops []*loop
+	for _, l := range env.e.loops {
+		loops = append(loops, l)
+	}
+	env.e.loopsMu.Unlock()
+	for _, l := range loops {
+		done := make(chan [2]int, 1)
+		_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			n := 0
+			for cl := range l.clients {
+				if cl.held {
+					n++
+				}
+			}
+			done <- [2]int{n, len(l.held)}
+			return nil
+		}))
+		select {
+		case r := <-done:
+			held, listed = held+r[0], listed+r[1]
+		case <-time.After(5 * time.Second):
+			t.Fatal("a loop did not answer")
+		}
+	}
+	return held, listed
+}
+
+// B2: a held connection resumed by an answer and held again is listed once
+// for the sweep. It was listed again at each answer: a client that reads
+// nothing while its answers come in grew the list by one entry an answer,
+// and each tick retried it that many times.
+func TestHeldConnectionListedOnce(t *testing.T) {
+	env := newTestEnv(t, "    max_in_flight_bytes: 1MiB\n    max_response_bytes: 2MiB\n", WithWriteTimeout(20*time.Second))
+	fillOrders(t, env, 40)
+	stall(t, env, leaderOf0(t, env), 200)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		held, _ := heldListing(t, env)
+		if ten := env.e.tenants.Get("acme"); held > 0 && ten != nil && ten.Share.Used() >= 1<<20-64<<10 {
+			break // its bound is reached: it waits for its client
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled connection is never held at its bound")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := 0; i < 10; i++ { // across ticks
+		if held, listed := heldListing(t, env); listed > held {
+			t.Fatalf("%d connections held, listed %d times for the sweep", held, listed)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

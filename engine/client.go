@@ -61,6 +61,9 @@ type client struct {
 	queue  relay.Queue
 	budget relay.Budget
 	held   bool
+	// listed: in lp.held, the sweep's list (once: a connection resumed by
+	// an answer and held again is not listed twice)
+	listed bool
 	// waitSince: held for the tenant's share since then (the wait histogram)
 	waitSince time.Time
 
@@ -494,7 +497,10 @@ func (cl *client) hold() {
 		return
 	}
 	cl.held = true
-	cl.lp.held = append(cl.lp.held, cl)
+	if !cl.listed {
+		cl.listed = true
+		cl.lp.held = append(cl.lp.held, cl)
+	}
 }
 
 // resume retries a held connection (from the sweep, or when an answer frees bytes).

@@ -121,6 +121,10 @@ func dialRaw(t *testing.T, addr, user, pass string) *rawConn {
 	// A small receive window: the kernel must not absorb what the test
 	// wants the gateway to hold (loopback autotunes up to 32 MiB).
 	_ = c.(*net.TCPConn).SetReadBuffer(16 << 10)
+	// Closed at the test's end, not before: a connection the test drops
+	// (a stalled client) would otherwise be closed by the collector
+	// (net.Conn's finalizer) at any moment, and its bytes given back.
+	t.Cleanup(func() { _ = c.Close() })
 	r := &rawConn{t: t, c: c}
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version = 1

@@ -21,6 +21,7 @@ func (e *Engine) sweep(l *loop) {
 		held := l.held
 		l.held = nil
 		for _, cl := range held {
+			cl.listed = false
 			cl.resume()
 		}
 	}

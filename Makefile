@@ -39,6 +39,7 @@ fuzz:
 	$(FUZZ) ./codec -fuzz '^FuzzProduceRewrite$$'
 	$(FUZZ) ./codec -fuzz '^FuzzFetchRequestRewrite$$'
 	$(FUZZ) ./codec -fuzz '^FuzzFetchResponseRewrite$$'
+	$(FUZZ) ./codec -fuzz '^FuzzFetchResponseStream$$'
 	$(FUZZ) ./decide -fuzz '^FuzzSessionRequest$$'
 	$(FUZZ) ./decide -fuzz '^FuzzGroupResponse$$'
 	$(FUZZ) ./engine -fuzz '^FuzzParseSNI$$'

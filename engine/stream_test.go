@@ -39,7 +39,7 @@ func recordValue(i, n int) []byte {
 // event, for the test's duration.
 func watchUpstream(t *testing.T) *atomic.Int64 {
 	var most atomic.Int64
-	testHookUpstreamRead = func(n int) {
+	hook := func(n int) {
 		for {
 			m := most.Load()
 			if int64(n) <= m || most.CompareAndSwap(m, int64(n)) {
@@ -47,7 +47,8 @@ func watchUpstream(t *testing.T) *atomic.Int64 {
 			}
 		}
 	}
-	t.Cleanup(func() { testHookUpstreamRead = nil })
+	testHookUpstreamRead.Store(&hook)
+	t.Cleanup(func() { testHookUpstreamRead.Store(nil) })
 	return &most
 }
 
@@ -108,12 +109,11 @@ func TestStreamLargeFetchNeverHeldWhole(t *testing.T) {
 	consumeIntact(t, env, 0, n, size)
 	streamed := most.Load()
 
-	old := streamMinFrame
-	streamMinFrame = math.MaxInt
+	old := streamMinFrame.Swap(math.MaxInt64)
 	most.Store(0)
 	consumeIntact(t, env, 0, n, size)
 	whole := most.Load()
-	streamMinFrame = old
+	streamMinFrame.Store(old)
 
 	t.Logf("largest broker-side buffer: %d KiB streamed, %d KiB gathered whole", streamed>>10, whole>>10)
 	if whole < 4<<20 {
@@ -342,6 +342,15 @@ func (r *rawConn) checkOrders(v int16, size int) {
 	}
 }
 
+// dialReader is dialRaw with the kernel's usual receive window: dialRaw's
+// 16 KiB one holds loopback transfers of hundreds of KiB to a few KiB per
+// delayed acknowledgement (the window opens by less than a segment).
+func dialReader(t *testing.T, env *testEnv, id string) *rawConn {
+	r := dialRaw(t, env.boot, id, env.keys[id])
+	_ = r.c.(*net.TCPConn).SetReadBuffer(4 << 20)
+	return r
+}
+
 // (b) The broker writes a large Fetch answer one byte per write: every
 // byte arrives intact, at v11 and at v12 (flexible: tag sections).
 func TestStreamBrokerWritesOneByteAtATime(t *testing.T) {
@@ -351,7 +360,7 @@ func TestStreamBrokerWritesOneByteAtATime(t *testing.T) {
 	})
 	env := newTestEnvWith(t, envConfig{upstream: f.upstream()})
 	most := watchUpstream(t)
-	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	r := dialReader(t, env, "acme-app")
 	for _, v := range []int16{11, 12} {
 		r.fetchOrders(v)
 		r.checkOrders(v, size)
@@ -379,11 +388,11 @@ func TestStreamMalformedMidStream(t *testing.T) {
 		return b
 	})
 	env := newTestEnvWith(t, envConfig{upstream: f.upstream()})
-	other := dialRaw(t, env.boot, "globex-app", env.keys["globex-app"])
+	other := dialReader(t, env, "globex-app")
 	other.fetchOrders(11)
 	other.checkOrders(11, size)
 
-	victim := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	victim := dialReader(t, env, "acme-app")
 	victim.fetchOrders(11)
 	_ = victim.c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	got, err := io.Copy(io.Discard, victim.c)

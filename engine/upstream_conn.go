@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/flexway/flexway/codec"
@@ -33,8 +34,11 @@ type upstreamConn struct {
 
 // streamMinFrame: a Fetch answer longer than this that is not whole in the
 // buffer is relayed as it arrives (cut-through, invariant 21); shorter, or
-// any other answer, waits until it is whole. A variable for the tests.
-var streamMinFrame = codec.MaxStreamUnit
+// any other answer, waits until it is whole. Atomic: the tests change it
+// while the loops run.
+var streamMinFrame atomic.Int64
+
+func init() { streamMinFrame.Store(codec.MaxStreamUnit) }
 
 // streamPeek bounds what is peeked past a unit left unconsumed: gnet keeps
 // it in its ring, and a peek across the ring and the read buffer copies.
@@ -42,7 +46,7 @@ const streamPeek = 4 << 10
 
 // testHookUpstreamRead, when set by a test, is told what the broker
 // connection holds at each traffic event. Always nil in production.
-var testHookUpstreamRead func(buffered int)
+var testHookUpstreamRead atomic.Pointer[func(buffered int)]
 
 // dial opens the client's broker connection off the loop: the upstream's
 // Dial blocks (with the upstream's timeout), then the socket is enrolled on
@@ -129,8 +133,8 @@ func (u *upstreamConn) onTraffic() {
 		}
 		return
 	}
-	if testHookUpstreamRead != nil {
-		testHookUpstreamRead(u.c.InboundBuffered())
+	if hook := testHookUpstreamRead.Load(); hook != nil {
+		(*hook)(u.c.InboundBuffered())
 	}
 	maxResp := int32(cl.snap.Listener.MaxResponseBytes)
 	for !cl.closed && !u.closed {
@@ -152,7 +156,7 @@ func (u *upstreamConn) onTraffic() {
 		}
 		total := codec.SizeLen + int(size)
 		if n < total {
-			if int(size) <= streamMinFrame || n < codec.SizeLen+4 || !u.begin(size) {
+			if int64(size) <= streamMinFrame.Load() || n < codec.SizeLen+4 || !u.begin(size) {
 				break
 			}
 			continue

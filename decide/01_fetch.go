@@ -24,6 +24,7 @@ func fetchRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) O
 		return Disconnect
 	}
 	p.Dropped = s.RW.Dropped.Clone()
+	p.asked = s.RW.FetchAsked(p.asked[:0])
 	p.Reserve = int64(info.MaxBytes) + int64(fetchOverhead*(info.Partitions+1))
 	if info.Kept == 0 {
 		// Nothing to ask: the answer is the refusals alone.

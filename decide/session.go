@@ -46,6 +46,8 @@ type Session struct {
 	Brokers  Brokers
 	Limits   Limits
 	RW       codec.Rewriter
+	// stream relays a large Fetch answer as it arrives (FetchStream).
+	stream codec.FetchResponseStream
 	// Scratch of the request being judged:
 	hdr     codec.RequestHeader // its header, copied (see Request)
 	cid     []byte              // its client id as the broker sees it
@@ -80,11 +82,14 @@ type Pending struct {
 	// consumer, that a JoinGroup spoke the consumer protocol (before v7
 	// the answer does not say).
 	consumer bool
+	// asked, the broker's names of the topics a forwarded Fetch asked
+	// (the view's slices): what a streamed answer's size is foretold from.
+	asked [][]byte
 }
 
 // reset empties p for reuse.
 func (p *Pending) reset() {
-	*p = Pending{Dropped: codec.Dropped{Topics: p.Dropped.Topics[:0]}}
+	*p = Pending{Dropped: codec.Dropped{Topics: p.Dropped.Topics[:0]}, asked: p.asked[:0]}
 }
 
 // Request judges one request of an authenticated session. frame is the
@@ -138,4 +143,19 @@ func (s *Session) Response(p *Pending, frame []byte) error {
 		return err
 	}
 	return table[p.Key].resp(s, p, body)
+}
+
+// FetchStream begins the rewrite of the broker's answer to the forwarded
+// Fetch p as it arrives, frameLen bytes after its size prefix (invariant
+// 21): the caller feeds the frame's bytes to the stream returned, writes
+// its Slices to the client after each Feed, and pops p once it is Done.
+// One stream per session: it is valid until the next FetchStream.
+func (s *Session) FetchStream(p *Pending, frameLen int) (*codec.FetchResponseStream, error) {
+	if p.Key != codec.KeyFetch {
+		return nil, codec.ErrCodecVersion
+	}
+	if err := s.stream.Begin(p.Version, p.ClientCorr, frameLen, p.asked, s.View, &p.Dropped, 0); err != nil {
+		return nil, err
+	}
+	return &s.stream, nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/flexway/flexway/codec"
@@ -23,7 +24,29 @@ type upstreamConn struct {
 	// the connection closes once flushed (see client.keepForDrain).
 	draining   bool
 	drainSince time.Time
+	// fs relays the Fetch answer fp as it arrives (nil: none under way);
+	// carry is what the last Feed left unconsumed (a unit not yet whole),
+	// which gnet keeps in its ring between reads.
+	fs    *codec.FetchResponseStream
+	fp    *decide.Pending
+	carry int
 }
+
+// streamMinFrame: a Fetch answer longer than this that is not whole in the
+// buffer is relayed as it arrives (cut-through, invariant 21); shorter, or
+// any other answer, waits until it is whole. Atomic: the tests change it
+// while the loops run.
+var streamMinFrame atomic.Int64
+
+func init() { streamMinFrame.Store(codec.MaxStreamUnit) }
+
+// streamPeek bounds what is peeked past a unit left unconsumed: gnet keeps
+// it in its ring, and a peek across the ring and the read buffer copies.
+const streamPeek = 4 << 10
+
+// testHookUpstreamRead, when set by a test, is told what the broker
+// connection holds at each traffic event. Always nil in production.
+var testHookUpstreamRead atomic.Pointer[func(buffered int)]
 
 // dial opens the client's broker connection off the loop: the upstream's
 // Dial blocks (with the upstream's timeout), then the socket is enrolled on
@@ -110,8 +133,17 @@ func (u *upstreamConn) onTraffic() {
 		}
 		return
 	}
+	if hook := testHookUpstreamRead.Load(); hook != nil {
+		(*hook)(u.c.InboundBuffered())
+	}
 	maxResp := int32(cl.snap.Listener.MaxResponseBytes)
 	for !cl.closed && !u.closed {
+		if u.fs != nil {
+			if !u.feed() {
+				break
+			}
+			continue
+		}
 		n := u.c.InboundBuffered()
 		if n < codec.SizeLen {
 			break
@@ -124,7 +156,10 @@ func (u *upstreamConn) onTraffic() {
 		}
 		total := codec.SizeLen + int(size)
 		if n < total {
-			break
+			if int64(size) <= streamMinFrame.Load() || n < codec.SizeLen+4 || !u.begin(size) {
+				break
+			}
+			continue
 		}
 		frame, _ := u.c.Peek(total)
 		frame = frame[codec.SizeLen:]
@@ -151,6 +186,84 @@ func (u *upstreamConn) onTraffic() {
 	}
 	if cl.held {
 		cl.resume()
+	}
+}
+
+// begin starts relaying the answer of size bytes at the head of the buffer
+// as it arrives, if it answers a Fetch; false: it waits until it is whole
+// (another API), or the client was closed.
+func (u *upstreamConn) begin(size int32) bool {
+	cl := u.cl
+	hb, _ := u.c.Peek(codec.SizeLen + 4)
+	corr, _ := codec.ResponseCorrelation(hb[codec.SizeLen:])
+	p, bad := cl.queue.Match(corr)
+	if bad != relay.Matched {
+		cl.close(closeAnswerOutOfOrder, "cluster", cl.route.cluster.Name, "cause", bad.String())
+		return false
+	}
+	if p.Key != codec.KeyFetch {
+		return false
+	}
+	fs, err := cl.sess.FetchStream(p, int(size))
+	if err != nil {
+		cl.close(closeAnswerMalformed, "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
+		return false
+	}
+	_, _ = u.c.Discard(codec.SizeLen)
+	u.fs, u.fp, u.carry = fs, p, 0
+	return true
+}
+
+// feed relays what the buffer holds of the streamed answer: rewritten,
+// written to the client, then released. false: more bytes are needed, or
+// the client was closed. A Feed error closes the client: its answer may
+// be partly written.
+func (u *upstreamConn) feed() bool {
+	cl := u.cl
+	want := min(u.c.InboundBuffered(), u.fs.Remaining())
+	if want == 0 {
+		return false
+	}
+	lim := want
+	if u.carry > 0 {
+		lim = min(want, u.carry+streamPeek)
+	}
+	for {
+		chunk, _ := u.c.Peek(lim)
+		used, err := u.fs.Feed(chunk)
+		if err != nil {
+			u.fs, u.fp = nil, nil
+			cl.close(closeAnswerMalformed, "cluster", cl.route.cluster.Name, "api", codec.KeyFetch, "error", err.Error())
+			return false
+		}
+		if sl := u.fs.Slices(); len(sl) > 0 {
+			cl.writev(sl)
+		}
+		if used > 0 { // gnet's Discard(0) discards everything
+			_, _ = u.c.Discard(used)
+		}
+		if cl.closed {
+			return false
+		}
+		if u.fs.Done() {
+			p := u.fp
+			u.fs, u.fp, u.carry = nil, nil, 0
+			cl.queue.Pop()
+			cl.lp.pending.Add(-1)
+			cl.budget.Release(p.Reserve)
+			cl.queue.Put(p)
+			cl.flushLocal()
+			return true
+		}
+		if used > 0 { // feed again: the buffer may hold more
+			u.carry = len(chunk) - used
+			return true
+		}
+		if lim == want { // a unit not yet whole: wait for the socket
+			u.carry = want
+			return false
+		}
+		lim = min(want, 2*lim)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -372,55 +371,16 @@ func TestBrokerAnswerMalformed(t *testing.T) {
 // takes over: kfake answers each connection in order with the request's
 // correlation id, so what these cases need is written by hand.
 type fakeBroker struct {
-	t         *testing.T
-	ln        net.Listener
-	host      string
-	port      int32
+	t *testing.T
+	*brokerListener
 	misbehave func(c net.Conn, h codec.RequestHeader, req *kmsg.MetadataRequest)
-
-	mu    sync.Mutex
-	conns []net.Conn
-	wg    sync.WaitGroup
 }
 
 func newFakeBroker(t *testing.T, misbehave func(f *fakeBroker, c net.Conn, h codec.RequestHeader, req *kmsg.MetadataRequest)) *fakeBroker {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := ln.Addr().(*net.TCPAddr)
-	f := &fakeBroker{t: t, ln: ln, host: a.IP.String(), port: int32(a.Port)}
+	f := &fakeBroker{t: t, brokerListener: newBrokerListener(t)}
 	f.misbehave = func(c net.Conn, h codec.RequestHeader, req *kmsg.MetadataRequest) { misbehave(f, c, h, req) }
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			f.mu.Lock()
-			f.conns = append(f.conns, c)
-			f.mu.Unlock()
-			f.wg.Add(1)
-			go func() { defer f.wg.Done(); f.serve(c) }()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		f.mu.Lock()
-		for _, c := range f.conns {
-			c.Close()
-		}
-		f.mu.Unlock()
-		f.wg.Wait()
-	})
+	f.start(f.serve)
 	return f
-}
-
-// upstream is the env's upstreams.events for this broker.
-func (f *fakeBroker) upstream() string {
-	return fmt.Sprintf("    brokers: [\"%s:%d\"]\n", f.host, f.port)
 }
 
 // read reads one request; ok false when the connection ends.

@@ -7,12 +7,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"io"
 	"math"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -160,54 +158,17 @@ func TestStreamClientReadsOneByteAtATime(t *testing.T) {
 // and Fetch, answered by fetch; what it writes goes out in writes of at
 // most chunk bytes.
 type fetchBroker struct {
-	t     *testing.T
-	ln    net.Listener
-	host  string
-	port  int32
+	t *testing.T
+	*brokerListener
 	chunk int
 	fetch func(h codec.RequestHeader, req *kmsg.FetchRequest) []byte // the answer's frame, size prefix included
 
-	mu    sync.Mutex
-	conns []net.Conn
-	wg    sync.WaitGroup
 }
 
 func newFetchBroker(t *testing.T, chunk int, fetch func(h codec.RequestHeader, req *kmsg.FetchRequest) []byte) *fetchBroker {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := ln.Addr().(*net.TCPAddr)
-	f := &fetchBroker{t: t, ln: ln, host: a.IP.String(), port: int32(a.Port), chunk: chunk, fetch: fetch}
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			f.mu.Lock()
-			f.conns = append(f.conns, c)
-			f.mu.Unlock()
-			f.wg.Add(1)
-			go func() { defer f.wg.Done(); f.serve(c) }()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		f.mu.Lock()
-		for _, c := range f.conns {
-			c.Close()
-		}
-		f.mu.Unlock()
-		f.wg.Wait()
-	})
+	f := &fetchBroker{t: t, brokerListener: newBrokerListener(t), chunk: chunk, fetch: fetch}
+	f.start(f.serve)
 	return f
-}
-
-func (f *fetchBroker) upstream() string {
-	return fmt.Sprintf("    brokers: [\"%s:%d\"]\n", f.host, f.port)
 }
 
 // frame encodes resp as the answer with correlation id corr.

@@ -167,37 +167,54 @@ func readFetchRespPartition(r *rd, v int16, out *Vec) {
 	if r.flex {
 		// Only the known tags of v12 cross, each re-encoded with an empty
 		// tag section of its own: nothing unknown crosses, even nested.
-		nt := r.Uvarint()
-		type kept struct {
-			tag   uint32
-			fixed []byte
-		}
-		var keep [3]kept
-		nk := 0
-		for i := uint32(0); i < nt && r.ok(); i++ {
-			t := r.Uvarint()
-			l := r.Uvarint()
-			v := r.Span(int(l))
-			fl := knownFetchTagFixed(t)
-			if fl < 0 || len(v) < fl || nk == len(keep) {
-				continue
-			}
-			keep[nk] = kept{tag: t, fixed: v[:fl]}
-			nk++
-		}
+		var keep [3]fetchTag
+		nk := readKnownFetchTags(&r.Reader, &keep)
 		if out != nil {
-			o = kbin.AppendUvarint(o, uint32(nk))
-			for _, k := range keep[:nk] {
-				o = kbin.AppendUvarint(o, k.tag)
-				o = kbin.AppendUvarint(o, uint32(len(k.fixed)+1))
-				o = append(o, k.fixed...)
-				o = append(o, 0)
-			}
+			o = appendKnownFetchTags(o, keep[:nk])
 		}
 	}
 	if out != nil {
 		out.Own = o
 	}
+}
+
+// fetchTag is a known tagged field of a v12 Fetch answer's partition:
+// its fixed-size value, without the nested tags it may carry.
+type fetchTag struct {
+	tag   uint32
+	fixed []byte
+}
+
+// readKnownFetchTags reads a partition's tag section and keeps its known
+// tags (at most 3, one of each); the unknown ones are skipped.
+func readKnownFetchTags(r *kbin.Reader, keep *[3]fetchTag) int {
+	nt := r.Uvarint()
+	nk := 0
+	for i := uint32(0); i < nt && r.Ok(); i++ {
+		t := r.Uvarint()
+		l := r.Uvarint()
+		v := r.Span(int(l))
+		fl := knownFetchTagFixed(t)
+		if fl < 0 || len(v) < fl || nk == len(keep) {
+			continue
+		}
+		keep[nk] = fetchTag{tag: t, fixed: v[:fl]}
+		nk++
+	}
+	return nk
+}
+
+// appendKnownFetchTags writes the kept tags, each with an empty tag
+// section of its own: nothing unknown crosses, even nested (D9).
+func appendKnownFetchTags(o []byte, keep []fetchTag) []byte {
+	o = kbin.AppendUvarint(o, uint32(len(keep)))
+	for _, k := range keep {
+		o = kbin.AppendUvarint(o, k.tag)
+		o = kbin.AppendUvarint(o, uint32(len(k.fixed)+1))
+		o = append(o, k.fixed...)
+		o = append(o, 0)
+	}
+	return o
 }
 
 func appendFetchErrPartition(o []byte, v int16, part int32, code int16) []byte {

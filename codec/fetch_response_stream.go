@@ -491,33 +491,12 @@ func (s *FetchResponseStream) unit(avail []byte) (int, error) {
 		s.st = stRecords
 
 	case stPartTags:
-		nt := r.Uvarint()
-		var keep [3]struct {
-			tag   uint32
-			fixed []byte
-		}
-		nk := 0
-		for i := uint32(0); i < nt && r.Ok(); i++ {
-			t := r.Uvarint()
-			l := r.Uvarint()
-			v := r.Span(int(l))
-			fl := knownFetchTagFixed(t)
-			if fl < 0 || len(v) < fl || nk == len(keep) {
-				continue
-			}
-			keep[nk].tag, keep[nk].fixed = t, v[:fl]
-			nk++
-		}
+		var keep [3]fetchTag
+		nk := readKnownFetchTags(&r, &keep)
 		if !r.Ok() {
 			return s.short(avail)
 		}
-		o = kbin.AppendUvarint(o, uint32(nk))
-		for _, k := range keep[:nk] {
-			o = kbin.AppendUvarint(o, k.tag)
-			o = kbin.AppendUvarint(o, uint32(len(k.fixed)+1))
-			o = append(o, k.fixed...)
-			o = append(o, 0)
-		}
+		o = appendKnownFetchTags(o, keep[:nk])
 		defer s.nextPart()
 
 	case stTopicTags:

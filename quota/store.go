@@ -1,0 +1,49 @@
+// Package quota holds the gateway's quotas (issue 8, SPEC Q1-Q3): the token
+// buckets of listeners.kafka.quotas per verified principal and per tenant
+// (KIP-219 throttling), and the day/month budgets of the `quota` policies.
+//
+// This file is the contract between the buckets, decided inline on the
+// reactor's loops, and the store that shares counts between the replicas
+// of one deployment (server.counters: a Redis, package quota/counters).
+package quota
+
+import "time"
+
+// Window is the span a Counter counts over; a count starts again at zero
+// with each new window.
+type Window uint8
+
+const (
+	// Day is the UTC day (the policy's limits.day).
+	Day Window = iota
+	// Month is the UTC month (the policy's limits.month).
+	Month
+	// Second is one second: the spending of a rate bucket, shared so that the
+	// replicas hold a rate together.
+	Second
+)
+
+// Store keeps counts shared by the replicas of one deployment. A replica
+// decides alone, on its loop, from its own exact count plus what the others
+// had spent at the last reconciliation (every `sync`, off the loop, batched).
+// A store that cannot reach its backend keeps counting locally and
+// reconciles when it is back; it never blocks a caller.
+type Store interface {
+	// Counter returns the counter named name over window, made at the first
+	// call and the same one after: callers keep the handle (a tenant's, made
+	// when the tenant is first seen), so the request path never names it.
+	Counter(name string, window Window) Counter
+	// Close stops the reconciliation after a last one, bounded in time.
+	Close() error
+}
+
+// Counter is one shared count. Its methods are safe from every loop at
+// once (atomics, no lock shared with the reconciliation on the hot path)
+// and allocate nothing.
+type Counter interface {
+	// Add spends n now, on this replica.
+	Add(now time.Time, n int64)
+	// Total is what every replica has spent in the window that holds now:
+	// this replica's exact count plus the others' as of the last sync.
+	Total(now time.Time) int64
+}

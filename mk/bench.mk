@@ -3,10 +3,19 @@
 #
 #   make bench-real      bench/run: kafka-producer-perf-test, the consumer perf
 #                        test and the franz-go load generator, direct to a fresh
-#                        broker and through the gateway, in one table (median and
-#                        spread of BENCH_REPEAT runs); the record-size sweep and
-#                        its plot (docs/bench-throughput.png); a perf profile of
-#                        the gateway. About 12 minutes at the defaults.
+#                        broker, through the splice relay (bench/cmd/splicerelay)
+#                        and through the gateway, in turn, in one table (median and
+#                        spread of BENCH_REPEAT runs); the large-fetch consumer
+#                        (50 MiB / 10 MiB per partition, 2 GiB); peak RSS against
+#                        the fetch size (docs/bench-rss-fetch.png); the record-size
+#                        sweep and its plot (docs/bench-throughput.png); a perf
+#                        profile of the gateway. About 20 minutes at the defaults.
+#   make bench-new       only what issue 11 added: the large-fetch consumer and
+#                        the RSS plot, on every path (BENCH_PARTS=new).
+#   make bench-issue11   the rows of issue 11's table (perf-test acks=all with the
+#                        Java producer's 16 KiB batches, franz-go produce and
+#                        consume, at half the direct maximum too), the large-fetch
+#                        consumer and the RSS plot (BENCH_PARTS=issue).
 #   make bench-density   bench/run density: 1,000 and 9,000 idle authenticated
 #                        connection pairs: RSS per pair, GC pauses, one producer.
 #   make bench-micro     the codec micro-benchmarks and the in-process kfake
@@ -20,10 +29,16 @@
 GO ?= go
 BENCH_RUN := $(CURDIR)/bench/run
 
-.PHONY: bench-real bench-density bench-all bench-micro
+.PHONY: bench-real bench-new bench-issue11 bench-density bench-all bench-micro
 
 bench-real:
 	GO=$(GO) $(BENCH_RUN) real
+
+bench-new:
+	BENCH_PARTS=new GO=$(GO) $(BENCH_RUN) real
+
+bench-issue11:
+	BENCH_PARTS=issue GO=$(GO) $(BENCH_RUN) real
 
 bench-density:
 	GO=$(GO) $(BENCH_RUN) density

@@ -1,7 +1,11 @@
-// Command harness is the body of bench/run (issue 4, items 3-5): against one
-// real Apache Kafka broker that bench/run has started, it writes a gateway
-// configuration, starts bin/flexway in front of the broker and measures the
-// two paths side by side, direct to the broker and through the gateway:
+// Command harness is the body of bench/run (issue 4, items 3-5; issue 11,
+// items 4 and 6): against one real Apache Kafka broker that bench/run has
+// started, it writes a gateway configuration, starts bin/flexway and the
+// splice relay (bench/cmd/splicerelay) in front of the broker and measures
+// three paths side by side, in turn within each repetition: direct to the
+// broker, through the splice relay (a kernel-only relay of the same
+// connections: the physical limit of a relaying process here) and through
+// the gateway:
 //
 //   - kafka-producer-perf-test (org.apache.kafka.tools.ProducerPerformance),
 //     1 KiB records, acks=all and acks=1, unlimited rate and a fixed rate at
@@ -9,13 +13,18 @@
 //   - the consumer perf test (org.apache.kafka.tools.ConsumerPerformance);
 //   - the franz-go load generator (bench/cmd/loadgen): produce, consume, and
 //     produce at a fixed rate with latencies in microseconds;
+//   - the franz-go consumer with large fetches (50 MiB per fetch, 10 MiB per
+//     partition) reading 2 GiB (bigfetch.go);
+//   - peak RSS against the consumer's partition fetch size, 1 to 50 MiB,
+//     gateway and relay, and its plot (bigfetch.go);
 //   - the record-size sweep of the plot (100 B to 100 KiB, acks=1);
 //   - a CPU profile of the gateway (perf record) under an unlimited producer;
 //   - density (bench/cmd/density): idle authenticated connection pairs.
 //
-// It parses the tools' own output lines, reads the gateway's CPU time and
-// peak RSS from /proc, and prints one table (median and min-max of
-// BENCH_REPEAT runs). Everything it writes goes to -out.
+// It parses the tools' own output lines, reads the relaying process's (the
+// gateway's or the relay's) CPU time and peak RSS from /proc, and prints one
+// table (median and min-max of BENCH_REPEAT runs). Everything it writes goes
+// to -out.
 package main
 
 import (
@@ -38,6 +47,8 @@ type harness struct {
 	broker               string // direct bootstrap
 	gwBoot               string // the gateway's bootstrap
 	gwPortFrom           int
+	relayBoot            string // the splice relay's listening address
+	relayTarget          string // the broker's RELAY listener, which advertises relayBoot
 	admin                string
 	keyID, key           string
 	clientProps          string // SASL properties for the Java tools
@@ -50,6 +61,11 @@ type harness struct {
 	plotRepeat   int
 	densityN     []int
 	profile      bool
+	parts        map[string]bool // BENCH_PARTS
+	issueOnly    bool            // BENCH_PARTS=issue: the table's rows of issue 11 only
+	bigMiB       int             // BENCH_BIG_MIB
+	rssMiB       int             // BENCH_RSS_MIB
+	rssFetchMiB  []int           // BENCH_RSS_FETCH_MIB
 
 	gw        *exec.Cmd
 	gwExited  chan struct{}
@@ -57,6 +73,9 @@ type harness struct {
 	brokerPID int
 	seq       int
 	logf      *os.File
+	relay     *exec.Cmd
+	relayDone chan struct{}
+	relayLog  string
 
 	results []result
 	fixed   []string // the fixed-rate scenarios' names (they hold the rates)
@@ -70,6 +89,8 @@ func main() {
 	flag.StringVar(&h.bin, "bin", "", "folder holding flexway, loadgen and density")
 	flag.StringVar(&h.work, "work", "", "scratch folder (gateway configuration)")
 	flag.StringVar(&h.broker, "broker", "127.0.0.1:29192", "the broker's PLAINTEXT address")
+	flag.StringVar(&h.relayBoot, "relay", "127.0.0.1:29196", "the splice relay's listening address (the broker's RELAY listener advertises it)")
+	flag.StringVar(&h.relayTarget, "relay-target", "127.0.0.1:29195", "the broker's RELAY listener, where the relay connects")
 	flag.Parse()
 
 	h.repeat = envInt("BENCH_REPEAT", 3)
@@ -80,6 +101,11 @@ func main() {
 	h.plotRepeat = envInt("BENCH_PLOT_REPEAT", h.repeat)
 	h.densityN = envInts("BENCH_DENSITY_N", []int{1000, 9000})
 	h.profile = os.Getenv("BENCH_PROFILE") != "0"
+	h.parts = parseParts(envStr("BENCH_PARTS", "table,bigfetch,rssfetch,sweep,profile"))
+	h.issueOnly = h.parts["issue"]
+	h.bigMiB = envInt("BENCH_BIG_MIB", 2048)
+	h.rssMiB = envInt("BENCH_RSS_MIB", 1024)
+	h.rssFetchMiB = envInts("BENCH_RSS_FETCH_MIB", []int{1, 2, 5, 10, 20, 50})
 	h.gwPortFrom = envInt("BENCH_GW_PORT", 29092)
 	h.gwBoot = fmt.Sprintf("127.0.0.1:%d", h.gwPortFrom)
 	h.admin = envStr("BENCH_ADMIN", "127.0.0.1:29464")
@@ -112,9 +138,11 @@ func main() {
 		s := <-sigc
 		h.say("signal %v: stopping", s)
 		h.stopGateway()
+		h.stopRelay()
 		os.Exit(130)
 	}()
 	defer h.stopGateway()
+	defer h.stopRelay()
 
 	h.writeEnv()
 	h.writeGatewayConfig()
@@ -132,6 +160,33 @@ func main() {
 		die("-mode %q: want real, density or all", *mode)
 	}
 	h.say("results in %s", h.out)
+}
+
+// parseParts reads BENCH_PARTS: table, bigfetch, rssfetch, sweep, profile;
+// "new" stands for bigfetch,rssfetch (what issue 11 added), "issue" for the
+// rows of issue 11's table (the table restricted to them, bigfetch, rssfetch).
+func parseParts(v string) map[string]bool {
+	known := map[string]bool{"table": true, "bigfetch": true, "rssfetch": true, "sweep": true, "profile": true}
+	out := map[string]bool{}
+	for _, f := range strings.Split(v, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "":
+		case "all":
+			for k := range known {
+				out[k] = true
+			}
+		case "new":
+			out["bigfetch"], out["rssfetch"] = true, true
+		case "issue":
+			out["issue"], out["table"], out["bigfetch"], out["rssfetch"] = true, true, true, true
+		default:
+			if !known[f] {
+				die("BENCH_PARTS=%q: %q is not one of table, bigfetch, rssfetch, sweep, profile, all, new, issue", v, f)
+			}
+			out[f] = true
+		}
+	}
+	return out
 }
 
 // ---- small helpers ----
@@ -283,6 +338,10 @@ channels:
     address: "{tenant}.perf"
     parameters:
       tenant: { x-flexway-bind: tenant }
+  big:
+    address: "{tenant}.big"
+    parameters:
+      tenant: { x-flexway-bind: tenant }
 operations:
   perfSend:
     action: send
@@ -293,6 +352,12 @@ operations:
   perfReceive:
     action: receive
     channel: { $ref: "#/channels/perf" }
+    x-flexway-upstream: kafka
+    x-flexway-kafka-proxy: { cluster: shop }
+    security: [ { $ref: "#/components/securitySchemes/plain" } ]
+  bigReceive:
+    action: receive
+    channel: { $ref: "#/channels/big" }
     x-flexway-upstream: kafka
     x-flexway-kafka-proxy: { cluster: shop }
     security: [ { $ref: "#/components/securitySchemes/plain" } ]
@@ -339,7 +404,7 @@ server:
 	must(os.WriteFile(filepath.Join(h.work, "api-keys.yaml"), []byte("keys: []\n"), 0o600))
 	h.keyID = "bench-acme"
 	out, err := h.run("keys-new", nil, filepath.Join(h.bin, "flexway"), "keys", "new",
-		"--id", h.keyID, "--tenant", "acme", "--operations", "perfSend,perfReceive",
+		"--id", h.keyID, "--tenant", "acme", "--operations", "perfSend,perfReceive,bigReceive",
 		"--config", filepath.Join(h.work, "flexway.yaml"))
 	must(err)
 	lines := strings.Split(out, "\n")
@@ -378,14 +443,15 @@ func mustGlob(p string) []string {
 }
 
 func (h *harness) createTopics() {
-	for _, t := range []string{"perf", "acme.perf"} {
+	// big, acme.big: the large-fetch consumers' topics (bigfetch.go)
+	for _, t := range []string{"perf", "acme.perf", "big", "acme.big"} {
 		if _, err := h.kafkaTool("topic-"+t, "org.apache.kafka.tools.TopicCommand",
 			"--bootstrap-server", h.broker, "--create", "--if-not-exists", "--topic", t,
 			"--partitions", "3", "--replication-factor", "1"); err != nil {
 			die("%v", err)
 		}
 	}
-	h.say("topics perf and acme.perf (3 partitions each) on %s", h.broker)
+	h.say("topics perf, acme.perf, big, acme.big (3 partitions each) on %s", h.broker)
 }
 
 func (h *harness) startGateway() { h.startGatewayWith("flexway", "http://"+h.admin+"/healthz") }
@@ -458,6 +524,74 @@ func (h *harness) gatewayAlive() bool {
 	}
 	select {
 	case <-h.gwExited:
+		return false
+	default:
+		return true
+	}
+}
+
+// ---- the splice relay ----
+
+// startRelay starts bench/cmd/splicerelay (relayBoot -> relayTarget, the
+// broker's RELAY listener) and waits until it accepts.
+func (h *harness) startRelay() {
+	h.stopRelay()
+	h.relayLog = filepath.Join(h.out, fmt.Sprintf("splicerelay-%d.log", time.Now().UnixNano()))
+	f, err := os.Create(h.relayLog)
+	must(err)
+	cmd := exec.Command(filepath.Join(h.bin, "splicerelay"), "-map", h.relayBoot+"="+h.relayTarget)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	must(cmd.Start())
+	h.relay = cmd
+	done := make(chan struct{})
+	go func() { _, _ = cmd.Process.Wait(); f.Close(); close(done) }()
+	h.relayDone = done
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			data, _ := os.ReadFile(h.relayLog)
+			die("splicerelay exited at start:\n%s", data)
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", h.relayBoot, time.Second); err == nil {
+			c.Close()
+			h.say("splicerelay up (pid %d) on %s -> %s", cmd.Process.Pid, h.relayBoot, h.relayTarget)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	die("splicerelay did not accept on %s", h.relayBoot)
+}
+
+func (h *harness) stopRelay() {
+	if h.relay == nil || h.relay.Process == nil {
+		return
+	}
+	_ = h.relay.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-h.relayDone:
+	case <-time.After(10 * time.Second):
+		_ = h.relay.Process.Kill()
+		<-h.relayDone
+	}
+	h.relay = nil
+}
+
+func (h *harness) relayPID() int {
+	if h.relay == nil || h.relay.Process == nil {
+		return 0
+	}
+	return h.relay.Process.Pid
+}
+
+func (h *harness) relayAlive() bool {
+	if h.relay == nil {
+		return false
+	}
+	select {
+	case <-h.relayDone:
 		return false
 	default:
 		return true

@@ -15,39 +15,48 @@ import (
 // result is one run of one scenario on one path.
 type result struct {
 	scenario string
-	path     string // direct | gateway
+	path     string // direct | relay | gateway
 	rep      int
 	recs     float64 // records/s
 	mibps    float64
 	p50      float64 // ms; NaN when the tool measures no latency
 	p99      float64
 	p999     float64
-	bytes    float64 // payload bytes moved (relayed, for the gateway)
-	gwCPU    float64 // gateway utime+stime over the run, seconds
-	gwHWM    float64 // gateway's peak RSS during the run, KiB
+	bytes    float64 // payload bytes moved (relayed, for the gateway and the relay)
+	hopCPU   float64 // the relaying process's (gateway's or relay's) utime+stime over the run, seconds
+	hopHWM   float64 // its peak RSS during the run (VmHWM), KiB
 	brCPU    float64 // broker's utime+stime over the run, seconds
 	wall     float64 // seconds the tool ran
 	note     string
 }
 
-func (r result) gwCPUPerGiB() float64 {
-	if r.bytes == 0 {
+// hopCPUPerGiB is the relaying process's CPU seconds per GiB of payload
+// (NaN on the direct path, which has none).
+func (r result) hopCPUPerGiB() float64 {
+	if r.bytes == 0 || r.path == direct {
 		return math.NaN()
 	}
-	return r.gwCPU / (r.bytes / (1 << 30))
+	return r.hopCPU / (r.bytes / (1 << 30))
 }
 
 const (
 	direct  = "direct"
+	relay   = "relay" // bench/cmd/splicerelay: splice(2), one connection per connection
 	gateway = "gateway"
 )
 
+// paths is every path, in the order of the first repetition.
+var paths = []string{direct, relay, gateway}
+
 var nan = math.NaN()
 
-// scenario names, in the table's order
-func scProduce(acks string) string { return "perf-test produce 1 KiB acks=" + acks + ", unlimited" }
+// scenario names, in the table's order. kafka-producer-perf-test runs with
+// the Java producer's defaults (batch.size 16 KiB, linger.ms 5).
+func scProduce(acks string) string {
+	return "perf-test produce 1 KiB acks=" + acks + " (16 KiB batches), unlimited"
+}
 func scProduceFixed(acks string, rate int) string {
-	return fmt.Sprintf("perf-test produce 1 KiB acks=%s, fixed %d rec/s", acks, rate)
+	return fmt.Sprintf("perf-test produce 1 KiB acks=%s (16 KiB batches), fixed %d rec/s", acks, rate)
 }
 
 const (
@@ -59,23 +68,45 @@ const (
 )
 
 func (h *harness) bootstrap(path string) string {
-	if path == gateway {
+	switch path {
+	case gateway:
 		return h.gwBoot
+	case relay:
+		return h.relayBoot
 	}
 	return h.broker
 }
 
-// measure runs fn and wraps it with the gateway's and the broker's CPU time
-// and the gateway's peak RSS; it records the result in runs.tsv.
+// hopPID is the relaying process of path: the gateway, the relay, or none.
+func (h *harness) hopPID(path string) int {
+	switch path {
+	case gateway:
+		return h.gwPID()
+	case relay:
+		return h.relayPID()
+	}
+	return 0
+}
+
+// measure runs fn and wraps it with the relaying process's (gateway's or
+// relay's) and the broker's CPU time and the relaying process's peak RSS
+// (VmHWM, reset to the current RSS by clear_refs before the run); it records
+// the result in runs.tsv.
 func (h *harness) measure(scenario, path string, rep int, fn func() (result, error)) result {
-	gw := h.gwPID()
-	resetPeak(gw)
-	g0, b0 := cpuSeconds(gw), cpuSeconds(h.brokerPID)
+	hop := h.hopPID(path)
+	if hop != 0 {
+		resetPeak(hop)
+	}
+	g0, b0 := cpuSeconds(hop), cpuSeconds(h.brokerPID)
 	t0 := time.Now()
 	r, err := fn()
 	wall := time.Since(t0).Seconds()
-	g1, b1 := cpuSeconds(gw), cpuSeconds(h.brokerPID)
-	if !h.gatewayAlive() {
+	g1, b1 := cpuSeconds(hop), cpuSeconds(h.brokerPID)
+	if path == relay && !h.relayAlive() {
+		data, _ := os.ReadFile(h.relayLog)
+		die("the splice relay died during %s (run %d): %v\n%s", scenario, rep, err, tail(string(data), 4000))
+	}
+	if path == gateway && !h.gatewayAlive() {
 		data, _ := os.ReadFile(h.gwLog)
 		tail := string(data)
 		if len(tail) > 4000 {
@@ -88,14 +119,14 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	}
 	r.scenario, r.path, r.rep, r.wall = scenario, path, rep, wall
 	r.brCPU = b1 - b0
-	if path == gateway {
-		r.gwCPU = g1 - g0
-		r.gwHWM = statusKiB(gw, "VmHWM")
+	if hop != 0 {
+		r.hopCPU = g1 - g0
+		r.hopHWM = statusKiB(hop, "VmHWM")
 	}
 	h.record(r)
 	extra := ""
-	if path == gateway {
-		extra = fmt.Sprintf(", gateway %.2f CPU s/GiB, peak RSS %.0f MiB", r.gwCPUPerGiB(), r.gwHWM/1024)
+	if hop != 0 {
+		extra = fmt.Sprintf(", %s %.2f CPU s/GiB, peak RSS %.0f MiB", path, r.hopCPUPerGiB(), r.hopHWM/1024)
 	}
 	lat := ""
 	if !math.IsNaN(r.p99) {
@@ -114,10 +145,11 @@ func (h *harness) record(r result) {
 	}
 	defer f.Close()
 	if err != nil {
-		fmt.Fprintln(f, "scenario\tpath\trun\trecords_s\tmib_s\tp50_ms\tp99_ms\tp999_ms\tbytes\tgw_cpu_s\tgw_cpu_s_per_gib\tgw_peak_rss_kib\tbroker_cpu_s\twall_s\tnote")
+		// hop_*: the relaying process of the path (gateway or relay; 0 direct)
+		fmt.Fprintln(f, "scenario\tpath\trun\trecords_s\tmib_s\tp50_ms\tp99_ms\tp999_ms\tbytes\thop_cpu_s\thop_cpu_s_per_gib\thop_peak_rss_kib\tbroker_cpu_s\twall_s\tnote")
 	}
 	fmt.Fprintf(f, "%s\t%s\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.3f\t%.3f\t%.0f\t%.3f\t%.2f\t%s\n",
-		r.scenario, r.path, r.rep, r.recs, r.mibps, r.p50, r.p99, r.p999, r.bytes, r.gwCPU, r.gwCPUPerGiB(), r.gwHWM, r.brCPU, r.wall, r.note)
+		r.scenario, r.path, r.rep, r.recs, r.mibps, r.p50, r.p99, r.p999, r.bytes, r.hopCPU, r.hopCPUPerGiB(), r.hopHWM, r.brCPU, r.wall, r.note)
 	h.results = append(h.results, r)
 }
 
@@ -220,14 +252,16 @@ func tail(s string, n int) string {
 
 var loadgenLine = regexp.MustCompile(`RESULT phase=(\w+) (.*)`)
 
-// loadgen runs bench/cmd/loadgen for one phase (produce or consume).
-func (h *harness) loadgen(path, phase string, n, size, rate int, linger time.Duration) (result, error) {
+// loadgen runs bench/cmd/loadgen for one phase (produce or consume); extra
+// flags come last (a later -topic wins).
+func (h *harness) loadgen(path, phase string, n, size, rate int, linger time.Duration, extra ...string) (result, error) {
 	args := []string{filepath.Join(h.bin, "loadgen"), "-brokers", h.bootstrap(path), "-topic", "perf",
 		"-n", strconv.Itoa(n), "-size", strconv.Itoa(size), "-acks", "all", "-linger", linger.String(),
 		"-produce=" + strconv.FormatBool(phase == "produce"), "-consume=" + strconv.FormatBool(phase == "consume")}
 	if rate > 0 {
 		args = append(args, "-rate", strconv.Itoa(rate))
 	}
+	args = append(args, extra...)
 	var env []string
 	if path == gateway {
 		args = append(args, "-user", h.keyID)
@@ -257,34 +291,89 @@ func (h *harness) loadgen(path, phase string, n, size, rate int, linger time.Dur
 
 // ---- the run ----
 
-// order alternates which path goes first from one repetition to the next.
-func order(rep int) []string {
-	if rep%2 == 1 {
-		return []string{direct, gateway}
+// order is the order of the paths in repetition rep: the list rotated by
+// one each repetition, so that no path always runs first (direct, relay,
+// gateway; then relay, gateway, direct; ...). Without a list: every path.
+func order(rep int, ps ...string) []string {
+	if len(ps) == 0 {
+		ps = paths
 	}
-	return []string{gateway, direct}
+	out := make([]string, 0, len(ps))
+	for i := range ps {
+		out = append(out, ps[(rep-1+i)%len(ps)])
+	}
+	return out
 }
 
 func (h *harness) runReal() {
 	t0 := time.Now()
 	h.startGateway()
+	h.startRelay()
 	// Warm-up, not recorded: JIT of the broker, page cache, the gateway's heap.
 	h.say("warm-up")
-	for _, p := range []string{direct, gateway} {
+	for _, p := range paths {
 		if _, err := h.perfProducer(p, "1", 1024, 50000, -1); err != nil {
 			die("warm-up: %v", err)
 		}
 	}
 
-	h.say("unlimited rate, %d records of 1 KiB, %d runs each", h.records, h.repeat)
+	if h.parts["table"] {
+		h.runTable()
+	}
+	if h.parts["bigfetch"] || h.parts["rssfetch"] {
+		h.fillBig()
+	}
+	if h.parts["bigfetch"] {
+		h.bigFetch()
+	}
+	if h.parts["table"] || h.parts["bigfetch"] {
+		summary, detail := h.summaryTable(), h.table()
+		must(os.WriteFile(filepath.Join(h.out, "table.md"), []byte(summary), 0o644))
+		must(os.WriteFile(filepath.Join(h.out, "table-detail.md"), []byte(detail), 0o644))
+		fmt.Println()
+		fmt.Println(summary)
+		fmt.Println(detail)
+		h.say("table: %.0f s", time.Since(t0).Seconds())
+	}
+	if h.parts["rssfetch"] {
+		h.rssFetch()
+	}
+	if h.parts["sweep"] {
+		h.sweep()
+	}
+	h.stopRelay()
+	if h.parts["profile"] && h.profile {
+		if !h.gatewayAlive() {
+			h.startGateway()
+		}
+		h.cpuProfile()
+		h.goProfile()
+	}
+	h.stopGateway()
+	h.gatewayErrors()
+	load, _ := os.ReadFile("/proc/loadavg")
+	h.say("real-broker run: %.0f s; load average now %s", time.Since(t0).Seconds(), strings.TrimSpace(string(load)))
+}
+
+// runTable runs the scenarios of the table on every path. With
+// BENCH_PARTS=issue only the rows of issue 11's table: perf-test acks=all
+// and franz-go, unlimited and at half the direct maximum.
+func (h *harness) runTable() {
+	acksList := []string{"all", "1"}
+	if h.issueOnly {
+		acksList = []string{"all"}
+	}
+	h.say("unlimited rate, %d records of 1 KiB, %d runs each, paths %v in turn", h.records, h.repeat, paths)
 	for rep := 1; rep <= h.repeat; rep++ {
-		for _, acks := range []string{"all", "1"} {
+		for _, acks := range acksList {
 			for _, p := range order(rep) {
 				h.measure(scProduce(acks), p, rep, func() (result, error) { return h.perfProducer(p, acks, 1024, h.records, -1) })
 			}
 		}
-		for _, p := range order(rep) {
-			h.measure(scConsume, p, rep, func() (result, error) { return h.perfConsumer(p, h.records) })
+		if !h.issueOnly {
+			for _, p := range order(rep) {
+				h.measure(scConsume, p, rep, func() (result, error) { return h.perfConsumer(p, h.records) })
+			}
 		}
 		for _, p := range order(rep) {
 			h.measure(scFranzProduce, p, rep, func() (result, error) { return h.loadgen(p, "produce", h.records, 1024, 0, 5*time.Millisecond) })
@@ -299,15 +388,24 @@ func (h *harness) runReal() {
 		m := median(h.pick(sc, direct, func(r result) float64 { return r.recs }))
 		return max(1000, int(m/2/1000)*1000)
 	}
-	rates := map[string]int{"all": half(scProduce("all")), "1": half(scProduce("1"))}
+	rates := map[string]int{}
+	for _, acks := range acksList {
+		rates[acks] = half(scProduce(acks))
+	}
 	franzRate := half(scFranzProduce)
 	lowRate := envInt("BENCH_LOW_RATE", 1000)
-	h.say("fixed rate, %d s per run: perf-test acks=all %d rec/s, acks=1 %d rec/s, franz-go %d rec/s, and franz-go at %d rec/s with linger 0",
-		h.fixedSeconds, rates["all"], rates["1"], franzRate, lowRate)
-	h.fixed = []string{scProduceFixed("all", rates["all"]), scProduceFixed("1", rates["1"]), fmt.Sprintf(scFranzFixedFmt, franzRate),
-		fmt.Sprintf(scFranzLowFmt, lowRate)}
+	h.say("fixed rate, %d s per run: perf-test %v rec/s (by acks), franz-go %d rec/s, and franz-go at %d rec/s with linger 0",
+		h.fixedSeconds, rates, franzRate, lowRate)
+	h.fixed = nil
+	for _, acks := range acksList {
+		h.fixed = append(h.fixed, scProduceFixed(acks, rates[acks]))
+	}
+	h.fixed = append(h.fixed, fmt.Sprintf(scFranzFixedFmt, franzRate))
+	if !h.issueOnly {
+		h.fixed = append(h.fixed, fmt.Sprintf(scFranzLowFmt, lowRate))
+	}
 	for rep := 1; rep <= h.repeat; rep++ {
-		for _, acks := range []string{"all", "1"} {
+		for _, acks := range acksList {
 			rate := rates[acks]
 			for _, p := range order(rep) {
 				h.measure(scProduceFixed(acks, rate), p, rep, func() (result, error) {
@@ -320,6 +418,9 @@ func (h *harness) runReal() {
 				return h.loadgen(p, "produce", franzRate*h.fixedSeconds, 1024, franzRate, 5*time.Millisecond)
 			})
 		}
+		if h.issueOnly {
+			continue
+		}
 		// A light load: what one request costs through the gateway when
 		// the machine is not saturated (one record per request).
 		for _, p := range order(rep) {
@@ -328,21 +429,6 @@ func (h *harness) runReal() {
 			})
 		}
 	}
-	table := h.table()
-	must(os.WriteFile(filepath.Join(h.out, "table.md"), []byte(table), 0o644))
-	fmt.Println()
-	fmt.Println(table)
-	h.say("table: %.0f s", time.Since(t0).Seconds())
-
-	h.sweep()
-	if h.profile {
-		h.cpuProfile()
-		h.goProfile()
-	}
-	h.stopGateway()
-	h.gatewayErrors()
-	load, _ := os.ReadFile("/proc/loadavg")
-	h.say("real-broker run: %.0f s; load average now %s", time.Since(t0).Seconds(), strings.TrimSpace(string(load)))
 }
 
 // gatewayErrors reports what the gateway logged at WARN and above.
@@ -440,34 +526,111 @@ func spreadMS(v []float64) string {
 	return fmt.Sprintf("%s (%s–%s)", fmtMS(median(v)), fmtMS(lo), fmtMS(hi))
 }
 
+// scenarios lists the table's scenarios that ran, in the table's order.
 func (h *harness) scenarios() []string {
-	return append([]string{scProduce("all"), scProduce("1"), scConsume, scFranzProduce, scFranzConsume}, h.fixed...)
+	all := append([]string{scProduce("all"), scProduce("1"), scConsume, scFranzProduce, scFranzConsume, h.scBigFetch()}, h.fixed...)
+	var out []string
+	for _, sc := range all {
+		if len(h.pick(sc, direct, func(r result) float64 { return r.mibps })) > 0 {
+			out = append(out, sc)
+		}
+	}
+	return out
 }
 
-// table is the markdown table of the medians and spreads.
+// summaryTable is the table in the shape of issue 11's: per workload, the
+// direct MiB/s, then per relaying path its ratio to direct, its CPU seconds
+// per GiB and its peak RSS. A fixed-rate workload shows its latencies (p50 /
+// p99 ms) instead of the MiB/s and the ratio.
+func (h *harness) summaryTable() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Median of %d runs (min–max); paths in turn within each run: direct, splice relay, flexway.\n", h.repeat)
+	fmt.Fprintf(&b, "ratio: the path's MiB/s / direct's (median of the per-run ratios, min–max); CPU s/GiB: utime+stime of the relaying\n")
+	fmt.Fprintf(&b, "process (the gateway, or the relay) per GiB of payload (median); VmHWM: its peak RSS, highest of the runs (reset\n")
+	fmt.Fprintf(&b, "to the current RSS before each run by clear_refs; the process runs for the whole table). Fixed-rate rows: p50 / p99 ms.\n\n")
+	fmt.Fprintln(&b, "| workload | direct MiB/s | flexway ratio · CPU s/GiB · VmHWM | splice relay ratio · CPU s/GiB · VmHWM |")
+	fmt.Fprintln(&b, "| --- | --: | --- | --- |")
+	for _, sc := range h.scenarios() {
+		fixed := len(h.pick(sc, direct, func(r result) float64 { return r.p99 })) > 0 && strings.Contains(sc, "fixed")
+		mib := func(p string) []float64 { return h.pick(sc, p, func(r result) float64 { return r.mibps }) }
+		var first string
+		if fixed {
+			first = h.latCell(sc, direct)
+		} else {
+			first = spread(mib(direct), "%.0f")
+		}
+		cells := []string{}
+		for _, p := range []string{gateway, relay} {
+			if len(mib(p)) == 0 {
+				cells = append(cells, "–")
+				continue
+			}
+			var lead string
+			if fixed {
+				lead = h.latCell(sc, p)
+			} else {
+				lead = spread(h.ratios(sc, p), "%.2f")
+			}
+			cpu := median(h.pick(sc, p, result.hopCPUPerGiB))
+			hwm := h.pick(sc, p, func(r result) float64 { return r.hopHWM })
+			_, peak := minMax(hwm)
+			cells = append(cells, fmt.Sprintf("%s · %.2f · %.0f MiB", lead, cpu, peak/1024))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", sc, first, cells[0], cells[1])
+	}
+	return b.String()
+}
+
+// latCell is "p50 / p99" (medians) of sc on path p, in ms.
+func (h *harness) latCell(sc, p string) string {
+	p50 := median(h.pick(sc, p, func(r result) float64 { return r.p50 }))
+	p99 := median(h.pick(sc, p, func(r result) float64 { return r.p99 }))
+	return fmtMS(p50) + " / " + fmtMS(p99) + " ms"
+}
+
+// ratios pairs each run of sc on path p with the direct run of the same
+// repetition: p's MiB/s over direct's.
+func (h *harness) ratios(sc, p string) []float64 {
+	d := map[int]float64{}
+	for _, r := range h.results {
+		if r.scenario == sc && r.path == direct {
+			d[r.rep] = r.mibps
+		}
+	}
+	var v []float64
+	for _, r := range h.results {
+		if r.scenario == sc && r.path == p && d[r.rep] > 0 {
+			v = append(v, r.mibps/d[r.rep])
+		}
+	}
+	return v
+}
+
+// table is the markdown table of the medians and spreads, one row per
+// scenario and path (table-detail.md).
 func (h *harness) table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Median of %d runs, (min–max). MiB/s of payload. gw/direct: ratio of the median MiB/s; +p99: gateway p99 − direct p99 (medians).\n", h.repeat)
-	fmt.Fprintf(&b, "Gateway CPU: utime+stime of the gateway process per GiB of payload relayed; peak RSS: VmHWM during the run.\n\n")
-	fmt.Fprintln(&b, "| scenario | path | records/s | MiB/s | p50 ms | p99 ms | p99.9 ms | gw/direct | +p99 ms | gw CPU s/GiB | gw peak RSS MiB |")
+	fmt.Fprintf(&b, "Median of %d runs, (min–max). MiB/s of payload. /direct: ratio of the median MiB/s; +p99: the path's p99 − direct p99 (medians).\n", h.repeat)
+	fmt.Fprintf(&b, "hop: the relaying process (the gateway, or the splice relay): utime+stime per GiB of payload; peak RSS: VmHWM during the run.\n\n")
+	fmt.Fprintln(&b, "| scenario | path | records/s | MiB/s | p50 ms | p99 ms | p99.9 ms | /direct | +p99 ms | hop CPU s/GiB | hop peak RSS MiB |")
 	fmt.Fprintln(&b, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, sc := range h.scenarios() {
 		dm := median(h.pick(sc, direct, func(r result) float64 { return r.mibps }))
 		dp99 := median(h.pick(sc, direct, func(r result) float64 { return r.p99 }))
-		for _, p := range []string{direct, gateway} {
+		for _, p := range paths {
 			recs := h.pick(sc, p, func(r result) float64 { return r.recs })
 			if len(recs) == 0 {
 				continue
 			}
 			mib := h.pick(sc, p, func(r result) float64 { return r.mibps })
 			ratio, addP99, cpu, rss := "", "", "", ""
-			if p == gateway {
+			if p != direct {
 				ratio = fmt.Sprintf("%.2f", median(mib)/dm)
 				if gp := median(h.pick(sc, p, func(r result) float64 { return r.p99 })); !math.IsNaN(gp) {
 					addP99 = fmt.Sprintf("%+.2f", gp-dp99)
 				}
-				cpu = spread(h.pick(sc, p, result.gwCPUPerGiB), "%.2f")
-				rss = fmt.Sprintf("%.0f", median(h.pick(sc, p, func(r result) float64 { return r.gwHWM }))/1024)
+				cpu = spread(h.pick(sc, p, result.hopCPUPerGiB), "%.2f")
+				rss = fmt.Sprintf("%.0f", median(h.pick(sc, p, func(r result) float64 { return r.hopHWM }))/1024)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, p,
 				median(recs), spread(mib, "%.1f"),

@@ -22,7 +22,7 @@ func (h *harness) sweep() {
 	h.say("record-size sweep: %v B, %d runs each (acks=1, unlimited rate)", h.sizes, h.plotRepeat)
 	for rep := 1; rep <= h.plotRepeat; rep++ {
 		for _, size := range h.sizes {
-			for _, p := range order(rep) {
+			for _, p := range order(rep, direct, gateway) {
 				h.measure(sc(size), p, rep, func() (result, error) { return h.perfProducer(p, "1", size, count(size), -1) })
 			}
 		}
@@ -47,7 +47,7 @@ func (h *harness) sweep() {
 		fmt.Fprintf(&dat, " %d\n", count(size))
 		fmt.Fprintf(&md, "| %s | %d | %s | %s | %.2f | %s | %s | %s |\n", sizeLabel(size), count(size),
 			spread(mib(direct), "%.1f"), spread(mib(gateway), "%.1f"), median(mib(gateway))/median(mib(direct)),
-			spreadMS(p99(direct)), spreadMS(p99(gateway)), spread(h.pick(s, gateway, result.gwCPUPerGiB), "%.2f"))
+			spreadMS(p99(direct)), spreadMS(p99(gateway)), spread(h.pick(s, gateway, result.hopCPUPerGiB), "%.2f"))
 	}
 	datPath := filepath.Join(h.out, "sweep.dat")
 	must(os.WriteFile(datPath, []byte(dat.String()), 0o644))

@@ -15,6 +15,10 @@
 //
 //	loadgen -brokers 127.0.0.1:29092 -user bench-acme -pass KEY -topic perf ...
 //
+// -fetch-max-bytes and -partition-fetch-bytes set the consumer's
+// fetch.max.bytes and max.partition.fetch.bytes (0: franz-go's defaults, 50 MiB
+// and 1 MiB); the large-fetch scenario of the harness uses 50 MiB and 10 MiB.
+//
 // -rate R paces the producer at R records/s (checked about every ms), for
 // latency at a fixed load; latencies are measured in microseconds, finer
 // than kafka-producer-perf-test's milliseconds.
@@ -50,6 +54,8 @@ func main() {
 	consume := flag.Bool("consume", true, "run the consume phase")
 	timeout := flag.Duration("timeout", 5*time.Minute, "limit of each phase")
 	rate := flag.Int("rate", 0, "produce at this many records/s (0: as fast as the client goes)")
+	fetchMax := flag.Int("fetch-max-bytes", 0, "consumer fetch.max.bytes (0: franz-go's default, 50 MiB)")
+	partFetch := flag.Int("partition-fetch-bytes", 0, "consumer max.partition.fetch.bytes (0: franz-go's default, 1 MiB)")
 	flag.Parse()
 	if *pass == "" {
 		*pass = os.Getenv("LOADGEN_PASS")
@@ -66,7 +72,14 @@ func main() {
 		}
 	}
 	if *consume {
-		if err := runConsume(opts, *topic, *n, *timeout); err != nil {
+		copts := opts
+		if *fetchMax > 0 {
+			copts = append(copts, kgo.FetchMaxBytes(int32(*fetchMax)))
+		}
+		if *partFetch > 0 {
+			copts = append(copts, kgo.FetchMaxPartitionBytes(int32(*partFetch)))
+		}
+		if err := runConsume(copts, *topic, *n, *timeout); err != nil {
 			fmt.Fprintln(os.Stderr, "loadgen consume:", err)
 			os.Exit(1)
 		}
@@ -161,7 +174,8 @@ func runConsume(base []kgo.Opt, topic string, n int, limit time.Duration) error 
 	cl, err := kgo.NewClient(append(base,
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		// franz-go's defaults: 50 MiB per fetch, 1 MiB per partition
+		// franz-go's defaults unless -fetch-max-bytes / -partition-fetch-bytes:
+		// 50 MiB per fetch, 1 MiB per partition
 	)...)
 	if err != nil {
 		return err

@@ -547,7 +547,8 @@ func (h *harness) summaryTable() string {
 	fmt.Fprintf(&b, "Median of %d runs (min–max); paths in turn within each run: direct, splice relay, flexway.\n", h.repeat)
 	fmt.Fprintf(&b, "ratio: the path's MiB/s / direct's (median of the per-run ratios, min–max); CPU s/GiB: utime+stime of the relaying\n")
 	fmt.Fprintf(&b, "process (the gateway, or the relay) per GiB of payload (median); VmHWM: its peak RSS, highest of the runs (reset\n")
-	fmt.Fprintf(&b, "to the current RSS before each run by clear_refs; the process runs for the whole table). Fixed-rate rows: p50 / p99 ms.\n\n")
+	fmt.Fprintf(&b, "to the current RSS before each run by clear_refs; the process runs for the whole table). Fixed-rate rows: p50 / p99 ms\n")
+	fmt.Fprintf(&b, "of the producer's records, at half the direct maximum of the unlimited row above (the linger 0 row: a light load).\n\n")
 	fmt.Fprintln(&b, "| workload | direct MiB/s | flexway ratio · CPU s/GiB · VmHWM | splice relay ratio · CPU s/GiB · VmHWM |")
 	fmt.Fprintln(&b, "| --- | --: | --- | --- |")
 	for _, sc := range h.scenarios() {

@@ -25,6 +25,13 @@ func (h *harness) scBigFetch() string {
 	return fmt.Sprintf("franz-go consume 1 KiB, fetch 50 MiB / 10 MiB per partition, %s", mibLabel(h.bigMiB))
 }
 
+func (h *harness) scBigFetchJava() string {
+	return fmt.Sprintf("perf-test consume 1 KiB, fetch 50 MiB / 10 MiB per partition, %s", mibLabel(h.bigMiB))
+}
+
+// bigFetchProps are the Java consumer's properties of the large fetches.
+var bigFetchProps = fmt.Sprintf("fetch.max.bytes=%d\nmax.partition.fetch.bytes=%d\n", bigFetchMax, bigPartFetch)
+
 func mibLabel(mib int) string {
 	if mib >= 1024 && mib%1024 == 0 {
 		return fmt.Sprintf("%d GiB", mib/1024)
@@ -61,7 +68,9 @@ func (h *harness) bigConsume(path string, mib, fetchMax, partFetch int) (result,
 		"-fetch-max-bytes", strconv.Itoa(fetchMax), "-partition-fetch-bytes", strconv.Itoa(partFetch), "-timeout", "30m")
 }
 
-// bigFetch is the large-fetch consumer on every path, BENCH_REPEAT times,
+// bigFetch is the large-fetch consumer on every path, BENCH_REPEAT times
+// (and, with BENCH_BIG_JAVA=1, the consumer perf test with the same fetch
+// sizes),
 // the paths in turn; the gateway and the relay keep running from one run to
 // the next (a heap that grows run after run shows in VmHWM).
 func (h *harness) bigFetch() {
@@ -71,6 +80,14 @@ func (h *harness) bigFetch() {
 	for rep := 1; rep <= h.repeat; rep++ {
 		for _, p := range order(rep) {
 			h.measure(sc, p, rep, func() (result, error) { return h.bigConsume(p, h.bigMiB, bigFetchMax, bigPartFetch) })
+		}
+		if !h.bigJava {
+			continue
+		}
+		for _, p := range order(rep) {
+			h.measure(h.scBigFetchJava(), p, rep, func() (result, error) {
+				return h.perfConsumerOf(p, "big", h.bigMiB<<10, bigFetchProps)
+			})
 		}
 	}
 	h.say("large fetches: %.0f s", time.Since(t0).Seconds())

@@ -64,6 +64,7 @@ type harness struct {
 	parts        map[string]bool // BENCH_PARTS
 	issueOnly    bool            // BENCH_PARTS=issue: the table's rows of issue 11 only
 	bigMiB       int             // BENCH_BIG_MIB
+	bigJava      bool            // BENCH_BIG_JAVA=1: the large fetches with the consumer perf test too
 	rssMiB       int             // BENCH_RSS_MIB
 	rssFetchMiB  []int           // BENCH_RSS_FETCH_MIB
 
@@ -104,6 +105,7 @@ func main() {
 	h.parts = parseParts(envStr("BENCH_PARTS", "table,bigfetch,rssfetch,sweep,profile"))
 	h.issueOnly = h.parts["issue"]
 	h.bigMiB = envInt("BENCH_BIG_MIB", 2048)
+	h.bigJava = os.Getenv("BENCH_BIG_JAVA") == "1"
 	h.rssMiB = envInt("BENCH_RSS_MIB", 1024)
 	h.rssFetchMiB = envInts("BENCH_RSS_FETCH_MIB", []int{1, 2, 5, 10, 20, 50})
 	h.gwPortFrom = envInt("BENCH_GW_PORT", 29092)

@@ -187,11 +187,32 @@ func (h *harness) perfProducer(path, acks string, size, n, rate int) (result, er
 // start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec,
 // rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
 func (h *harness) perfConsumer(path string, n int) (result, error) {
-	args := []string{"--bootstrap-server", h.bootstrap(path), "--topic", "perf", "--messages", strconv.Itoa(n), "--timeout", "60000"}
-	if path == gateway {
+	return h.perfConsumerOf(path, "perf", n, "")
+}
+
+// perfConsumerOf is perfConsumer on topic with extra consumer properties
+// (lines of a properties file, "" for none): through the gateway they go in
+// one file with the SASL ones.
+func (h *harness) perfConsumerOf(path, topic string, n int, props string) (result, error) {
+	args := []string{"--bootstrap-server", h.bootstrap(path), "--topic", topic, "--messages", strconv.Itoa(n), "--timeout", "60000"}
+	switch {
+	case props != "":
+		f := filepath.Join(h.work, "consumer-"+path+".properties")
+		if path == gateway {
+			sasl, err := os.ReadFile(h.clientProps)
+			if err != nil {
+				return result{}, err
+			}
+			props = string(sasl) + props
+		}
+		if err := os.WriteFile(f, []byte(props), 0o600); err != nil {
+			return result{}, err
+		}
+		args = append(args, consumerConfigFlag(), f)
+	case path == gateway:
 		args = append(args, consumerConfigFlag(), h.clientProps)
 	}
-	out, err := h.kafkaTool("consumer-"+path, "org.apache.kafka.tools.ConsumerPerformance", args...)
+	out, err := h.kafkaTool("consumer-"+topic+"-"+path, "org.apache.kafka.tools.ConsumerPerformance", args...)
 	if err != nil {
 		return result{}, err
 	}
@@ -528,7 +549,7 @@ func spreadMS(v []float64) string {
 
 // scenarios lists the table's scenarios that ran, in the table's order.
 func (h *harness) scenarios() []string {
-	all := append([]string{scProduce("all"), scProduce("1"), scConsume, scFranzProduce, scFranzConsume, h.scBigFetch()}, h.fixed...)
+	all := append([]string{scProduce("all"), scProduce("1"), scConsume, scFranzProduce, scFranzConsume, h.scBigFetch(), h.scBigFetchJava()}, h.fixed...)
 	var out []string
 	for _, sc := range all {
 		if len(h.pick(sc, direct, func(r result) float64 { return r.mibps })) > 0 {

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// Each path runs first in one repetition of three, and every path runs in
+// every repetition.
+func TestOrderRotates(t *testing.T) {
+	want := [][]string{
+		{direct, relay, gateway},
+		{relay, gateway, direct},
+		{gateway, direct, relay},
+		{direct, relay, gateway},
+	}
+	for rep := 1; rep <= 4; rep++ {
+		if got := order(rep); !reflect.DeepEqual(got, want[rep-1]) {
+			t.Errorf("order(%d) = %v, want %v", rep, got, want[rep-1])
+		}
+	}
+	if got := order(2, direct, gateway); !reflect.DeepEqual(got, []string{gateway, direct}) {
+		t.Errorf("order(2, direct, gateway) = %v", got)
+	}
+}
+
+// The summary has issue 11's columns, the ratio of each path to direct
+// paired by repetition, the relaying process's CPU per GiB and its highest
+// VmHWM, and latencies on a fixed-rate row.
+func TestSummaryTableShape(t *testing.T) {
+	h := &harness{repeat: 2, bigMiB: 2048}
+	h.fixed = []string{scProduceFixed("all", 1000)}
+	gib := float64(1 << 30)
+	add := func(sc, p string, rep int, mibps, cpu, hwmKiB, p50, p99 float64) {
+		h.results = append(h.results, result{scenario: sc, path: p, rep: rep, recs: 1, mibps: mibps,
+			bytes: gib, hopCPU: cpu, hopHWM: hwmKiB, p50: p50, p99: p99})
+	}
+	sc := h.scBigFetch()
+	add(sc, direct, 1, 500, 0, 0, nan, nan)
+	add(sc, direct, 2, 400, 0, 0, nan, nan)
+	add(sc, gateway, 1, 250, 1.8, 100<<10, nan, nan)
+	add(sc, gateway, 2, 240, 1.9, 300<<10, nan, nan)
+	add(sc, relay, 1, 400, 0.4, 5<<10, nan, nan)
+	add(sc, relay, 2, 360, 0.5, 6<<10, nan, nan)
+	fx := h.fixed[0]
+	add(fx, direct, 1, 1, 0, 0, 1.1, 25)
+	add(fx, gateway, 1, 1, 0.2, 50<<10, 2.3, 111)
+	add(fx, relay, 1, 1, 0.1, 5<<10, 1.9, 49)
+
+	out := h.summaryTable()
+	for _, want := range []string{
+		"| workload | direct MiB/s | flexway ratio · CPU s/GiB · VmHWM | splice relay ratio · CPU s/GiB · VmHWM |",
+		// ratios 0.50 and 0.60 per repetition; CPU median 1.85; VmHWM the highest, 300 MiB
+		"| " + sc + " | 450 (400–500) | 0.55 (0.50–0.60) · 1.85 · 300 MiB | 0.85 (0.80–0.90) · 0.45 · 6 MiB |",
+		"| " + fx + " | 1.10 / 25.0 ms | 2.30 / 111 ms · 0.20 · 50 MiB | 1.90 / 49.0 ms · 0.10 · 5 MiB |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, scProduce("1")) {
+		t.Errorf("a scenario that did not run is in the summary:\n%s", out)
+	}
+}

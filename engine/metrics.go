@@ -281,6 +281,10 @@ func (m *metricsSet) tenantLocked(name string) *tenantLabel {
 		}
 	}
 	t := &tenantLabel{name: labelValue(label)}
+	m.tenants[label] = t
+	if label == labelAnonymous {
+		return t // before authentication: never a tenant of a refusal or a closure
+	}
 	tl := `tenant="` + t.name + `"`
 	t.refused[0] = m.set.NewCounter(`flexway_kafka_connections_refused_total{bound="max_connections_per_tenant",` + tl + `}`)
 	t.refused[1] = m.set.NewCounter(`flexway_kafka_connections_refused_total{bound="max_connection_rate_per_tenant",` + tl + `}`)
@@ -289,7 +293,6 @@ func (m *metricsSet) tenantLocked(name string) *tenantLabel {
 			t.closed[why] = m.set.GetOrCreateCounter(`flexway_kafka_connections_closed_total{cause="` + c.metric + `",` + tl + `}`)
 		}
 	}
-	m.tenants[label] = t
 	return t
 }
 

@@ -171,6 +171,7 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	}
 	if res.ID == nil {
 		cl.e.refusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
+		cl.ts.request(codec.KeySASLAuthenticate, decRefused, causeAuthentication)
 		cl.authFailed(h, mode)
 		return
 	}
@@ -207,9 +208,10 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	cl.process()
 }
 
-// authFailed answers SASL_AUTHENTICATION_FAILED (I4, B1) and closes.
+// authFailed answers SASL_AUTHENTICATION_FAILED (I4, B1) and closes. A
+// refusal by a tenant bound is counted as the bound's, never also as an
+// authentication (seed 001): the caller counts.
 func (cl *client) authFailed(h *codec.RequestHeader, mode authMode) {
-	cl.ts.request(codec.KeySASLAuthenticate, decRefused, causeAuthentication)
 	if mode == authSASL {
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		resp.Version = h.Version

@@ -177,7 +177,9 @@ type tenantSeries struct {
 	bytes        [2]*metrics.Counter
 	budgetWaited *metrics.Counter
 	budgetClosed *metrics.Counter
-	budgetWait   *metrics.PrometheusHistogram
+	// budgetWait is made at the tenant's first wait: most never wait, and
+	// a histogram without an observation only says NaN to a quantile.
+	budgetWait atomic.Pointer[metrics.PrometheusHistogram]
 
 	reqs     [codec.MaxKey + 2][numDecisions][numCauses]atomic.Pointer[metrics.Counter]
 	throttle [numQuotas][numScopes]atomic.Pointer[metrics.PrometheusHistogram]
@@ -323,7 +325,6 @@ func (m *metricsSet) forTenant(cluster, tenant string) *tenantSeries {
 	if t.name != labelAnonymous {
 		ts.budgetWaited = m.set.NewCounter(`flexway_kafka_tenant_budget_total{` + ts.labels + `,outcome="waited"}`)
 		ts.budgetClosed = m.set.NewCounter(`flexway_kafka_tenant_budget_total{` + ts.labels + `,outcome="closed"}`)
-		ts.budgetWait = m.set.NewPrometheusHistogramExt(`flexway_kafka_tenant_budget_wait_seconds{`+ts.labels+`}`, m.waitBuckets)
 	}
 	m.series[key] = ts
 	return ts
@@ -481,9 +482,19 @@ func (m *metricsSet) tenantBudget(ts *tenantSeries, waited bool) {
 }
 
 func (m *metricsSet) tenantWait(ts *tenantSeries, d time.Duration) {
-	if ts.budgetWait != nil {
-		ts.budgetWait.Update(d.Seconds())
+	if ts.t.name == labelAnonymous {
+		return
 	}
+	h := ts.budgetWait.Load()
+	if h == nil {
+		m.mu.Lock()
+		if h = ts.budgetWait.Load(); h == nil {
+			h = m.set.GetOrCreatePrometheusHistogramExt(`flexway_kafka_tenant_budget_wait_seconds{`+ts.labels+`}`, m.waitBuckets)
+			ts.budgetWait.Store(h)
+		}
+		m.mu.Unlock()
+	}
+	h.Update(d.Seconds())
 }
 
 // Metrics returns the engine's metric set (served at /metrics).

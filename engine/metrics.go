@@ -567,3 +567,22 @@ func isAdminAPI(key int16) bool {
 	}
 	return false
 }
+
+// MetricNames are the names of the series /metrics exports (a histogram's
+// _bucket, _sum and _count): what a dashboard or a rule may name.
+func MetricNames() []string {
+	names := []string{
+		"flexway_kafka_connections",
+		"flexway_kafka_requests_total",
+		"flexway_kafka_bytes_total",
+		"flexway_kafka_connections_refused_total",
+		"flexway_kafka_connections_closed_total",
+		"flexway_kafka_tenant_budget_total",
+		"flexway_kafka_upstream_connections_total",
+		"flexway_kafka_panics_total",
+	}
+	for _, h := range []string{"flexway_kafka_throttle_seconds", "flexway_kafka_tenant_budget_wait_seconds"} {
+		names = append(names, h+"_bucket", h+"_sum", h+"_count")
+	}
+	return names
+}

@@ -366,3 +366,17 @@ func TestMetricsTenantCapAndHostileNames(t *testing.T) {
 		t.Logf("/metrics:\n%s", text)
 	}
 }
+
+// MetricNames (what a dashboard or a rule may name) is every family the
+// seed's table gives, and checkClosed's list of them.
+func TestMetricNamesAreTheSeeds(t *testing.T) {
+	names := MetricNames()
+	if len(names) != len(seedLabels) {
+		t.Fatalf("MetricNames %d names, seedLabels %d", len(names), len(seedLabels))
+	}
+	for _, n := range names {
+		if _, ok := seedLabels[n]; !ok {
+			t.Errorf("%s: not in the seed's table", n)
+		}
+	}
+}

@@ -171,7 +171,9 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	}
 	if res.ID == nil {
 		cl.e.refusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
-		cl.ts.request(codec.KeySASLAuthenticate, decRefused, causeAuthentication)
+		if mode != authCert { // a certificate is no request
+			cl.ts.request(codec.KeySASLAuthenticate, decRefused, causeAuthentication)
+		}
 		cl.authFailed(h, mode)
 		return
 	}
@@ -195,7 +197,9 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 		},
 	}
 	cl.setSeries(cl.e.m.forTenant(cl.route.cluster.Name, res.ID.Tenant), mechOf(res.ID.Mechanism))
-	cl.ts.request(codec.KeySASLAuthenticate, decAllowed, causeNone)
+	if mode != authCert {
+		cl.ts.request(codec.KeySASLAuthenticate, decAllowed, causeNone)
+	}
 	switch mode {
 	case authLegacy:
 		cl.write([]byte{0, 0, 0, 0})

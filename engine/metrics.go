@@ -418,8 +418,11 @@ func (m *metricsSet) closed(why closeCause, ts *tenantSeries) {
 	if !m.closures.Load() {
 		return
 	}
-	if why == closeAuthTimeout || ts == nil {
-		m.authTimeout.Inc()
+	if why == closeAuthTimeout {
+		m.authTimeout.Inc() // before authentication: no tenant
+		return
+	}
+	if ts == nil {
 		return
 	}
 	if tc := ts.t.closed[why]; tc != nil {

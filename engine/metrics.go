@@ -181,7 +181,9 @@ type tenantSeries struct {
 	// a histogram without an observation only says NaN to a quantile.
 	budgetWait atomic.Pointer[metrics.PrometheusHistogram]
 
-	reqs     [codec.MaxKey + 2][numDecisions][numCauses]atomic.Pointer[metrics.Counter]
+	// reqs: one row per API, made at its first request (a tenant uses a
+	// few of the table's APIs: ~1 KiB of pointers, not 20).
+	reqs     [codec.MaxKey + 2]atomic.Pointer[reqRow]
 	throttle [numQuotas][numScopes]atomic.Pointer[metrics.PrometheusHistogram]
 }
 
@@ -330,6 +332,9 @@ func (m *metricsSet) forTenant(cluster, tenant string) *tenantSeries {
 	return ts
 }
 
+// reqRow is one API's counters by decision and cause.
+type reqRow [numDecisions][numCauses]atomic.Pointer[metrics.Counter]
+
 // apiIndex is a request's row in tenantSeries.reqs: its key, or the last
 // row for a key out of the table.
 func apiIndex(key int16) int {
@@ -350,8 +355,10 @@ func apiName(k int) string {
 // the series is made at the first request of its kind.
 func (ts *tenantSeries) request(key int16, dec int, cause reqCause) {
 	k := apiIndex(key)
-	slot := &ts.reqs[k][dec][cause]
-	c := slot.Load()
+	var c *metrics.Counter
+	if row := ts.reqs[k].Load(); row != nil {
+		c = row[dec][cause].Load()
+	}
 	if c == nil {
 		c = ts.makeRequest(k, dec, cause)
 	}
@@ -361,7 +368,12 @@ func (ts *tenantSeries) request(key int16, dec int, cause reqCause) {
 func (ts *tenantSeries) makeRequest(k, dec int, cause reqCause) *metrics.Counter {
 	ts.m.mu.Lock()
 	defer ts.m.mu.Unlock()
-	slot := &ts.reqs[k][dec][cause]
+	row := ts.reqs[k].Load()
+	if row == nil {
+		row = new(reqRow)
+		ts.reqs[k].Store(row)
+	}
+	slot := &row[dec][cause]
 	if c := slot.Load(); c != nil {
 		return c
 	}
@@ -510,8 +522,12 @@ func (m *metricsSet) requestCount(key int16, dec int) uint64 {
 	defer m.mu.Unlock()
 	var n uint64
 	for _, ts := range m.series {
-		for c := range ts.reqs[apiIndex(key)][dec] {
-			if p := ts.reqs[apiIndex(key)][dec][c].Load(); p != nil {
+		row := ts.reqs[apiIndex(key)].Load()
+		if row == nil {
+			continue
+		}
+		for c := range row[dec] {
+			if p := row[dec][c].Load(); p != nil {
 				n += p.Get()
 			}
 		}

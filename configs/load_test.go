@@ -664,10 +664,8 @@ func TestLoadNotServed(t *testing.T) {
 		{"audit with a value it would refuse", "audit: { decisions: some }\n",
 			"flexway.yaml:17: " + notBuilt("audit", "the audit of decisions is not built yet"),
 			`audit.decisions: "some" is not a choice`},
-		{"observability.kafka.budget_wait_buckets", "observability:\n  kafka:\n    budget_wait_buckets: [100us, 1ms]\n",
-			"flexway.yaml:18: " + notBuilt("observability.kafka", "the signals' settings are not built yet: budget_wait_buckets and closures keep their defaults"), ""},
-		{"observability.kafka.closures", "observability: { kafka: { closures: false } }\n",
-			"flexway.yaml:17: " + notBuilt("observability.kafka", "the signals' settings are not built yet: budget_wait_buckets and closures keep their defaults"), ""},
+		{"observability.kafka.budget_wait_buckets is served", "observability:\n  kafka:\n    budget_wait_buckets: [100us, 1ms]\n", "", ""},
+		{"observability.kafka.closures is served", "observability: { kafka: { closures: false } }\n", "", ""},
 		{"server.admin is served", "server: { admin: { address: \"127.0.0.1:0\" } }\n", "", ""},
 		{"an empty observability is nothing", "observability: {}\n", "", ""},
 	} {
@@ -707,7 +705,7 @@ func TestNotServedAll(t *testing.T) {
 	for _, ns := range notServed {
 		got = append(got, ns.key.String())
 	}
-	want := []string{"upstreams.*.tls", "upstreams.*.sasl", "listeners.kafka.quotas", "server.counters", "policies", "audit", "observability.kafka"}
+	want := []string{"upstreams.*.tls", "upstreams.*.sasl", "listeners.kafka.quotas", "server.counters", "policies", "audit"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("notServed = %q, want %q", got, want)
 	}

@@ -42,9 +42,6 @@ var notServed = []struct {
 	{path{"audit"}, "the audit of decisions is not built yet", func(f *File, _ string) {
 		f.Audit = Audit{}
 	}},
-	{path{"observability", "kafka"}, "the signals' settings are not built yet: budget_wait_buckets and closures keep their defaults", func(f *File, _ string) {
-		f.Observability.Kafka = nil
-	}},
 }
 
 // refuseNotServed reports each key of notServed written in flexway.yaml and

@@ -108,7 +108,6 @@ func TestSeedSnippetsLoad(t *testing.T) {
 		"quotas-budget.yaml": {"listeners.kafka.quotas", "policies", "server.counters"},
 		"quotas-client.yaml": {"listeners.kafka.quotas", "server.counters"},
 		"quotas-tenant.yaml": {"listeners.kafka.quotas"},
-		"observability.yaml": {"observability.kafka"},
 		"upstreams.yaml":     {"upstreams.events.tls", "upstreams.events.sasl", "upstreams.events-redpanda.tls"},
 	}
 	baseYAML := strings.Replace(readFile(t, "testdata/seed001/flexway.yaml"), seedUpstreamAuth, "", 1)

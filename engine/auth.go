@@ -161,7 +161,7 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 		l := snap.Listener
 		ten, bound := cl.e.tenants.Take(res.ID.Tenant, l.ConnectionsPerTenant(), l.ConnectionRatePerTenant(), time.Now())
 		if ten == nil {
-			cl.e.m.refused(bound.String())
+			cl.e.m.refused(bound.String(), res.ID.Tenant)
 			// Seed 002: past a tenant's bound the answer is SASL_AUTHENTICATION_FAILED, logged as such.
 			cl.e.refusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound.String(), "user", res.User, "tenant", res.ID.Tenant, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
 			cl.authFailed(h, mode)
@@ -171,6 +171,9 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	}
 	if res.ID == nil {
 		cl.e.refusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
+		if mode != authCert { // a certificate is no request
+			cl.ts.request(codec.KeySASLAuthenticate, decRefused, causeAuthentication)
+		}
 		cl.authFailed(h, mode)
 		return
 	}
@@ -193,7 +196,10 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 			MaxRequestBytes:    int64(snap.Listener.MaxRequestBytes),
 		},
 	}
-	cl.e.m.request(codec.KeySASLAuthenticate, decAllowed)
+	cl.setSeries(cl.e.m.forTenant(cl.route.cluster.Name, res.ID.Tenant), mechOf(res.ID.Mechanism))
+	if mode != authCert {
+		cl.ts.request(codec.KeySASLAuthenticate, decAllowed, causeNone)
+	}
 	switch mode {
 	case authLegacy:
 		cl.write([]byte{0, 0, 0, 0})
@@ -206,9 +212,10 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	cl.process()
 }
 
-// authFailed answers SASL_AUTHENTICATION_FAILED (I4, B1) and closes.
+// authFailed answers SASL_AUTHENTICATION_FAILED (I4, B1) and closes. A
+// refusal by a tenant bound is counted as the bound's, never also as an
+// authentication (seed 001): the caller counts.
 func (cl *client) authFailed(h *codec.RequestHeader, mode authMode) {
-	cl.e.m.request(codec.KeySASLAuthenticate, decRefused)
 	if mode == authSASL {
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		resp.Version = h.Version
@@ -327,11 +334,11 @@ func (cl *client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
 		cl.answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
-		cl.e.m.request(codec.KeySASLAuthenticate, decRefused)
+		cl.ts.request(codec.KeySASLAuthenticate, decRefused, causeAuthentication)
 		cl.close(closeReauthRefused)
 		return
 	}
-	cl.e.m.request(codec.KeySASLAuthenticate, decAllowed)
+	cl.ts.request(codec.KeySASLAuthenticate, decAllowed, causeNone)
 	cl.ident = res.ID
 	lifetime := cl.startSession(snap)
 	if snap != cl.snap {

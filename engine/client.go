@@ -42,6 +42,13 @@ type client struct {
 	ipCounted bool          // counted against max_connections_per_ip (B1)
 	tenant    *relay.Tenant // from authentication on: its bounds and share
 	opened    time.Time
+	// ts: the connection's series (its cluster and tenant; _anonymous
+	// before authentication), connMech its mechanism label (O1).
+	ts       *tenantSeries
+	connMech mechIdx
+	// throttling: set by the quota's judgement when the request being
+	// handled is throttled; apply counts it "throttled" and clears it.
+	throttling bool
 
 	state      authState
 	tls        *tlsState   // after the TLS handshake
@@ -103,7 +110,8 @@ func newClient(e *Engine, c gnet.Conn, route portRoute) *client {
 	cl.lp = e.loopOf(c.EventLoop())
 	cl.lp.clients[cl] = struct{}{}
 	cl.snap = snap
-	e.m.connOpened()
+	cl.ts = e.m.forTenant(route.clusterName(), "")
+	e.m.connOpened(cl.ts)
 	return cl
 }
 
@@ -304,7 +312,11 @@ func (cl *client) handle(frame []byte) bool {
 		return cl.closed // else it waits
 	}
 	p := cl.queue.Get()
-	cl.apply(&h, p, cl.judge(&h, frame, grant, p))
+	out := cl.judge(&h, frame, grant, p)
+	if out == decide.Forward && h.Key == codec.KeyProduce {
+		cl.ts.produced(len(frame))
+	}
+	cl.apply(&h, p, out)
 	return true
 }
 
@@ -326,7 +338,7 @@ func (cl *client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
 	case codec.KeyApiVersions:
 		cl.scratch = cl.e.versions[cl.route.cluster.Name].AppendAnswer(cl.scratch[:0], h)
 		cl.answerLocal(cl.scratch)
-		cl.e.m.request(h.Key, decAllowed)
+		cl.ts.request(h.Key, decAllowed, causeNone)
 		return true
 	case codec.KeySASLHandshake, codec.KeySASLAuthenticate:
 		cl.reauthRequest(h, frame)
@@ -346,6 +358,7 @@ func (cl *client) judge(h *codec.RequestHeader, frame []byte, grant int64, p *de
 // owed, its bytes reserved), answered by the gateway, dropped, or the
 // connection closed.
 func (cl *client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Outcome) {
+	cl.countRequest(h.Key, p, out)
 	switch out {
 	case decide.Forward:
 		cl.upCorr++
@@ -360,15 +373,11 @@ func (cl *client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Ou
 			cl.queue.Push(p)
 			cl.lp.pending.Add(1)
 		}
-		cl.e.m.request(h.Key, decAllowed)
 	case decide.Answer:
-		cl.e.m.request(h.Key, decRefused)
 		cl.answerPending(p)
 	case decide.Drop:
-		cl.e.m.request(h.Key, decRefused)
 		cl.queue.Put(p)
 	case decide.Disconnect:
-		cl.e.m.request(h.Key, decRefused)
 		cause := p.Cause
 		cl.queue.Put(p)
 		cl.close(closeRefusedAPI, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", cause)
@@ -397,17 +406,17 @@ func (cl *client) admit(key int16) (int64, bool) {
 	switch v.Kind {
 	case relay.Go:
 		if !cl.waitSince.IsZero() {
-			cl.e.m.tenantWait(time.Since(cl.waitSince))
+			cl.e.m.tenantWait(cl.ts, time.Since(cl.waitSince))
 			cl.waitSince = time.Time{}
 		}
 		return v.Grant, true
 	case relay.Close: // relay.CauseTenantShare, the one cause a budget closes for
-		cl.e.m.tenantBudget(false)
+		cl.e.m.tenantBudget(cl.ts, false)
 		cl.close(closeTenantShare, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
 		return 0, false
 	case relay.WaitBytes:
 		if v.By == relay.LevelTenant && cl.waitSince.IsZero() {
-			cl.e.m.tenantBudget(true)
+			cl.e.m.tenantBudget(cl.ts, true)
 			cl.waitSince = time.Now()
 		}
 	}
@@ -513,7 +522,7 @@ func (cl *client) resume() {
 }
 
 func (cl *client) protocolError(h codec.RequestHeader, err error) {
-	cl.e.m.request(-1, decRefused)
+	cl.ts.request(-1, decRefused, causeUnsupported)
 	if cl.state != stAuthed {
 		cl.close(closePreAuthMalformed, "api_key", h.Key, "error", err.Error())
 		return
@@ -528,7 +537,7 @@ func (cl *client) close(why closeCause, attrs ...any) {
 	if cl.closed {
 		return
 	}
-	cl.e.closing(why, attrs)
+	cl.e.closingFor(why, cl.ts, attrs)
 	_ = cl.c.Close()
 	cl.release()
 }
@@ -568,12 +577,12 @@ func (cl *client) releaseAs(peerClosed bool) {
 	}
 	if cl.up != nil {
 		if peerClosed && cl.state == stAuthed && cl.keepForDrain() {
-			cl.e.m.connClosed()
+			cl.e.m.connClosed(cl.ts, cl.connMech)
 			return
 		}
 		cl.up.closeFromClient()
 	}
-	cl.e.m.connClosed()
+	cl.e.m.connClosed(cl.ts, cl.connMech)
 }
 
 // keepForDrain decides, at a client's own close, whether its broker

@@ -122,9 +122,13 @@ func (c closeCause) String() string { return closeCauses[c].name }
 
 // closing logs and counts one closure: the cause's line with attrs (key,
 // value pairs, after its own "cause" if it has one) and its metric.
-func (e *Engine) closing(why closeCause, attrs []any) {
+func (e *Engine) closing(why closeCause, attrs []any) { e.closingFor(why, nil, attrs) }
+
+// closingFor is closing for a connection whose series are ts (its tenant
+// label; nil: none known).
+func (e *Engine) closingFor(why closeCause, ts *tenantSeries, attrs []any) {
 	c := &closeCauses[why]
-	e.m.closed(why)
+	e.m.closed(why, ts)
 	if c.msg == "" {
 		return
 	}

@@ -31,8 +31,9 @@ func TestClosingLogsAndCounts(t *testing.T) {
 	var buf bytes.Buffer
 	e := &Engine{log: slog.New(slog.NewTextHandler(&buf, nil)), m: newMetrics()}
 	e.refusedLog.perSecond = 10
-	e.closing(closePartialFrame, []any{"cluster", "main", "tenant", "acme"})
-	e.closing(closeIdle, nil)
+	acme := e.m.forTenant("main", "acme")
+	e.closingFor(closePartialFrame, acme, []any{"cluster", "main", "tenant", "acme"})
+	e.closingFor(closeIdle, acme, nil)
 	if n := e.m.closedBy[closeIdle].Get(); n != 2 {
 		t.Fatalf("idle_timeout counted %d times, want 2", n)
 	}
@@ -49,7 +50,7 @@ func TestClosingLogsAndCounts(t *testing.T) {
 	}
 	var out bytes.Buffer
 	e.m.set.WritePrometheus(&out)
-	if !strings.Contains(out.String(), `flexway_kafka_connections_closed_total{cause="idle_timeout"} 2`) {
+	if !strings.Contains(out.String(), `flexway_kafka_connections_closed_total{cause="idle_timeout",tenant="acme"} 2`) {
 		t.Fatalf("metrics:\n%s", out.String())
 	}
 }

@@ -109,7 +109,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		}
 	}
 	e.snap.Store(snap)
-	e.m = newMetrics()
+	e.m = newMetricsFor(snap)
 	maxConns := l.MaxConnections
 	if maxConns <= 0 {
 		maxConns = configs.DefaultMaxConnections

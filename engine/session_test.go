@@ -20,7 +20,7 @@ import (
 // session lifetime; its session goes on across several lifetimes.
 func TestReauthenticationFranzGo(t *testing.T) {
 	env := newTestEnv(t, "", WithSessionLifetime(2*time.Second))
-	before := env.e.m.requests[36][decAllowed].Get()
+	before := env.e.m.requestCount(36, decAllowed)
 	prod := env.client("acme-app")
 	deadline := time.Now().Add(7 * time.Second)
 	n := 0
@@ -29,7 +29,7 @@ func TestReauthenticationFranzGo(t *testing.T) {
 		n++
 		time.Sleep(200 * time.Millisecond)
 	}
-	auths := env.e.m.requests[36][decAllowed].Get() - before
+	auths := env.e.m.requestCount(36, decAllowed) - before
 	// One authentication per connection, then re-authentications: at least
 	// two more on the producing connection over three lifetimes.
 	if auths < 4 {

@@ -121,7 +121,7 @@ func (e *Engine) refusedLine(msg string, args ...any) {
 
 // refuse counts and logs a connection refused by a bound.
 func (e *Engine) refuse(bound, tenant string) {
-	e.m.refused(bound)
+	e.m.refused(bound, tenant)
 	e.refusedLine("kafka connection refused", "bound", bound)
 }
 

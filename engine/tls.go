@@ -234,6 +234,7 @@ func (cl *client) onTLSHello() {
 		return
 	}
 	cl.route = route
+	cl.setSeries(cl.e.m.forTenant(route.cluster.Name, ""), mechNone)
 	ad := newTLSAdapter(cl.c)
 	all, _ := cl.c.Peek(cl.c.InboundBuffered())
 	ad.feed(all) // copied: gnet's buffer is the loop's

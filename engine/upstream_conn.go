@@ -175,6 +175,9 @@ func (u *upstreamConn) onTraffic() {
 		}
 		cl.writev(cl.sess.RW.Vec.Slices())
 		_, _ = u.c.Discard(total)
+		if p.Key == codec.KeyFetch {
+			cl.ts.fetched(total)
+		}
 		if cl.closed {
 			return
 		}
@@ -241,6 +244,7 @@ func (u *upstreamConn) feed() bool {
 		}
 		if used > 0 { // gnet's Discard(0) discards everything
 			_, _ = u.c.Discard(used)
+			cl.ts.fetched(used)
 		}
 		if cl.closed {
 			return false

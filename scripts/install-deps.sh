@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PKGS=(kcat python3-confluent-kafka python3-kafka redis-server gnuplot-nox
-      python3-venv openssl)   # python3-venv: scripts/install-rdkafka.sh; openssl: configs/examples/make-demo-certs.sh
+      python3-venv openssl prometheus)   # python3-venv: scripts/install-rdkafka.sh; openssl: configs/examples/make-demo-certs.sh; prometheus: promtool (configs/prometheus, engine's PromQL test)
 # Java 17 and Maven are needed by install-kafka.sh / kafka-start.sh / kafka-tool.sh.
 command -v javac >/dev/null 2>&1 || PKGS+=(openjdk-17-jdk-headless)
 command -v mvn  >/dev/null 2>&1 || PKGS+=(maven)

@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -18,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/engine"
@@ -139,19 +137,9 @@ func reload(ctx context.Context, path string, e *engine.Engine, log *slog.Logger
 	}
 }
 
-// serveAdmin serves /metrics and /healthz (O4).
+// serveAdmin serves the admin endpoint (O4; adminHandler, status.go).
 func serveAdmin(addr string, e *engine.Engine, log *slog.Logger) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		e.Metrics().WritePrometheus(w)
-		metrics.WriteProcessMetrics(w)
-	})
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	mux.HandleFunc("/config", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(boundsInForce(e.Snapshot()))
-	})
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: addr, Handler: adminHandler(e), ReadHeaderTimeout: 5 * time.Second}
 	if err := srv.ListenAndServe(); err != nil {
 		log.Error("admin endpoint stopped", "address", addr, "error", err.Error())
 	}

@@ -1,0 +1,22 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+)
+
+// sumSeries sums the samples of the exposition text whose line starts with
+// prefix (a metric name and "{", or a whole series).
+func sumSeries(text, prefix string) float64 {
+	var n float64
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			n += v
+		}
+	}
+	return n
+}

@@ -270,7 +270,7 @@ func (r *Redis) reconcile(timeout time.Duration) {
 		return
 	}
 	pipe.Exec(ctx) // each command's error is read below
-	var err error // the first failure: Redis unreachable, or refusing
+	var err error  // the first failure: Redis unreachable, or refusing
 	fail := func(e error) {
 		if err == nil {
 			err = e

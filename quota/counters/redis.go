@@ -266,8 +266,11 @@ func (r *Redis) reconcile(timeout time.Duration) {
 		pends = append(pends, pendOp{key, pipe.IncrBy(ctx, key, p.delta)})
 		pipe.ExpireAt(ctx, key, p.expire)
 	}
+	var ping *redis.StatusCmd
 	if len(ops) == 0 && len(pends) == 0 {
-		return
+		// Nothing counted yet: a PING, so that a store unreachable from
+		// the start is said at once, not at the first request.
+		ping = pipe.Ping(ctx)
 	}
 	pipe.Exec(ctx) // each command's error is read below
 	var err error  // the first failure: Redis unreachable, or refusing
@@ -275,6 +278,9 @@ func (r *Redis) reconcile(timeout time.Duration) {
 		if err == nil {
 			err = e
 		}
+	}
+	if ping != nil && ping.Err() != nil {
+		fail(ping.Err())
 	}
 
 	for _, o := range ops {

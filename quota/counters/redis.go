@@ -46,8 +46,8 @@ type Redis struct {
 
 	// The reconciliation's own (one goroutine).
 	pending  map[string]pendingDelta // finished day/month windows' deltas Redis has not taken
-	down     bool
-	lastDown time.Time
+	down     bool                    // an unreachable line said, no reachable line since
+	lastDown time.Time               // the last unreachable line
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -340,13 +340,14 @@ func (r *Redis) reconcile(timeout time.Duration) {
 		}
 	}
 
-	failed := err != nil
+	// A line a minute at most, whatever the store does: a store that comes
+	// and goes says it once, and once that it is back.
 	switch {
-	case failed && (!r.down || now.Sub(r.lastDown) >= downLogEvery):
+	case err != nil && (r.lastDown.IsZero() || now.Sub(r.lastDown) >= downLogEvery):
 		r.log.Warn("shared counter store unreachable: deciding on this replica's counts until it is back",
 			"store", r.host, "error", err.Error())
 		r.down, r.lastDown = true, now
-	case !failed && r.down:
+	case err == nil && r.down:
 		r.log.Info("shared counter store reachable again: this replica's counts reconciled", "store", r.host)
 		r.down = false
 	}

@@ -151,7 +151,7 @@ func TestRedisDownKeepsDecidingAndReconciles(t *testing.T) {
 	}
 	// Atomics: microseconds; the bound is wide for a loaded machine, and far
 	// below a Redis round trip's timeout (1 s).
-	if slowest > 100*time.Millisecond {
+	if slowest > 250*time.Millisecond {
 		t.Fatalf("an Add+Total took %s while redis was down", slowest)
 	}
 	if got := ca.Total(time.Now()); got < int64(n+1) {
@@ -160,7 +160,7 @@ func TestRedisDownKeepsDecidingAndReconciles(t *testing.T) {
 	eventually(t, 5*time.Second, "the unreachable line", func() bool { return bufA.count("shared counter store unreachable") >= 1 })
 	time.Sleep(5 * sync) // more failed syncs: still one line
 	if got := bufA.count("shared counter store unreachable"); got != 1 {
-		t.Fatalf("%d unreachable lines in %s of outage, want 1 (a minute apart):\n%s", got, 2*time.Second, bufA.String())
+		t.Fatalf("%d unreachable lines in 2s of outage, want 1 (a minute apart):\n%s", got, bufA.String())
 	}
 	if !strings.Contains(bufA.String(), "store="+srv.Addr()) {
 		t.Fatalf("the line must name the store's host %s:\n%s", srv.Addr(), bufA.String())
@@ -178,8 +178,11 @@ func TestRedisDownKeepsDecidingAndReconciles(t *testing.T) {
 		return ca.Total(now) == want && cb.Total(now) == want
 	})
 	eventually(t, 5*time.Second, "the reachable-again line", func() bool { return bufA.count("shared counter store reachable again") == 1 })
-	// Nothing sent twice.
+	// Nothing sent twice; no more lines.
 	time.Sleep(5 * sync)
+	if got := bufA.count("shared counter store unreachable"); got != 1 {
+		t.Fatalf("%d unreachable lines, want 1:\n%s", got, bufA.String())
+	}
 	if got := redisInt(t, srv, dayKey("acme", now)); got != want {
 		t.Fatalf("redis holds %d after more syncs, want %d: a delta was sent twice", got, want)
 	}

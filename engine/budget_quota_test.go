@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +101,22 @@ func TestProduceQuotaBudget(t *testing.T) {
 				v, err := srv.Do("GET", key)
 				return err == nil && v == fmt.Sprint(int64(tc.admitted)+tc.othersIn)
 			})
+
+			// A reload that raises the limit applies at the next Produce;
+			// what was spent is kept.
+			yamlPath := filepath.Join(env.dir, "flexway.yaml")
+			raw, err := os.ReadFile(yamlPath)
+			must(t, err)
+			must(t, os.WriteFile(yamlPath, []byte(strings.Replace(string(raw), "limits: "+tc.limits, "limits: { day: 1000, month: 1000 }", 1)), 0o600))
+			snap, err := configs.Load(yamlPath)
+			must(t, err)
+			must(t, env.e.Reload(ctx, snap))
+			if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("after-reload")}).FirstErr(); err != nil {
+				t.Fatalf("produce after the reload raised the limit: %v", err)
+			}
+			if got := month.Total(time.Now()); got != int64(tc.admitted)+tc.othersIn+1 {
+				t.Fatalf("the month's count after the reload: %d, want %d (what was spent is kept)", got, int64(tc.admitted)+tc.othersIn+1)
+			}
 
 			// Another tenant's budget is its own.
 			other := env.client("globex-app", kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))

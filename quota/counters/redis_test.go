@@ -305,3 +305,68 @@ func TestWindowTags(t *testing.T) {
 		t.Fatal(e)
 	}
 }
+
+// Two replicas spending at once: each one's total is never above what both
+// spent, and never below what both had spent a sync window or two before
+// (B's count reaches Redis at B's sync, A reads it at A's; the bound allows
+// three syncs for a loaded machine).
+func TestTwoReplicasWithinASync(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	const every = 100 * time.Millisecond
+	a := openT(t, srv.URL(), every, nil, nil)
+	b := openT(t, srv.URL(), every, nil, nil)
+	ca, cb := a.Counter("acme", quota.Month), b.Counter("acme", quota.Month)
+	var spent atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, c := range []quota.Counter{ca, cb} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// spent is raised before the Add: a total is never above it.
+				spent.Add(1)
+				c.Add(time.Now(), 1)
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	type sample struct {
+		at    time.Time
+		spent int64
+	}
+	var samples []sample
+	end := time.Now().Add(2 * time.Second)
+	for time.Now().Before(end) {
+		now := time.Now()
+		before := spent.Load() // spent up to now, some not yet Added
+		samples = append(samples, sample{now, before})
+		ta, tb := ca.Total(now), cb.Total(now)
+		after := spent.Load()
+		if ta > after || tb > after {
+			t.Fatalf("totals %d, %d above what was spent (%d)", ta, tb, after)
+		}
+		// What was spent 3 syncs ago is in both totals now.
+		for i := len(samples) - 1; i >= 0; i-- {
+			if now.Sub(samples[i].at) >= 3*every {
+				if old := samples[i].spent; ta < old-2 || tb < old-2 { // two Adds may trail their spent.Add
+					t.Fatalf("at %s: totals %d, %d, below the %d spent %s before", now.Format("15:04:05.000"), ta, tb, old, now.Sub(samples[i].at))
+				}
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	total := spent.Load()
+	eventually(t, 10*every, "both totals exact once the spending stops", func() bool {
+		now := time.Now()
+		return ca.Total(now) == total && cb.Total(now) == total
+	})
+}

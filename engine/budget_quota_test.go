@@ -199,3 +199,40 @@ func TestProduceQuotaStoreUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// Two gateways sharing one Redis hold one budget: what the tenant spent
+// through the first is counted by the second once it synced.
+func TestProduceQuotaSharedByTwoGateways(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	t.Setenv("COUNTERS_URL", srv.URL())
+	ec := envConfig{
+		listenerExtra: "    quotas: { quota: plans }\n",
+		extra: "server:\n  counters: { store: \"${COUNTERS_URL}\", sync: 100ms }\n" +
+			"policies:\n  definitions:\n    plans: { type: quota, config: { limits: { day: 5 } } }\n",
+	}
+	first, second := newTestEnvWith(t, ec), newTestEnvWith(t, ec)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	produce := func(env *testEnv, n int) (admitted int) {
+		prod := env.client("acme-orders-producer", kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))
+		for i := 0; i < n; i++ {
+			err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("x")}).FirstErr()
+			switch {
+			case err == nil:
+				admitted++
+			case !errors.Is(err, kerr.PolicyViolation):
+				t.Fatalf("produce: %v", err)
+			}
+		}
+		return admitted
+	}
+	if got := produce(first, 3); got != 3 {
+		t.Fatalf("the first gateway admitted %d of 3 within a budget of 5", got)
+	}
+	day := second.e.counters.Counter("plans:acme", quota.Day)
+	waitUntil(t, 5*time.Second, "the second gateway counts the first's 3", func() bool { return day.Total(time.Now()) == 3 })
+	if got := produce(second, 4); got != 2 {
+		t.Fatalf("the second gateway admitted %d, want the 2 left of the day's 5", got)
+	}
+	second.waitLog(5*time.Second, "kafka produce refused: the tenant's quota is spent", "window=day")
+}

@@ -649,16 +649,20 @@ func TestLoadNotServed(t *testing.T) {
 		{"upstreams.<name>.sasl with a mechanism it would refuse", `upstreams.events.sasl: { mechanism: GSSAPI }`,
 			"flexway.yaml:8: " + notBuilt("upstreams.events.sasl", "SASL towards the brokers is not built yet: the gateway connects without a principal"),
 			`upstreams.events.sasl.mechanism: "GSSAPI" is not one of`},
-		{"listeners.kafka.quotas", "    quotas: { tenant: { producer_byte_rate: 10MiB } }\n",
-			"flexway.yaml:19: " + notBuilt("listeners.kafka.quotas", "KIP-219 quotas are not built yet"), ""},
-		{"listeners.kafka.quotas empty", "    quotas: {}\n",
-			"flexway.yaml:19: " + notBuilt("listeners.kafka.quotas", "KIP-219 quotas are not built yet"), ""},
-		{"server.counters", "server: { counters: { store: \"${COUNTERS_URL}\" } }\n",
-			"flexway.yaml:17: " + notBuilt("server.counters", "the shared counter store is not built yet"), ""},
-		{"server.counters beside server.admin", "server:\n  admin: { address: \"127.0.0.1:0\" }\n  counters: { store: \"${COUNTERS_URL}\" }\n",
-			"flexway.yaml:19: " + notBuilt("server.counters", "the shared counter store is not built yet"), ""},
-		{"policies", "policies:\n  definitions:\n    plans: { type: quota, config: { limits: { day: 100000 } } }\n",
-			"flexway.yaml:17: " + notBuilt("policies", "quota policies are not built yet"), ""},
+		{"listeners.kafka.quotas.tenant", "    quotas: { tenant: { producer_byte_rate: 10MiB } }\n",
+			"flexway.yaml:19: " + notBuilt("listeners.kafka.quotas.tenant", "KIP-219 quotas are not built yet"), ""},
+		{"listeners.kafka.quotas.client", "    quotas:\n      client: { request_rate: 10 }\n",
+			"flexway.yaml:20: " + notBuilt("listeners.kafka.quotas.client", "KIP-219 quotas are not built yet"), ""},
+		{"listeners.kafka.quotas.window", "    quotas: { window: 20s }\n",
+			"flexway.yaml:19: " + notBuilt("listeners.kafka.quotas.window", "KIP-219 quotas are not built yet"),
+			"listeners.kafka.quotas.window: 20s"},
+		{"listeners.kafka.quotas.max_throttle", "    quotas: { max_throttle: 5s }\n",
+			"flexway.yaml:19: " + notBuilt("listeners.kafka.quotas.max_throttle", "KIP-219 quotas are not built yet"), ""},
+		// Served (issue 8 item 4): the day/month budget and its store.
+		{"listeners.kafka.quotas empty is served", "    quotas: {}\n", "", ""},
+		{"server.counters is served", "server: { counters: { store: \"${COUNTERS_URL}\" } }\n", "", ""},
+		{"server.counters beside server.admin is served", "server:\n  admin: { address: \"127.0.0.1:0\" }\n  counters: { store: \"${COUNTERS_URL}\" }\n", "", ""},
+		{"policies are served", "policies:\n  definitions:\n    plans: { type: quota, config: { limits: { day: 100000 } } }\n", "", ""},
 		{"audit", "audit: { decisions: all }\n",
 			"flexway.yaml:17: " + notBuilt("audit", "the audit of decisions is not built yet"), ""},
 		{"audit with a value it would refuse", "audit: { decisions: some }\n",
@@ -705,7 +709,8 @@ func TestNotServedAll(t *testing.T) {
 	for _, ns := range notServed {
 		got = append(got, ns.key.String())
 	}
-	want := []string{"upstreams.*.tls", "upstreams.*.sasl", "listeners.kafka.quotas", "server.counters", "policies", "audit"}
+	want := []string{"upstreams.*.tls", "upstreams.*.sasl", "listeners.kafka.quotas.client", "listeners.kafka.quotas.tenant",
+		"listeners.kafka.quotas.window", "listeners.kafka.quotas.max_throttle", "audit"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("notServed = %q, want %q", got, want)
 	}

@@ -16,8 +16,11 @@ import (
 // and max_tenant_in_flight_bytes (seed 001 "Rechargement"); then
 // observability.kafka.budget_wait_buckets (seed 001: an histogram's bounds are
 // fixed at its creation; not served by this version, see notServed, so both
-// sides hold the defaults until it is), and our own server.admin.address and
-// upstreams.<name>.embedded (a socket bound, a broker started at start).
+// sides hold the defaults until it is), our own server.admin.address and
+// upstreams.<name>.embedded (a socket bound, a broker started at start), and
+// server.counters (the seeds are silent: the shared store and the counts it
+// holds live as long as the process; a new store would start every tenant's
+// budget again from what it holds).
 // The result is sorted; nil when nothing start-only changed or old is nil.
 func (s *Snapshot) StartOnlyDiff(old *Snapshot) []string {
 	if old == nil || s == nil {
@@ -45,6 +48,7 @@ func (s *Snapshot) StartOnlyDiff(old *Snapshot) []string {
 	if s.File != nil && old.File != nil {
 		differ("observability.kafka.budget_wait_buckets", budgetBuckets(s.File), budgetBuckets(old.File))
 		differ("server.admin.address", adminAddress(s.File), adminAddress(old.File))
+		differ("server.counters", s.File.Server.Counters, old.File.Server.Counters)
 	}
 	names := map[string]bool{}
 	for n := range s.Upstreams {

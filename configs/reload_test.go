@@ -37,6 +37,12 @@ func TestStartOnlyDiff(t *testing.T) {
 		{"the admin address", []edit{
 			{"flexway", "version: 1\n", "version: 1\nserver: { admin: { address: \"127.0.0.1:9464\" } }\n"},
 		}, []string{"server.admin.address"}},
+		{"the shared counter store (issue 8.4: its counts live with the process)", []edit{
+			{"flexway", "version: 1\n", "version: 1\nserver: { counters: { store: \"redis://127.0.0.1:6390\" } }\n"},
+		}, []string{"server.counters"}},
+		{"a quota policy's limits are reloadable", []edit{
+			{"flexway", "version: 1\n", "version: 1\npolicies: { definitions: { plans: { type: quota, config: { limits: { day: 5 } } } } }\n"},
+		}, nil},
 		// observability.kafka is not served yet (notServed): the check of
 		// the version that serves it.
 		{"histogram bounds", []edit{

@@ -105,9 +105,8 @@ func TestSeedSnippetsLoad(t *testing.T) {
 	}
 	// The keys each snippet sets that are not served, in the report's order.
 	notServedBy := map[string][]string{
-		"quotas-budget.yaml": {"listeners.kafka.quotas", "policies", "server.counters"},
-		"quotas-client.yaml": {"listeners.kafka.quotas", "server.counters"},
-		"quotas-tenant.yaml": {"listeners.kafka.quotas"},
+		"quotas-client.yaml": {"listeners.kafka.quotas.client", "listeners.kafka.quotas.max_throttle", "listeners.kafka.quotas.tenant", "listeners.kafka.quotas.window"},
+		"quotas-tenant.yaml": {"listeners.kafka.quotas.tenant"},
 		"upstreams.yaml":     {"upstreams.events.tls", "upstreams.events.sasl", "upstreams.events-redpanda.tls"},
 	}
 	baseYAML := strings.Replace(readFile(t, "testdata/seed001/flexway.yaml"), seedUpstreamAuth, "", 1)

@@ -78,6 +78,9 @@ type client struct {
 	// at its close: what a broker would still handle (see drainOrphans).
 	orphan []byte
 
+	// quota: its tenant's day/month budget counters (budget_quota.go)
+	quota tenantQuota
+
 	lastActive time.Time
 	// frameSince: bytes of a request not yet whole have waited since then
 	// (zero: none). The sweep closes an authenticated connection whose
@@ -351,6 +354,9 @@ func (cl *client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
 // answer; p receives what the answer will need.
 func (cl *client) judge(h *codec.RequestHeader, frame []byte, grant int64, p *decide.Pending) decide.Outcome {
 	out := cl.sess.Request(h, frame, cl.upCorr+1, int32(min(grant, int64(cl.fetchCap()))), p)
+	if out == decide.Forward && h.Key == codec.KeyProduce {
+		out = cl.produceQuota(h, frame, p, out) // budget_quota.go
+	}
 	return out
 }
 

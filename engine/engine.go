@@ -21,6 +21,7 @@ import (
 	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/quota"
 	"github.com/flexway/flexway/relay"
 	"github.com/flexway/flexway/upstream"
 	"github.com/panjf2000/ants/v2"
@@ -60,6 +61,12 @@ type Engine struct {
 	unmappedSeen sync.Map
 	m            *metricsSet
 	unauth       atomic.Int64
+
+	// counters is server.counters' shared store (quota/counters), nil
+	// without one; ownCounters: opened here, closed when the engine stops.
+	counters    quota.Store
+	ownCounters bool
+	quotaLog    rateLimiter // "kafka produce refused: the tenant's quota is spent"
 }
 
 // portRoute says what a listener port serves.
@@ -213,6 +220,13 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		return nil, err
 	}
 	e.hsPool = hs
+	if err := e.openCounters(snap); err != nil {
+		e.acc.stop()
+		e.pool.Release()
+		e.hsPool.Release()
+		e.closeUpstreams()
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -288,6 +302,7 @@ func (e *Engine) Serve() error {
 		default:
 		}
 		e.closeUpstreams()
+		e.closeCounters()
 		close(e.stopped)
 		return err
 	}
@@ -309,6 +324,7 @@ func (e *Engine) Serve() error {
 	default:
 	}
 	e.closeUpstreams()
+	e.closeCounters()
 	close(e.stopped)
 	return err
 }

@@ -209,6 +209,7 @@ type envConfig struct {
 	nports        int    // the fallback range: the bootstrap and nports-1 brokers (default 4)
 	firstNodeID   *int32 // first_node_id of the range; default the upstream's first node (0 on kfake, 1 on a real broker)
 	upstream      string // the lines under upstreams.events after protocol (4 spaces of indent); default kfake or the real broker
+	extra         string // top-level lines appended to flexway.yaml (server:, policies:)
 }
 
 func newTestEnvWith(t *testing.T, ec envConfig, opt ...Option) *testEnv {
@@ -267,7 +268,7 @@ listeners:
       advertised_host: 127.0.0.1
       clusters:
         shop: { ports: { from: %d, to: %d }, first_node_id: %d }
-`, upstream, loopbackBounds(ec.listenerExtra), base, base+nports-1, firstNode)
+%s`, upstream, loopbackBounds(ec.listenerExtra), base, base+nports-1, firstNode, ec.extra)
 	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
 	contract := strings.ReplaceAll(testContract, `address: "{tenant}.`, `address: "`+env.prefix+`{tenant}.`)
 	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(contract), 0o600))

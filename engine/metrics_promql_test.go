@@ -340,15 +340,3 @@ func TestMetricsSeedPromQL(t *testing.T) {
 		t.Logf("%s\n  = %v", q, exp[i])
 	}
 }
-
-// waitUntil polls cond until it holds, or fails the test after d.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

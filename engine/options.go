@@ -3,6 +3,8 @@ package engine
 import (
 	"log/slog"
 	"time"
+
+	"github.com/flexway/flexway/quota"
 )
 
 // Options tune the engine beyond flexway.yaml; tests use them, production
@@ -21,6 +23,9 @@ type Options struct {
 	AuthWorkers int
 	// SessionLifetime, if set, caps max_session_lifetime (tests).
 	SessionLifetime time.Duration
+	// Counters, if set, is the shared counter store instead of the one
+	// server.counters names (tests); the engine does not close it.
+	Counters quota.Store
 }
 
 // Option sets an option.
@@ -41,3 +46,7 @@ func WithReadBufferCap(n int) Option { return func(o *Options) { o.ReadBufferCap
 // WithSessionLifetime caps every session's lifetime below
 // max_session_lifetime (whose floor is 1m): tests of KIP-368 use it.
 func WithSessionLifetime(d time.Duration) Option { return func(o *Options) { o.SessionLifetime = d } }
+
+// WithCounters gives the engine its shared counter store (tests: a store
+// they hold, on a Redis they started).
+func WithCounters(s quota.Store) Option { return func(o *Options) { o.Counters = s } }

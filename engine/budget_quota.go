@@ -1,0 +1,67 @@
+package engine
+
+// The day/month budget of a tenant's Produce requests (issue 8 item 4, SPEC
+// Q3, seed 001 "Quotas : l'étranglement de KIP-219"): listeners.kafka.quotas
+// .quota names a policies.definitions entry of type quota; each Produce the
+// gateway would forward counts one in the tenant's Counter(<policy>:<tenant>)
+// per UTC day and per UTC month of the shared store (server.counters). At
+// the limit the Produce is answered POLICY_VIOLATION on every partition and
+// nothing reaches the broker.
+
+import (
+	"time"
+
+	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/quota"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// tenantQuota is a client's handles on its tenant's budget counters, made
+// at its first Produce and again when the policy or the tenant changes.
+type tenantQuota struct {
+	policy, tenant string
+	day, month     quota.Counter
+}
+
+// produceQuota applies the tenant's budget to a Produce decide judged
+// Forward (out): it counts it, or refuses it when a window is spent. The
+// check reads the budget then counts: requests judged at the same moment on
+// other loops (or other replicas, within a sync) may pass the limit by as
+// many (DESIGN.md).
+func (cl *client) produceQuota(h *codec.RequestHeader, frame []byte, p *decide.Pending, out decide.Outcome) decide.Outcome {
+	q := cl.snap.Listener.Quotas
+	if q == nil || q.Quota == "" || cl.e.counters == nil || cl.ident == nil {
+		return out
+	}
+	pol := cl.snap.File.Policies.Definitions[q.Quota]
+	if pol == nil || pol.Config.Limits == nil {
+		return out
+	}
+	lim := pol.Config.Limits
+	tq := &cl.quota
+	if tq.day == nil || tq.policy != q.Quota || tq.tenant != cl.ident.Tenant {
+		name := q.Quota + ":" + cl.ident.Tenant
+		*tq = tenantQuota{policy: q.Quota, tenant: cl.ident.Tenant,
+			day: cl.e.counters.Counter(name, quota.Day), month: cl.e.counters.Counter(name, quota.Month)}
+	}
+	now := time.Now()
+	var window string
+	var limit int64
+	switch {
+	case lim.Day > 0 && tq.day.Total(now) >= lim.Day:
+		window, limit = "day", lim.Day
+	case lim.Month > 0 && tq.month.Total(now) >= lim.Month:
+		window, limit = "month", lim.Month
+	default:
+		tq.day.Add(now, 1)
+		tq.month.Add(now, 1)
+		return out
+	}
+	if ok, dropped := cl.e.quotaLog.allow(); ok {
+		cl.e.log.Warn("kafka produce refused: the tenant's quota is spent",
+			"cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "policy", q.Quota,
+			"window", window, "limit", limit, "lines_dropped", dropped)
+	}
+	return cl.sess.RefuseProduce(h, frame, p, kerr.PolicyViolation.Code)
+}

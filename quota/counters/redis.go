@@ -1,0 +1,354 @@
+// Package counters is the shared counter store of server.counters (issue 8
+// item 4, SPEC Q3): quota.Store over a real Redis, and Local, the store of a
+// replica alone.
+//
+// A replica decides alone: a Counter's Add and Total are atomics on this
+// replica's memory. One goroutine reconciles every `sync`: in one pipeline,
+// it adds each counter's unsent delta to the window's key (INCRBY, then
+// EXPIREAT a little after the window's end) and reads back the total, from
+// which it learns what the other replicas spent. Redis unreachable: the
+// replica keeps deciding on what it knows, logs once a minute, and sends
+// the deltas it kept when Redis is back.
+package counters
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/flexway/flexway/quota"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// DefaultSync is the reconciliation's period when none is given (the
+// configuration's default, configs.DefaultCountersSync: the seeds name
+// `sync` without a default).
+const DefaultSync = time.Second
+
+// downLogEvery bounds the log of an unreachable store: a line a minute.
+const downLogEvery = time.Minute
+
+// Redis is a quota.Store shared through a Redis.
+type Redis struct {
+	cl   *redis.Client // nil: Local (the reconciliation only empties finished windows)
+	host string        // the store's host:port (or socket path) for the logs: never the URL
+	sync time.Duration
+	log  *slog.Logger
+	now  func() time.Time
+
+	mu     sync.Mutex // Counter and the reconciliation's list; never Add or Total
+	byName map[counterKey]*counter
+	all    []*counter // append-only
+
+	// The reconciliation's own (one goroutine).
+	pending  map[string]pendingDelta // finished day/month windows' deltas Redis has not taken
+	down     bool                    // an unreachable line said, no reachable line since
+	lastDown time.Time               // the last unreachable line
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+type counterKey struct {
+	name   string
+	window quota.Window
+}
+
+type pendingDelta struct {
+	delta  int64
+	expire time.Time // the key's end: past it, the delta is dropped
+}
+
+var _ quota.Store = (*Redis)(nil)
+
+var quietOnce sync.Once
+
+// discard silences go-redis's own logger (connection pool notices): the
+// store logs its state itself, once a minute at most.
+type discard struct{}
+
+func (discard) Printf(context.Context, string, ...any) {}
+
+// ErrStoreURL is Open's error for a URL it cannot use. It never holds the
+// URL (a password may be in it).
+var ErrStoreURL = errors.New("server.counters.store: not a usable redis://, rediss:// or unix:// URL")
+
+// Open returns the store at rawURL (redis://[user:password@]host:port[/db],
+// rediss://…, unix://…), reconciled every sync (DefaultSync if 0 or less).
+// It does not wait for Redis: a store that is not there yet is one that is
+// unreachable (local counts, a line a minute, reconciled when it comes).
+func Open(rawURL string, sync time.Duration, log *slog.Logger) (*Redis, error) {
+	return open(rawURL, sync, log, time.Now)
+}
+
+func open(rawURL string, sync time.Duration, log *slog.Logger, now func() time.Time) (*Redis, error) {
+	opt, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, ErrStoreURL
+	}
+	host := opt.Addr
+	if u, err := url.Parse(rawURL); err == nil && u.Scheme == "unix" {
+		host = u.Path
+	}
+	quietOnce.Do(func() { redis.SetLogger(discard{}) })
+	if sync <= 0 {
+		sync = DefaultSync
+	}
+	// A reconciliation that fails is tried again at the next sync, with its
+	// deltas: no retry inside one (an INCRBY retried after a lost answer
+	// would count twice), and short timeouts (the goroutine is alone).
+	opt.MaxRetries = -1
+	opt.DialTimeout = time.Second
+	opt.ReadTimeout = time.Second
+	opt.WriteTimeout = time.Second
+	opt.PoolTimeout = time.Second
+	opt.ContextTimeoutEnabled = true
+	opt.PoolSize = 2
+	opt.DisableIdentity = true
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	r := newStore(sync, log, now)
+	r.cl = redis.NewClient(opt)
+	r.host = host
+	go r.run()
+	return r, nil
+}
+
+func newStore(sync time.Duration, log *slog.Logger, now func() time.Time) *Redis {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Redis{
+		sync:    sync,
+		log:     log,
+		now:     now,
+		byName:  map[counterKey]*counter{},
+		pending: map[string]pendingDelta{},
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+}
+
+// Counter implements quota.Store.
+func (r *Redis) Counter(name string, window quota.Window) quota.Counter {
+	k := counterKey{name, window}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.byName[k]
+	if c == nil {
+		c = &counter{name: name, window: window}
+		for i := range c.slots {
+			c.slots[i].sentWin = -1
+		}
+		r.byName[k] = c
+		r.all = append(r.all, c)
+	}
+	return c
+}
+
+// Close implements quota.Store: a last reconciliation (2 s at most), then
+// the connections close. It may be called more than once.
+func (r *Redis) Close() error {
+	r.closeOnce.Do(func() { close(r.stop) })
+	<-r.done
+	return nil
+}
+
+// Host is the store's host:port (or socket path): what the logs name.
+func (r *Redis) Host() string { return r.host }
+
+func (r *Redis) run() {
+	defer close(r.done)
+	t := time.NewTicker(r.sync)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			r.reconcile(min(max(r.sync, time.Second), 5*time.Second))
+		case <-r.stop:
+			r.reconcile(2 * time.Second)
+			if r.cl != nil {
+				r.cl.Close()
+			}
+			return
+		}
+	}
+}
+
+// op is one counter window's part of a reconciliation's pipeline.
+type op struct {
+	c     *counter
+	s     *slot
+	w     int64
+	snap  uint64 // the slot's word when read
+	local int64  // the count it held: what Redis holds once incr succeeds
+	delta int64
+	incr  *redis.IntCmd
+	get   *redis.StringCmd
+}
+
+// reconcile is one sync: every counter's windows, and the pending deltas,
+// in one pipeline.
+func (r *Redis) reconcile(timeout time.Duration) {
+	now := r.now()
+	r.mu.Lock()
+	list := r.all
+	r.mu.Unlock()
+
+	if r.cl == nil { // Local: forget the finished windows
+		for _, c := range list {
+			cw := windowOf(c.window, now)
+			for i := range c.slots {
+				s := &c.slots[i]
+				if v := s.local.Load(); v != 0 && windowOfTag(v>>tagShift, cw) < cw {
+					s.local.CompareAndSwap(v, 0)
+				}
+			}
+		}
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	pipe := r.cl.Pipeline()
+	var ops []op
+	for _, c := range list {
+		cw := windowOf(c.window, now)
+		current := false
+		for i := range c.slots {
+			s := &c.slots[i]
+			v := s.local.Load()
+			if v == 0 {
+				continue
+			}
+			w := windowOfTag(v>>tagShift, cw)
+			if s.sentWin != w {
+				s.sentWin, s.sent = w, 0
+			}
+			o := op{c: c, s: s, w: w, snap: v, local: int64(v & countMask)}
+			o.delta = o.local - s.sent
+			key := windowKey(c.name, c.window, w)
+			switch {
+			case o.delta > 0:
+				o.incr = pipe.IncrBy(ctx, key, o.delta)
+				pipe.ExpireAt(ctx, key, windowEnd(c.window, w).Add(keyGrace(c.window)))
+			case w >= cw:
+				o.get = pipe.Get(ctx, key)
+			default: // finished and all sent
+				if s.local.CompareAndSwap(v, 0) {
+					s.sentWin, s.sent = -1, 0
+				}
+				continue
+			}
+			if w == cw {
+				current = true
+			}
+			ops = append(ops, o)
+		}
+		if !current { // nothing spent here in this window: what the others spent
+			ops = append(ops, op{c: c, s: &c.slots[cw&1], w: cw, get: pipe.Get(ctx, windowKey(c.name, c.window, cw))})
+		}
+	}
+	type pendOp struct {
+		key  string
+		incr *redis.IntCmd
+	}
+	var pends []pendOp
+	for key, p := range r.pending {
+		if !now.Before(p.expire) {
+			delete(r.pending, key)
+			continue
+		}
+		pends = append(pends, pendOp{key, pipe.IncrBy(ctx, key, p.delta)})
+		pipe.ExpireAt(ctx, key, p.expire)
+	}
+	var ping *redis.StatusCmd
+	if len(ops) == 0 && len(pends) == 0 {
+		// Nothing counted yet: a PING, so that a store unreachable from
+		// the start is said at once, not at the first request.
+		ping = pipe.Ping(ctx)
+	}
+	pipe.Exec(ctx) // each command's error is read below
+	var err error  // the first failure: Redis unreachable, or refusing
+	fail := func(e error) {
+		if err == nil {
+			err = e
+		}
+	}
+	if ping != nil && ping.Err() != nil {
+		fail(ping.Err())
+	}
+
+	for _, o := range ops {
+		s := o.s
+		cw := windowOf(o.c.window, now)
+		if o.get != nil {
+			total, gerr := o.get.Int64()
+			if gerr != nil && !errors.Is(gerr, redis.Nil) {
+				fail(gerr)
+				continue // the others' count stays as last known
+			}
+			if o.w == cw {
+				sent := int64(0)
+				if s.sentWin == o.w {
+					sent = s.sent
+				}
+				s.setOthers(o.w, total-sent)
+			}
+			continue
+		}
+		total, ierr := o.incr.Result()
+		if ierr == nil {
+			s.sent = o.local
+			if o.w == cw {
+				s.setOthers(o.w, total-o.local)
+			}
+			if o.w < cw && s.local.CompareAndSwap(o.snap, 0) {
+				s.sentWin, s.sent = -1, 0
+			}
+			continue
+		}
+		fail(ierr)
+		if o.w >= cw {
+			continue // sent again at the next sync
+		}
+		// A finished window Redis did not take: a day's or a month's delta
+		// waits in pending (bounded: one per counter window, dropped when
+		// its key would have expired); a second's is over, dropped.
+		if o.c.window != quota.Second {
+			key := windowKey(o.c.name, o.c.window, o.w)
+			exp := windowEnd(o.c.window, o.w).Add(keyGrace(o.c.window))
+			if now.Before(exp) {
+				p := r.pending[key]
+				r.pending[key] = pendingDelta{delta: p.delta + o.delta, expire: exp}
+			}
+		}
+		s.sent = o.local
+		if s.local.CompareAndSwap(o.snap, 0) {
+			s.sentWin, s.sent = -1, 0
+		}
+	}
+	for _, p := range pends {
+		if perr := p.incr.Err(); perr == nil {
+			delete(r.pending, p.key)
+		} else {
+			fail(perr)
+		}
+	}
+
+	// A line a minute at most, whatever the store does: a store that comes
+	// and goes says it once, and once that it is back.
+	switch {
+	case err != nil && (r.lastDown.IsZero() || now.Sub(r.lastDown) >= downLogEvery):
+		r.log.Warn("shared counter store unreachable: deciding on this replica's counts until it is back",
+			"store", r.host, "error", err.Error())
+		r.down, r.lastDown = true, now
+	case err == nil && r.down:
+		r.log.Info("shared counter store reachable again: this replica's counts reconciled", "store", r.host)
+		r.down = false
+	}
+}

@@ -1,0 +1,372 @@
+package counters
+
+import (
+	"bytes"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/internal/testkit"
+	"github.com/flexway/flexway/quota"
+)
+
+// logBuf is a slog destination the test reads.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *logBuf) count(s string) int { return strings.Count(l.String(), s) }
+
+func newLog() (*slog.Logger, *logBuf) {
+	b := &logBuf{}
+	return slog.New(slog.NewTextHandler(b, nil)), b
+}
+
+// eventually waits until cond holds, failing after d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func openT(t *testing.T, url string, sync time.Duration, log *slog.Logger, now func() time.Time) *Redis {
+	t.Helper()
+	if now == nil {
+		now = time.Now
+	}
+	r, err := open(url, sync, log, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func redisInt(t *testing.T, srv *testkit.Redis, key string) int64 {
+	t.Helper()
+	v, err := srv.Do("GET", key)
+	if err != nil || v == "$-1" {
+		return 0
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
+}
+
+func dayKey(name string, now time.Time) string {
+	return "flexway:" + name + ":day:" + now.UTC().Format("2006-01-02")
+}
+
+// Two replicas on one Redis: each counts its own requests, and both see the
+// sum within a sync or two.
+func TestTwoReplicasHoldOneTotal(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	const sync = 200 * time.Millisecond
+	a := openT(t, srv.URL(), sync, nil, nil)
+	b := openT(t, srv.URL(), sync, nil, nil)
+	ca, cb := a.Counter("plans:acme", quota.Day), b.Counter("plans:acme", quota.Day)
+	if a.Counter("plans:acme", quota.Day) != ca {
+		t.Fatal("Counter made a second counter for the same name and window")
+	}
+	now := time.Now()
+	for i := 0; i < 100; i++ {
+		ca.Add(now, 1)
+	}
+	cb.Add(now, 50)
+	if got := ca.Total(now); got < 100 {
+		t.Fatalf("replica a's total %d right after its own adds: its own count must be exact", got)
+	}
+	start := time.Now()
+	eventually(t, 10*sync, "both replicas see 150", func() bool {
+		n := time.Now()
+		return ca.Total(n) == 150 && cb.Total(n) == 150
+	})
+	t.Logf("both replicas saw the sum after %s (sync %s)", time.Since(start), sync)
+	if got := redisInt(t, srv, dayKey("plans:acme", now)); got != 150 {
+		t.Fatalf("redis key %s = %d, want 150", dayKey("plans:acme", now), got)
+	}
+	ttl, _ := srv.Do("TTL", dayKey("plans:acme", now))
+	sec, _ := strconv.Atoi(strings.TrimPrefix(ttl, ":"))
+	if sec <= 0 || sec > 25*3600 {
+		t.Fatalf("the day key's TTL is %q: it must end a little after the day", ttl)
+	}
+	// A counter of another window, another name: counted apart.
+	if got := a.Counter("plans:acme", quota.Month).Total(now); got != 0 {
+		t.Fatalf("the month counter saw %d before any Add", got)
+	}
+}
+
+// Redis killed mid-run: Add and Total never wait, one log line (not one per
+// sync), and once Redis is back the deltas kept are sent.
+func TestRedisDownKeepsDecidingAndReconciles(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	const sync = 100 * time.Millisecond
+	logA, bufA := newLog()
+	a := openT(t, srv.URL(), sync, logA, nil)
+	b := openT(t, srv.URL(), sync, nil, nil)
+	ca, cb := a.Counter("acme", quota.Day), b.Counter("acme", quota.Day)
+	now := time.Now()
+	ca.Add(now, 1)
+	eventually(t, 5*time.Second, "the first delta in redis", func() bool { return redisInt(t, srv, dayKey("acme", now)) == 1 })
+
+	srv.Kill()
+	// While Redis is down (several syncs): every call returns at once.
+	var slowest time.Duration
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	n := 0
+	for time.Now().Before(deadline) {
+		t0 := time.Now()
+		ca.Add(t0, 1)
+		cb.Add(t0, 1)
+		ca.Total(t0)
+		cb.Total(t0)
+		if d := time.Since(t0); d > slowest {
+			slowest = d
+		}
+		n++
+		if n%100 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// Atomics: microseconds; the bound is wide for a loaded machine, and far
+	// below a Redis round trip's timeout (1 s).
+	if slowest > 250*time.Millisecond {
+		t.Fatalf("an Add+Total took %s while redis was down", slowest)
+	}
+	if got := ca.Total(time.Now()); got < int64(n+1) {
+		t.Fatalf("replica a's total %d while redis is down: it must keep its own %d", got, n+1)
+	}
+	eventually(t, 5*time.Second, "the unreachable line", func() bool { return bufA.count("shared counter store unreachable") >= 1 })
+	time.Sleep(5 * sync) // more failed syncs: still one line
+	if got := bufA.count("shared counter store unreachable"); got != 1 {
+		t.Fatalf("%d unreachable lines in 2s of outage, want 1 (a minute apart):\n%s", got, bufA.String())
+	}
+	if !strings.Contains(bufA.String(), "store="+srv.Addr()) {
+		t.Fatalf("the line must name the store's host %s:\n%s", srv.Addr(), bufA.String())
+	}
+
+	srv.Restart() // empty: what was sent before is gone, what was kept comes
+	want := int64(2 * n)
+	eventually(t, 10*time.Second, "the deltas kept while down reach redis", func() bool {
+		return redisInt(t, srv, dayKey("acme", now)) == want
+	})
+	// The 1 sent before the kill died with that Redis: both replicas see
+	// what the new one holds (their own count exact, the other's from it).
+	eventually(t, 5*time.Second, "both replicas see the sum", func() bool {
+		now := time.Now()
+		return ca.Total(now) == want && cb.Total(now) == want
+	})
+	eventually(t, 5*time.Second, "the reachable-again line", func() bool { return bufA.count("shared counter store reachable again") == 1 })
+	// Nothing sent twice; no more lines.
+	time.Sleep(5 * sync)
+	if got := bufA.count("shared counter store unreachable"); got != 1 {
+		t.Fatalf("%d unreachable lines, want 1:\n%s", got, bufA.String())
+	}
+	if got := redisInt(t, srv, dayKey("acme", now)); got != want {
+		t.Fatalf("redis holds %d after more syncs, want %d: a delta was sent twice", got, want)
+	}
+}
+
+// The URL's password is never logged; the host is.
+func TestUnreachableLogNamesHostNotPassword(t *testing.T) {
+	port := testkit.FreePort(t) // nothing listens there
+	log, buf := newLog()
+	r := openT(t, "redis://flexway:s3cret-pw@127.0.0.1:"+strconv.Itoa(port)+"/0", 50*time.Millisecond, log, nil)
+	r.Counter("acme", quota.Day).Add(time.Now(), 1)
+	eventually(t, 5*time.Second, "the unreachable line", func() bool { return buf.count("unreachable") == 1 })
+	if s := buf.String(); strings.Contains(s, "s3cret") || !strings.Contains(s, "127.0.0.1:"+strconv.Itoa(port)) {
+		t.Fatalf("the line must name the host and not the password:\n%s", s)
+	}
+	if _, err := Open("redis://u:s3cret-pw@[::1", time.Second, log); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("a bad URL: err %v (must fail, without the password)", err)
+	}
+}
+
+// The day rolls over at UTC midnight, whatever the time's location; the
+// month at the first of the month, UTC.
+func TestWindowsRollOverInUTC(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	var clock atomic.Pointer[time.Time]
+	set := func(tm time.Time) { clock.Store(&tm) }
+	now := func() time.Time { return *clock.Load() }
+	paris := time.FixedZone("UTC+2", 2*3600)
+	before := time.Date(2026, 12, 31, 23, 59, 59, 0, time.UTC).In(paris) // 01:59:59 in the zone, a new year there
+	after := before.Add(time.Second)
+	set(before)
+	r := openT(t, srv.URL(), 50*time.Millisecond, nil, now)
+	day, month := r.Counter("acme", quota.Day), r.Counter("acme", quota.Month)
+	day.Add(before, 5)
+	month.Add(before, 5)
+	if day.Total(before) != 5 || month.Total(before) != 5 {
+		t.Fatalf("totals %d, %d before midnight, want 5", day.Total(before), month.Total(before))
+	}
+	eventually(t, 5*time.Second, "the day's key", func() bool {
+		return redisInt(t, srv, "flexway:acme:day:2026-12-31") == 5 && redisInt(t, srv, "flexway:acme:month:2026-12") == 5
+	})
+	if got := day.Total(after); got != 0 {
+		t.Fatalf("day total %d at 00:00:00 UTC, want 0 (a new day)", got)
+	}
+	if got := month.Total(after); got != 0 {
+		t.Fatalf("month total %d on the first of the month UTC, want 0", got)
+	}
+	set(after)
+	day.Add(after, 2)
+	eventually(t, 5*time.Second, "the new day's key", func() bool {
+		return redisInt(t, srv, "flexway:acme:day:2027-01-01") == 2 && day.Total(after) == 2
+	})
+	if got := redisInt(t, srv, "flexway:acme:day:2026-12-31"); got != 5 {
+		t.Fatalf("yesterday's key %d after midnight, want 5", got)
+	}
+	// One second before midnight, in the zone's own clock: still the same UTC day.
+	if got := day.Total(time.Date(2027, 1, 1, 23, 59, 59, 0, time.UTC).In(paris)); got != 2 {
+		t.Fatalf("day total %d at 23:59:59 UTC (01:59:59 the next day in the zone), want 2", got)
+	}
+}
+
+// Add and Total allocate nothing, in every window.
+func TestAddTotalAllocateNothing(t *testing.T) {
+	for _, s := range []quota.Store{NewLocal(), mustOpen(t)} {
+		for _, w := range []quota.Window{quota.Day, quota.Month, quota.Second} {
+			c := s.Counter("acme", w)
+			now := time.Now()
+			if n := testing.AllocsPerRun(1000, func() {
+				c.Add(now, 3)
+				_ = c.Total(now)
+			}); n != 0 {
+				t.Fatalf("%T window %d: %v allocations per Add+Total", s, w, n)
+			}
+		}
+		s.Close()
+	}
+}
+
+func mustOpen(t *testing.T) *Redis {
+	// No server: the hot path does not depend on one.
+	return openT(t, "redis://127.0.0.1:"+strconv.Itoa(testkit.FreePort(t)), time.Hour, nil, nil)
+}
+
+// Local: a window's count, alone, rolling over like the shared one.
+func TestLocalCounts(t *testing.T) {
+	l := NewLocal()
+	defer l.Close()
+	c := l.Counter("acme", quota.Second)
+	t0 := time.Unix(1_800_000_000, 0)
+	c.Add(t0, 4)
+	c.Add(t0.Add(500*time.Millisecond), 1)
+	if got := c.Total(t0); got != 5 {
+		t.Fatalf("total %d, want 5", got)
+	}
+	if got := c.Total(t0.Add(time.Second)); got != 0 {
+		t.Fatalf("the next second's total %d, want 0", got)
+	}
+	c.Add(t0.Add(2*time.Second), 7) // the slot of t0's window: a new count
+	if got := c.Total(t0.Add(2 * time.Second)); got != 7 {
+		t.Fatalf("two seconds later: total %d, want 7", got)
+	}
+}
+
+func TestWindowTags(t *testing.T) {
+	for _, cur := range []int64{0, 1, 20000, 1_800_000_000, 65534, 65535, 65536} {
+		for _, d := range []int64{-3, -1, 0, 1, 2} {
+			w := cur + d
+			if w < 0 {
+				continue
+			}
+			if got := windowOfTag(tagOf(w), cur); got != w {
+				t.Fatalf("windowOfTag(tagOf(%d), %d) = %d", w, cur, got)
+			}
+		}
+	}
+	if k := windowKey("p:acme", quota.Month, windowOf(quota.Month, time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC))); k != "flexway:p:acme:month:2026-12" {
+		t.Fatal(k)
+	}
+	if e := windowEnd(quota.Month, windowOf(quota.Month, time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC))); !e.Equal(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatal(e)
+	}
+}
+
+// Two replicas spending at once: each one's total is never above what both
+// spent, and never below what both had spent a sync window or two before
+// (B's count reaches Redis at B's sync, A reads it at A's; the bound allows
+// three syncs for a loaded machine).
+func TestTwoReplicasWithinASync(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	const every = 100 * time.Millisecond
+	a := openT(t, srv.URL(), every, nil, nil)
+	b := openT(t, srv.URL(), every, nil, nil)
+	ca, cb := a.Counter("acme", quota.Month), b.Counter("acme", quota.Month)
+	var spent atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, c := range []quota.Counter{ca, cb} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// spent is raised before the Add: a total is never above it.
+				spent.Add(1)
+				c.Add(time.Now(), 1)
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	type sample struct {
+		at    time.Time
+		spent int64
+	}
+	var samples []sample
+	end := time.Now().Add(2 * time.Second)
+	for time.Now().Before(end) {
+		now := time.Now()
+		before := spent.Load() // spent up to now, some not yet Added
+		samples = append(samples, sample{now, before})
+		ta, tb := ca.Total(now), cb.Total(now)
+		after := spent.Load()
+		if ta > after || tb > after {
+			t.Fatalf("totals %d, %d above what was spent (%d)", ta, tb, after)
+		}
+		// What was spent 3 syncs ago is in both totals now.
+		for i := len(samples) - 1; i >= 0; i-- {
+			if now.Sub(samples[i].at) >= 3*every {
+				if old := samples[i].spent; ta < old-2 || tb < old-2 { // two Adds may trail their spent.Add
+					t.Fatalf("at %s: totals %d, %d, below the %d spent %s before", now.Format("15:04:05.000"), ta, tb, old, now.Sub(samples[i].at))
+				}
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	total := spent.Load()
+	eventually(t, 10*every, "both totals exact once the spending stops", func() bool {
+		now := time.Now()
+		return ca.Total(now) == total && cb.Total(now) == total
+	})
+}

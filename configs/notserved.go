@@ -39,9 +39,6 @@ var notServed = []struct {
 	{path{"policies"}, "quota policies are not built yet", func(f *File, _ string) {
 		f.Policies = Policies{}
 	}},
-	{path{"audit"}, "the audit of decisions is not built yet", func(f *File, _ string) {
-		f.Audit = Audit{}
-	}},
 	{path{"observability", "kafka"}, "the signals' settings are not built yet: budget_wait_buckets and closures keep their defaults", func(f *File, _ string) {
 		f.Observability.Kafka = nil
 	}},

@@ -171,6 +171,7 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	}
 	if res.ID == nil {
 		cl.e.refusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
+		cl.auditAuthRefused(&res)
 		cl.authFailed(h, mode)
 		return
 	}
@@ -328,6 +329,7 @@ func (cl *client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
 		cl.answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
 		cl.e.m.request(codec.KeySASLAuthenticate, decRefused)
+		cl.auditAuthRefused(&res)
 		cl.close(closeReauthRefused)
 		return
 	}

@@ -304,7 +304,9 @@ func (cl *client) handle(frame []byte) bool {
 		return cl.closed // else it waits
 	}
 	p := cl.queue.Get()
-	cl.apply(&h, p, cl.judge(&h, frame, grant, p))
+	out := cl.judge(&h, frame, grant, p)
+	cl.auditRequest(&h, frame, p, out) // O3, audit.go
+	cl.apply(&h, p, out)
 	return true
 }
 

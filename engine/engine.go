@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flexway/flexway/audit"
 	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
@@ -60,6 +61,7 @@ type Engine struct {
 	unmappedSeen sync.Map
 	m            *metricsSet
 	unauth       atomic.Int64
+	auditTrail   *audit.Trail // O3 (audit.go)
 }
 
 // portRoute says what a listener port serves.
@@ -213,6 +215,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		return nil, err
 	}
 	e.hsPool = hs
+	e.startAudit()
 	return e, nil
 }
 
@@ -354,6 +357,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	err := e.eng.Stop(ctx)
 	<-e.stopped
+	e.stopAudit(ctx)
 	e.pool.Release()
 	e.hsPool.Release()
 	return err

@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/flexway/flexway/audit"
+	"github.com/flexway/flexway/auth"
+	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/decide"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// The audit trail (O3): the hook at the decision point. The loop builds a
+// Record and hands it to the trail's bounded queue (audit.Trail.Add never
+// blocks); the trail's goroutine hashes the topics and writes the line into
+// the engine's log stream (JSON on stderr under systemd: the journal).
+// Allowed data requests are never written: flexway_kafka_requests_total
+// counts them.
+
+// auditQueue is the trail's queue, in records: a few seconds of a
+// refusal storm; beyond, what is dropped is counted
+// (flexway_kafka_audit_dropped_total).
+const auditQueue = 4096
+
+// Causes of the seed's closed list (flexway.kafka.requests' cause).
+const (
+	causeACL            = "acl"
+	causeAdminAPI       = "admin_api"
+	causeQuota          = "quota"
+	causeUnknownTopic   = "unknown_topic"
+	causeAuthentication = "authentication"
+	causeUnsupported    = "unsupported"
+	causeNone           = "none"
+)
+
+// startAudit starts the trail, whatever the configuration: a reload may
+// turn audit on. Its two series are the audit's own.
+func (e *Engine) startAudit() {
+	e.auditTrail = audit.New(e.log.Handler(), auditQueue,
+		e.m.set.NewCounter(`flexway_kafka_audit_dropped_total`),
+		e.m.set.NewCounter(`flexway_kafka_audit_records_total`))
+}
+
+// stopAudit writes what is queued (bounded by ctx).
+func (e *Engine) stopAudit(ctx context.Context) {
+	if e.auditTrail != nil {
+		e.auditTrail.Close(ctx)
+	}
+}
+
+// auditMode is what the snapshot asks the trail to write.
+func auditMode(snap *configs.Snapshot) audit.Mode {
+	if snap == nil || snap.File == nil || snap.File.Audit == nil {
+		return audit.Off
+	}
+	return audit.ParseMode(snap.File.Audit.Decisions)
+}
+
+// auditRequest writes decide's verdict on an authenticated request when
+// the trail asks for it: every refusal (a request refused in part is
+// refused), and with "all" every administration request. frame is the
+// request after its size prefix. Nothing is allocated for an allowed data
+// request.
+func (cl *client) auditRequest(h *codec.RequestHeader, frame []byte, p *decide.Pending, out decide.Outcome) {
+	mode := auditMode(cl.snap)
+	if mode == audit.Off {
+		return
+	}
+	code, topic := p.Refused()
+	refused := out != decide.Forward || code != 0
+	admin := audit.IsAdmin(h.Key)
+	if !refused && !(admin && mode == audit.All) {
+		return
+	}
+	r := cl.auditRecord(cl.snap, h.Key)
+	if refused {
+		r.Decision = decisionNames[decRefused]
+		if code == 0 && out == decide.Answer {
+			code = codeOfCause(p.Cause)
+		}
+		r.Cause = requestCause(h.Key, out, code)
+	}
+	if admin {
+		r.Admin, r.Key, r.Version = true, h.Key, h.Version
+		r.Body = append([]byte(nil), frame[h.BodyOffset:]...)
+	} else if topic != "" {
+		r.Topics = []string{topic}
+	}
+	cl.e.auditTrail.Add(r)
+}
+
+// auditAuthRefused writes a SASL authentication refused (the user the
+// credential named, never the credential): a refused request.
+func (cl *client) auditAuthRefused(res *auth.Result) {
+	snap := cl.e.snap.Load() // the configuration in force: a connection's own is the one it authenticated under
+	if auditMode(snap) == audit.Off {
+		return
+	}
+	r := cl.auditRecord(snap, codec.KeySASLAuthenticate)
+	r.Decision, r.Cause, r.Principal = decisionNames[decRefused], causeAuthentication, res.User
+	if res.ID != nil { // refused past the identity: a tenant's bound
+		r.Tenant = res.ID.Tenant
+	}
+	cl.e.auditTrail.Add(r)
+}
+
+// auditRecord is the record of a request of cl, allowed until said otherwise.
+func (cl *client) auditRecord(snap *configs.Snapshot, key int16) audit.Record {
+	r := audit.Record{Time: time.Now(), API: decide.Name(key), Decision: decisionNames[decAllowed], Cause: causeNone,
+		Mechanism: cl.mech}
+	if c := cl.route.cluster; c != nil {
+		r.Cluster = c.Name
+	}
+	if cl.ident != nil {
+		r.Tenant, r.Principal = cl.ident.Tenant, cl.ident.Principal
+	}
+	if snap.File.Audit != nil {
+		r.HashKey = snap.File.Audit.TopicKey.Value()
+	}
+	return r
+}
+
+// requestCause is the cause of the seed's closed list of a refused
+// request: out is decide's outcome, code the Kafka error of its first
+// refused entry (0 if none says).
+func requestCause(key int16, out decide.Outcome, code int16) string {
+	if out == decide.Disconnect {
+		return causeUnsupported // never announced, a version not announced, unreadable
+	}
+	admin := audit.IsAdmin(key)
+	switch code {
+	case kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code:
+		return causeUnknownTopic
+	case kerr.TopicAuthorizationFailed.Code, kerr.GroupAuthorizationFailed.Code,
+		kerr.ClusterAuthorizationFailed.Code, kerr.TransactionalIDAuthorizationFailed.Code:
+		if admin {
+			return causeAdminAPI // administration without the admin_scope
+		}
+		return causeACL
+	case kerr.PolicyViolation.Code:
+		if key == codec.KeyProduce {
+			return causeQuota // the tenant's day or month budget spent (Q3)
+		}
+		return causeAdminAPI // outside the bounded administration
+	case kerr.InvalidRequest.Code, kerr.InvalidReplicaAssignment.Code, kerr.InvalidPartitions.Code, kerr.InvalidConfig.Code:
+		if admin {
+			return causeAdminAPI
+		}
+		return causeUnsupported
+	case kerr.UnsupportedVersion.Code:
+		return causeUnsupported
+	}
+	if admin {
+		return causeAdminAPI
+	}
+	return causeACL
+}
+
+// codeOfCause reads back the code of a request decide answered whole, from
+// its logged cause (kerr's "NAME: message").
+func codeOfCause(cause string) int16 {
+	name, _, _ := strings.Cut(cause, ":")
+	for _, e := range auditCodes {
+		if e.Message == name {
+			return e.Code
+		}
+	}
+	return 0
+}
+
+// auditCodes are the codes decide answers with (requestCause's).
+var auditCodes = []*kerr.Error{
+	kerr.UnknownTopicOrPartition, kerr.UnknownTopicID, kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed,
+	kerr.ClusterAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed, kerr.PolicyViolation,
+	kerr.InvalidRequest, kerr.InvalidReplicaAssignment, kerr.InvalidPartitions, kerr.InvalidConfig, kerr.UnsupportedVersion,
+}

@@ -206,3 +206,12 @@ func TestParseMode(t *testing.T) {
 		}
 	}
 }
+
+// The hash is the README's: HMAC-SHA256 of the name under the key, its
+// first 16 bytes in hex (the value openssl dgst -sha256 -hmac gives).
+func TestHashTopicKnownAnswer(t *testing.T) {
+	// printf %s orders | openssl dgst -sha256 -hmac audit-topic-key-of-the-test-0123 | awk '{print $NF}' | cut -c1-32
+	if got, want := HashTopic("audit-topic-key-of-the-test-0123", "orders"), "hmac-sha256:87bb6ebae86f1144179d9227e5fba907"; got != want {
+		t.Errorf("HashTopic = %s, want %s", got, want)
+	}
+}

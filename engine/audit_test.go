@@ -169,6 +169,11 @@ func TestAuditEachRefusalCause(t *testing.T) {
 			t.Errorf("%s: %+v, want host shop, method KAFKA, refused, %+v", code, a, w)
 		}
 	}
+	var prom strings.Builder
+	env.e.Metrics().WritePrometheus(&prom)
+	if !strings.Contains(prom.String(), "flexway_kafka_audit_dropped_total 0") || strings.Contains(prom.String(), "flexway_kafka_audit_records_total 0") {
+		t.Errorf("the audit's series: want records written, none dropped:\n%s", prom.String())
+	}
 	for _, a := range logs.audits(t) {
 		if a.Decision != "refused" {
 			t.Errorf("refusals only, and an allowed request is written: %+v", a)

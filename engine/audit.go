@@ -95,14 +95,28 @@ func (cl *client) auditRequest(h *codec.RequestHeader, frame []byte, p *decide.P
 // auditAuthRefused writes a SASL authentication refused (the user the
 // credential named, never the credential): a refused request.
 func (cl *client) auditAuthRefused(res *auth.Result) {
+	tenant := ""
+	if res.ID != nil { // re-authentication as another principal
+		tenant = res.ID.Tenant
+	}
+	cl.auditSASLRefused(codec.KeySASLAuthenticate, res.User, tenant)
+}
+
+// auditSASLRefused writes a SASL request refused (cause authentication):
+// a mechanism not served (SaslHandshake), a credential refused
+// (SaslAuthenticate).
+func (cl *client) auditSASLRefused(key int16, user, tenant string) {
 	snap := cl.e.snap.Load() // the configuration in force: a connection's own is the one it authenticated under
 	if auditMode(snap) == audit.Off {
 		return
 	}
-	r := cl.auditRecord(snap, codec.KeySASLAuthenticate)
-	r.Decision, r.Cause, r.Principal = decisionNames[decRefused], causeAuthentication, res.User
-	if res.ID != nil { // refused past the identity: a tenant's bound
-		r.Tenant = res.ID.Tenant
+	r := cl.auditRecord(snap, key)
+	r.Decision, r.Cause = decisionNames[decRefused], causeAuthentication
+	if user != "" {
+		r.Principal = user
+	}
+	if tenant != "" {
+		r.Tenant = tenant
 	}
 	cl.e.auditTrail.Add(r)
 }

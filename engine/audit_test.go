@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // jsonLines collects the engine's log lines, as the service writes them
@@ -136,6 +137,15 @@ func TestAuditEachRefusalCause(t *testing.T) {
 		t.Fatal("a wrong key authenticated")
 	}
 
+	// authentication: a mechanism not served (SCRAM).
+	sc, err := kgo.NewClient(kgo.SeedBrokers(env.boot), kgo.SASL(scram.Auth{User: "acme-app", Pass: "x"}.AsSha256Mechanism()),
+		kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+	must(t, err)
+	defer sc.Close()
+	if err := sc.Ping(ctx); err == nil {
+		t.Fatal("SCRAM authenticated")
+	}
+
 	// unsupported: an API never announced (DescribeAcls).
 	r2 := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 	acl := kmsg.NewPtrDescribeACLsRequest()
@@ -147,6 +157,7 @@ func TestAuditEachRefusalCause(t *testing.T) {
 		"unknown_topic":  {Operation: "Metadata", Tenant: "acme", Principal: "acme-app", Topic: audit.HashTopic(auditTestKey, "secret-plan-x")},
 		"admin_api":      {Operation: "CreateTopics", Tenant: "acme", Principal: "acme-app", Topic: audit.HashTopic(auditTestKey, "orders")},
 		"authentication": {Operation: "SASLAuthenticate", Principal: "acme-app"},
+		"mechanism":      {Operation: "SASLHandshake"},
 		"unsupported":    {Operation: "DescribeACLs", Tenant: "acme", Principal: "acme-app"},
 	}
 	got := map[string]auditLine{}
@@ -155,6 +166,9 @@ func TestAuditEachRefusalCause(t *testing.T) {
 		for _, a := range logs.audits(t) {
 			if w, ok := want[a.Code]; ok && a.Operation == w.Operation {
 				got[a.Code] = a
+			}
+			if a.Code == "authentication" && a.Operation == "SASLHandshake" {
+				got["mechanism"] = a
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -165,7 +179,8 @@ func TestAuditEachRefusalCause(t *testing.T) {
 			t.Errorf("no audit line with code %s (%s); lines: %+v", code, w.Operation, logs.audits(t))
 			continue
 		}
-		if a.Host != "shop" || a.Method != "KAFKA" || a.Decision != "refused" || a.Tenant != w.Tenant || a.Principal != w.Principal || a.Topic != w.Topic {
+		if a.Host != "shop" || a.Method != "KAFKA" || a.Decision != "refused" || a.Tenant != w.Tenant || a.Principal != w.Principal || a.Topic != w.Topic ||
+			(code == "mechanism" && a.Code != "authentication") {
 			t.Errorf("%s: %+v, want host shop, method KAFKA, refused, %+v", code, a, w)
 		}
 	}

@@ -68,6 +68,7 @@ func (cl *client) saslHandshake(h *codec.RequestHeader, body []byte) {
 	} else {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		cl.e.refusedLine("kafka authentication refused", "cause", "mechanism not served", "mechanism", req.Mechanism, "cluster", cl.route.cluster.Name)
+		cl.auditSASLRefused(h.Key, "", "")
 	}
 	cl.writeKmsg(h.Key, h.Version, h.Correlation, resp)
 }

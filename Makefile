@@ -6,6 +6,7 @@ CONFIG  ?= configs/quickstart/flexway.yaml
 include mk/deps.mk
 include mk/interop.mk
 include mk/bench.mk
+include mk/package.mk
 
 .PHONY: all build run check test test-go test-real fuzz bench vet install clean
 
@@ -29,6 +30,7 @@ check: build
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) test-package
 	$(MAKE) test-kafka
 
 FUZZTIME ?= 10s

@@ -124,7 +124,7 @@ func applyDefaults(f *File) {
 	if c := f.Server.Counters; c != nil {
 		setDuration(&c.Sync, DefaultCountersSync)
 	}
-	if f.Audit.Decisions == "" {
+	if f.Audit != nil && f.Audit.Decisions == "" {
 		f.Audit.Decisions = DefaultAuditDecisions
 	}
 }

@@ -84,6 +84,9 @@ func (l *loader) loadKeyStore() {
 		l.cfg.errorf(path{"auth", "api_keys", "store"}, "cannot read %s: %s", name, unwrapPathError(err))
 		return
 	}
+	if l.files != nil {
+		l.files.Write(data)
+	}
 	d, ok := parseDoc(name, data, &l.r)
 	if !ok {
 		return

@@ -1,6 +1,8 @@
 package configs
 
 import (
+	"crypto/sha256"
+	"hash"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,6 +63,10 @@ type loader struct {
 	// served channels' prefixes per upstream, for the broker-sharing check.
 	upstreamPrefix map[string]string
 	keys           map[string]*APIKey
+
+	// files hashes flexway.yaml and the key store as read: the audit's
+	// topic key when audit.topic_key is absent (checkAudit).
+	files hash.Hash
 }
 
 func (l *loader) load() *Snapshot {
@@ -69,6 +75,8 @@ func (l *loader) load() *Snapshot {
 		l.r.errs = append(l.r.errs, FieldError{File: l.path, Msg: "cannot read: " + unwrapPathError(err)})
 		return nil
 	}
+	l.files = sha256.New()
+	l.files.Write(data)
 	d, ok := parseDoc(l.path, data, &l.r)
 	if !ok {
 		return nil

@@ -342,9 +342,15 @@ func TestLoadRefused(t *testing.T) {
 		{"L3 max_request_bytes below 64KiB", func(t *testing.T) fixture {
 			return base().apply(t, edit{"flexway", "  kafka:\n", "  kafka:\n    max_request_bytes: 1KiB\n"})
 		}, []string{"listeners.kafka.max_request_bytes: 1KiB is outside 64KiB..2GiB-1"}},
-		{"O3 audit.decisions neither refusals nor all (not served yet: its checks)", func(t *testing.T) fixture {
-			return base().unbuilt().apply(t, edit{"flexway", "version: 1\n", "version: 1\naudit: { decisions: some }\n"})
+		{"O3 audit.decisions neither refusals nor all", func(t *testing.T) fixture {
+			return base().apply(t, edit{"flexway", "version: 1\n", "version: 1\naudit: { decisions: some, topic_key: 0123456789abcdef }\n"})
 		}, []string{`flexway.yaml:2: audit.decisions: "some" is not a choice: refusals or all`}},
+		{"O3 audit.topic_key too short, never echoed", func(t *testing.T) fixture {
+			return base().apply(t, edit{"flexway", "version: 1\n", "version: 1\naudit: { topic_key: s3cr3t }\n"})
+		}, []string{`flexway.yaml:2: audit.topic_key: 6 bytes: 16 at least`}},
+		{"O3 audit.topic_key from a file that is not there", func(t *testing.T) fixture {
+			return base().apply(t, edit{"flexway", "version: 1\n", "version: 1\naudit: { topic_key: \"file:./no-audit.key\" }\n"})
+		}, []string{`audit.topic_key: cannot read the secret's file`}},
 		{"version must be 1", func(t *testing.T) fixture {
 			return base().apply(t, edit{"flexway", "version: 1\n", "version: 2\n"})
 		}, []string{"flexway.yaml:1: version: 2 is not a known version: 1 is the only one"}},
@@ -550,7 +556,7 @@ func TestLoadDefaults(t *testing.T) {
 		{"embedded host", s.Upstreams["local"].Embedded.Host, "127.0.0.1"},
 		{"embedded partitions", s.Upstreams["local"].Embedded.Partitions, int32(3)},
 		{"embedded seed_topics", *s.Upstreams["local"].Embedded.SeedTopics, true},
-		{"audit.decisions", s.File.Audit.Decisions, "refusals"},
+		{"audit off when absent", s.File.Audit == nil, true},
 		{"observability closures", *s.File.Observability.Kafka.Closures, true},
 		{"observability buckets", len(s.File.Observability.Kafka.BudgetWaitBuckets), 10},
 	} {
@@ -663,11 +669,6 @@ func TestLoadNotServed(t *testing.T) {
 		{"server.counters is served", "server: { counters: { store: \"${COUNTERS_URL}\" } }\n", "", ""},
 		{"server.counters beside server.admin is served", "server:\n  admin: { address: \"127.0.0.1:0\" }\n  counters: { store: \"${COUNTERS_URL}\" }\n", "", ""},
 		{"policies are served", "policies:\n  definitions:\n    plans: { type: quota, config: { limits: { day: 100000 } } }\n", "", ""},
-		{"audit", "audit: { decisions: all }\n",
-			"flexway.yaml:17: " + notBuilt("audit", "the audit of decisions is not built yet"), ""},
-		{"audit with a value it would refuse", "audit: { decisions: some }\n",
-			"flexway.yaml:17: " + notBuilt("audit", "the audit of decisions is not built yet"),
-			`audit.decisions: "some" is not a choice`},
 		{"observability.kafka.budget_wait_buckets is served", "observability:\n  kafka:\n    budget_wait_buckets: [100us, 1ms]\n", "", ""},
 		{"observability.kafka.closures is served", "observability: { kafka: { closures: false } }\n", "", ""},
 		{"server.admin is served", "server: { admin: { address: \"127.0.0.1:0\" } }\n", "", ""},
@@ -710,7 +711,7 @@ func TestNotServedAll(t *testing.T) {
 		got = append(got, ns.key.String())
 	}
 	want := []string{"upstreams.*.tls", "upstreams.*.sasl", "listeners.kafka.quotas.client", "listeners.kafka.quotas.tenant",
-		"listeners.kafka.quotas.window", "listeners.kafka.quotas.max_throttle", "audit"}
+		"listeners.kafka.quotas.window", "listeners.kafka.quotas.max_throttle"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("notServed = %q, want %q", got, want)
 	}

@@ -50,9 +50,6 @@ var notServed = []struct {
 			k.Quotas.MaxThrottle = 0
 		}
 	}},
-	{path{"audit"}, "the audit of decisions is not built yet", func(f *File, _ string) {
-		f.Audit = Audit{}
-	}},
 }
 
 // refuseNotServed reports each key of notServed written in flexway.yaml and

@@ -22,7 +22,7 @@ type File struct {
 	Observability Observability        `yaml:"observability"`
 	Server        Server               `yaml:"server"`
 	Policies      Policies             `yaml:"policies"`
-	Audit         Audit                `yaml:"audit"`
+	Audit         *Audit               `yaml:"audit"` // nil: no audit (O3)
 }
 
 type Contracts struct {
@@ -231,8 +231,15 @@ type QuotaLimits struct {
 	Month int64 `yaml:"month"`
 }
 
+// Audit is the audit trail of decisions (O3); absent, nothing is audited.
 type Audit struct {
-	Decisions string `yaml:"decisions"` // refusals | all
+	Decisions string `yaml:"decisions"` // refusals | all (default refusals)
+	// TopicKey keys the HMAC-SHA256 of the topics the trail writes
+	// ("file:/path" or a literal, 16 bytes at least): the same key on every
+	// replica gives the same hash to the same topic; without it, nobody
+	// reading the trail can test a guessed topic name. Absent, the key is
+	// derived from flexway.yaml and the key store as read (checkAudit).
+	TopicKey Secret `yaml:"topic_key"`
 }
 
 // ---- The resolved, validated view that the data plane reads. ----

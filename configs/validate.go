@@ -3,6 +3,7 @@ package configs
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -38,9 +39,7 @@ func (l *loader) checkFile() {
 	l.checkObservability()
 	l.checkServer()
 	l.checkPolicies()
-	if a := f.Audit.Decisions; a != "refusals" && a != "all" {
-		d.errorf(path{"audit", "decisions"}, "%q is not a choice: refusals or all", a)
-	}
+	l.checkAudit()
 }
 
 // ---- upstreams (seed 001 "Les amonts", SPEC U1) ----
@@ -713,4 +712,33 @@ func topicNameProblem(s string) string {
 
 func topicChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// MinAuditTopicKey is the shortest audit.topic_key, in bytes.
+const MinAuditTopicKey = 16
+
+// checkAudit checks audit (O3): decisions and the key of the topics' hash.
+func (l *loader) checkAudit() {
+	d, a := l.cfg, l.f.Audit
+	if a == nil {
+		return
+	}
+	p := path{"audit"}
+	if a.Decisions != "refusals" && a.Decisions != "all" {
+		d.errorf(p.at("decisions"), "%q is not a choice: refusals or all", a.Decisions)
+	}
+	if a.TopicKey == "" {
+		// The seed writes audit: { decisions: … } alone: the key is then
+		// derived from this replica's configuration (flexway.yaml and the key
+		// store as read), the same on replicas that share them; a change of
+		// either changes the topics' hashes (topic_key keeps them).
+		if l.files != nil {
+			a.TopicKey = Secret(hex.EncodeToString(l.files.Sum(nil)))
+		}
+		return
+	}
+	l.readSecret(&a.TopicKey, p.at("topic_key"))
+	if n := len(a.TopicKey); n > 0 && n < MinAuditTopicKey {
+		d.errorf(p.at("topic_key"), "%d bytes: %d at least", n, MinAuditTopicKey)
+	}
 }

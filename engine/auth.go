@@ -68,6 +68,7 @@ func (cl *client) saslHandshake(h *codec.RequestHeader, body []byte) {
 	} else {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		cl.e.refusedLine("kafka authentication refused", "cause", "mechanism not served", "mechanism", req.Mechanism, "cluster", cl.route.cluster.Name)
+		cl.auditSASLRefused(h.Key, "", "")
 	}
 	cl.writeKmsg(h.Key, h.Version, h.Correlation, resp)
 }
@@ -174,6 +175,7 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 		if mode != authCert { // a certificate is no request
 			cl.ts.request(codec.KeySASLAuthenticate, decRefused, causeAuthentication)
 		}
+		cl.auditAuthRefused(&res)
 		cl.authFailed(h, mode)
 		return
 	}
@@ -335,6 +337,7 @@ func (cl *client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
 		cl.answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
 		cl.ts.request(codec.KeySASLAuthenticate, decRefused, causeAuthentication)
+		cl.auditAuthRefused(&res)
 		cl.close(closeReauthRefused)
 		return
 	}

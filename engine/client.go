@@ -319,6 +319,7 @@ func (cl *client) handle(frame []byte) bool {
 	if out == decide.Forward && h.Key == codec.KeyProduce {
 		cl.ts.produced(len(frame))
 	}
+	cl.auditRequest(&h, frame, p, out) // O3, audit.go
 	cl.apply(&h, p, out)
 	return true
 }

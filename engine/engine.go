@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flexway/flexway/audit"
 	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
@@ -67,6 +68,7 @@ type Engine struct {
 	counters    quota.Store
 	ownCounters bool
 	quotaLog    rateLimiter // "kafka produce refused: the tenant's quota is spent"
+	auditTrail   *audit.Trail // O3 (audit.go)
 }
 
 // portRoute says what a listener port serves.
@@ -227,6 +229,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		e.closeUpstreams()
 		return nil, err
 	}
+	e.startAudit()
 	return e, nil
 }
 
@@ -370,6 +373,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	err := e.eng.Stop(ctx)
 	<-e.stopped
+	e.stopAudit(ctx)
 	e.pool.Release()
 	e.hsPool.Release()
 	return err

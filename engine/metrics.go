@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/flexway/flexway/audit"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -539,10 +540,18 @@ func (m *metricsSet) requestCount(key int16, dec int) uint64 {
 // request (or a part of it) with to the seed's cause label.
 func causeOfCode(key int16, code int16) reqCause {
 	switch code {
-	case 3: // UNKNOWN_TOPIC_OR_PARTITION
+	case 3, 100: // UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID
 		return causeUnknownTopic
 	case 29, 30, 31, 53: // TOPIC_, GROUP_, CLUSTER_, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+		if audit.IsAdmin(key) {
+			return causeAdminAPI // administration without the operation's admin_scope
+		}
 		return causeACL
+	case 37, 39, 40, 42: // INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT, INVALID_CONFIG, INVALID_REQUEST
+		if audit.IsAdmin(key) {
+			return causeAdminAPI
+		}
+		return causeUnsupported
 	case 35: // UNSUPPORTED_VERSION
 		return causeUnsupported
 	case 44: // POLICY_VIOLATION: a Produce past the tenant's day/month quota; else bounded administration
@@ -553,7 +562,7 @@ func causeOfCode(key int16, code int16) reqCause {
 	case 58: // SASL_AUTHENTICATION_FAILED
 		return causeAuthentication
 	}
-	if isAdminAPI(key) {
+	if audit.IsAdmin(key) {
 		return causeAdminAPI
 	}
 	return causeACL
@@ -572,19 +581,10 @@ func causeOfText(key int16, text string) reqCause {
 			return causeOfCode(key, c.code)
 		}
 	}
-	if isAdminAPI(key) {
+	if audit.IsAdmin(key) {
 		return causeAdminAPI
 	}
 	return causeUnsupported
-}
-
-// isAdminAPI: the administration APIs (bounded administration, seed 002).
-func isAdminAPI(key int16) bool {
-	switch key {
-	case 19, 20, 21, 32, 33, 37, 42, 44: // CreateTopics, DeleteTopics, DeleteRecords, DescribeConfigs, AlterConfigs, CreatePartitions, DeleteGroups, IncrementalAlterConfigs
-		return true
-	}
-	return false
 }
 
 // MetricNames are the names of the series /metrics exports (a histogram's

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/flexway/flexway/audit"
 	"github.com/flexway/flexway/decide"
 )
 
@@ -39,17 +40,24 @@ func (cl *client) countRequest(key int16, p *decide.Pending, out decide.Outcome)
 		} else {
 			cl.ts.request(key, decAllowed, causeNone)
 		}
-	case decide.Answer, decide.Drop:
-		if code := p.RefusedCode(); code != 0 {
-			cl.ts.request(key, decRefused, causeOfCode(key, code))
-		} else {
-			cl.ts.request(key, decRefused, causeOfText(key, p.Cause))
-		}
-	case decide.Disconnect:
-		cause := causeUnsupported
-		if isAdminAPI(key) {
-			cause = causeAdminAPI
-		}
-		cl.ts.request(key, decRefused, cause)
+	case decide.Answer, decide.Drop, decide.Disconnect:
+		cl.ts.request(key, decRefused, refusalCause(key, out, p.RefusedCode(), p.Cause))
 	}
+}
+
+// refusalCause is the seed's cause of a request decide refused, whole or
+// in part: code is the Kafka error of its first refused part (0 when none
+// says), text the cause decide gave an answer it built whole. The one
+// mapping of the signals and the audit trail (O1, O3).
+func refusalCause(key int16, out decide.Outcome, code int16, text string) reqCause {
+	switch {
+	case out == decide.Disconnect:
+		if audit.IsAdmin(key) {
+			return causeAdminAPI
+		}
+		return causeUnsupported // never announced, a version not announced, unreadable
+	case code != 0:
+		return causeOfCode(key, code)
+	}
+	return causeOfText(key, text)
 }

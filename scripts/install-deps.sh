@@ -9,6 +9,10 @@ PKGS=(kcat python3-confluent-kafka python3-kafka redis-server gnuplot-nox
 # Java 17 and Maven are needed by install-kafka.sh / kafka-start.sh / kafka-tool.sh.
 command -v javac >/dev/null 2>&1 || PKGS+=(openjdk-17-jdk-headless)
 command -v mvn  >/dev/null 2>&1 || PKGS+=(maven)
+# make test-package (scripts/test-package.sh): dpkg -x of the .deb, systemd-analyze verify of
+# its unit (nfpm itself is pinned and built by mk/package.mk with the Go toolchain).
+PKGS+=(dpkg)
+command -v systemd-analyze >/dev/null 2>&1 || PKGS+=(systemd)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/flexway/flexway/audit"
+	"github.com/flexway/flexway/auth"
+	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/decide"
+)
+
+// The audit trail (O3): the hook at the decision point. The loop builds a
+// Record and hands it to the trail's bounded queue (audit.Trail.Add never
+// blocks); the trail's goroutine hashes the topics and writes the line into
+// the engine's log stream (JSON on stderr under systemd: the journal).
+// Allowed data requests are never written: flexway_kafka_requests_total
+// counts them.
+
+// auditQueue is the trail's queue, in records: a few seconds of a
+// refusal storm; beyond, what is dropped is counted
+// (flexway_kafka_audit_dropped_total).
+const auditQueue = 4096
+
+// startAudit starts the trail, whatever the configuration: a reload may
+// turn audit on. Its two series are the audit's own.
+func (e *Engine) startAudit() {
+	e.auditTrail = audit.New(e.log.Handler(), auditQueue,
+		e.m.set.NewCounter(`flexway_kafka_audit_dropped_total`),
+		e.m.set.NewCounter(`flexway_kafka_audit_records_total`))
+}
+
+// stopAudit writes what is queued (bounded by ctx).
+func (e *Engine) stopAudit(ctx context.Context) {
+	if e.auditTrail != nil {
+		e.auditTrail.Close(ctx)
+	}
+}
+
+// auditMode is what the snapshot asks the trail to write.
+func auditMode(snap *configs.Snapshot) audit.Mode {
+	if snap == nil || snap.File == nil || snap.File.Audit == nil {
+		return audit.Off
+	}
+	return audit.ParseMode(snap.File.Audit.Decisions)
+}
+
+// auditRequest writes decide's verdict on an authenticated request when
+// the trail asks for it: every refusal (a request refused in part is
+// refused), and with "all" every administration request. frame is the
+// request after its size prefix. Nothing is allocated for an allowed data
+// request.
+func (cl *client) auditRequest(h *codec.RequestHeader, frame []byte, p *decide.Pending, out decide.Outcome) {
+	mode := auditMode(cl.snap)
+	if mode == audit.Off {
+		return
+	}
+	code, topic := p.Refused()
+	refused := out != decide.Forward || code != 0
+	admin := audit.IsAdmin(h.Key)
+	if !refused && !(admin && mode == audit.All) {
+		return
+	}
+	r := cl.auditRecord(cl.snap, h.Key)
+	if refused {
+		r.Decision = decisionNames[decRefused]
+		r.Cause = causeNames[refusalCause(h.Key, out, code, p.Cause)]
+	}
+	if admin {
+		r.Admin, r.Key, r.Version = true, h.Key, h.Version
+		r.Body = append([]byte(nil), frame[h.BodyOffset:]...)
+	} else if topic != "" {
+		r.Topics = []string{topic}
+	}
+	cl.e.auditTrail.Add(r)
+}
+
+// auditAuthRefused writes a SASL authentication refused (the user the
+// credential named, never the credential): a refused request.
+func (cl *client) auditAuthRefused(res *auth.Result) {
+	tenant := ""
+	if res.ID != nil { // re-authentication as another principal
+		tenant = res.ID.Tenant
+	}
+	cl.auditSASLRefused(codec.KeySASLAuthenticate, res.User, tenant)
+}
+
+// auditSASLRefused writes a SASL request refused (cause authentication):
+// a mechanism not served (SaslHandshake), a credential refused
+// (SaslAuthenticate).
+func (cl *client) auditSASLRefused(key int16, user, tenant string) {
+	snap := cl.e.snap.Load() // the configuration in force: a connection's own is the one it authenticated under
+	if auditMode(snap) == audit.Off {
+		return
+	}
+	r := cl.auditRecord(snap, key)
+	r.Decision, r.Cause = decisionNames[decRefused], causeNames[causeAuthentication]
+	if user != "" {
+		r.Principal = user
+	}
+	if tenant != "" {
+		r.Tenant = tenant
+	}
+	cl.e.auditTrail.Add(r)
+}
+
+// auditRecord is the record of a request of cl, allowed until said otherwise.
+func (cl *client) auditRecord(snap *configs.Snapshot, key int16) audit.Record {
+	r := audit.Record{Time: time.Now(), API: decide.Name(key), Decision: decisionNames[decAllowed], Cause: causeNames[causeNone],
+		Mechanism: cl.mech}
+	if c := cl.route.cluster; c != nil {
+		r.Cluster = c.Name
+	}
+	if cl.ident != nil {
+		r.Tenant, r.Principal = cl.ident.Tenant, cl.ident.Principal
+	}
+	if snap.File.Audit != nil {
+		r.HashKey = snap.File.Audit.TopicKey.Value()
+	}
+	return r
+}

@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/audit"
+	"github.com/flexway/flexway/configs"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// jsonLines collects the engine's log lines, as the service writes them
+// (JSON), for the audit's tests.
+type jsonLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (j *jsonLines) Write(p []byte) (int, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		j.lines = append(j.lines, l)
+	}
+	return len(p), nil
+}
+
+func (j *jsonLines) all() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]string(nil), j.lines...)
+}
+
+// auditLine is what an audit line holds.
+type auditLine struct {
+	Msg       string `json:"msg"`
+	Host      string `json:"host"`
+	Method    string `json:"method"`
+	Operation string `json:"operation"`
+	Decision  string `json:"decision"`
+	Code      string `json:"code"`
+	Tenant    string `json:"tenant"`
+	Principal string `json:"principal"`
+	Topic     string `json:"topic"`
+}
+
+func (j *jsonLines) audits(t *testing.T) []auditLine {
+	var out []auditLine
+	for _, l := range j.all() {
+		var a auditLine
+		if err := json.Unmarshal([]byte(l), &a); err != nil {
+			t.Fatalf("a log line is not JSON: %q", l)
+		}
+		if a.Msg == audit.Message {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+const auditTestKey = "audit-topic-key-of-the-test-0123"
+
+// withAudit reloads env's gateway with audit: { decisions: mode } and its
+// topic key in a file.
+func withAudit(t *testing.T, env *testEnv, mode string) {
+	t.Helper()
+	must(t, os.WriteFile(filepath.Join(env.dir, "audit-topic.key"), []byte(auditTestKey+"\n"), 0o600))
+	p := filepath.Join(env.dir, "flexway.yaml")
+	b, err := os.ReadFile(p)
+	must(t, err)
+	b = append(b, "audit: { decisions: "+mode+", topic_key: \"file:./audit-topic.key\" }\n"...)
+	must(t, os.WriteFile(p, b, 0o600))
+	snap, err := configs.Load(p)
+	must(t, err)
+	must(t, env.e.Reload(context.Background(), snap))
+}
+
+// O3: each refusal cause of the decision table the gateway decides today
+// is written, one JSON line each with host = the virtual cluster, method =
+// KAFKA, operation = the API, code = the cause, the tenant and principal,
+// the topic hashed with audit.topic_key; a raw topic name never is; an
+// allowed data request is never written (counted by requests_total).
+func TestAuditEachRefusalCause(t *testing.T) {
+	logs := &jsonLines{}
+	env := newTestEnv(t, "", WithLogger(slog.New(slog.NewJSONHandler(logs, nil))))
+	withAudit(t, env, "refusals")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// Allowed data: produced, never written.
+	produceN(t, env.client("acme-app"), "orders", 3, "allowed")
+
+	// acl: a receive-only key produces.
+	err := env.client("acme-orders-reader", kgo.RequestRetries(0), kgo.DisableIdempotentWrite()).ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("x")}).FirstErr()
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce without send: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+
+	// unknown_topic: a topic the contract does not declare.
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 12
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("secret-plan-x")}}
+	r.send(md)
+	var mdr kmsg.MetadataResponse
+	mdr.Version = 12
+	r.recv(&mdr)
+
+	// admin_api: administration with an API key (no admin_scope).
+	resp, err := kadm.NewClient(env.client("acme-app")).CreateTopics(ctx, 1, 1, nil, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(resp["orders"].Err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("CreateTopics: %v, want TOPIC_AUTHORIZATION_FAILED", resp["orders"].Err)
+	}
+
+	// authentication: a wrong key.
+	bad, err := kgo.NewClient(kgo.SeedBrokers(env.boot), kgo.SASL(plain.Auth{User: "acme-app", Pass: "wrong-secret-value"}.AsMechanism()),
+		kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+	must(t, err)
+	defer bad.Close()
+	if err := bad.Ping(ctx); err == nil {
+		t.Fatal("a wrong key authenticated")
+	}
+
+	// authentication: a mechanism not served (SCRAM).
+	sc, err := kgo.NewClient(kgo.SeedBrokers(env.boot), kgo.SASL(scram.Auth{User: "acme-app", Pass: "x"}.AsSha256Mechanism()),
+		kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+	must(t, err)
+	defer sc.Close()
+	if err := sc.Ping(ctx); err == nil {
+		t.Fatal("SCRAM authenticated")
+	}
+
+	// unsupported: an API never announced (DescribeAcls).
+	r2 := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	acl := kmsg.NewPtrDescribeACLsRequest()
+	acl.Version = 1
+	r2.send(acl)
+
+	want := map[string]auditLine{
+		"acl":            {Operation: "Produce", Tenant: "acme", Principal: "acme-orders-reader", Topic: audit.HashTopic(auditTestKey, "orders")},
+		"unknown_topic":  {Operation: "Metadata", Tenant: "acme", Principal: "acme-app", Topic: audit.HashTopic(auditTestKey, "secret-plan-x")},
+		"admin_api":      {Operation: "CreateTopics", Tenant: "acme", Principal: "acme-app", Topic: audit.HashTopic(auditTestKey, "orders")},
+		"authentication": {Operation: "SASLAuthenticate", Principal: "acme-app"},
+		"mechanism":      {Operation: "SASLHandshake"},
+		"unsupported":    {Operation: "DescribeACLs", Tenant: "acme", Principal: "acme-app"},
+	}
+	got := map[string]auditLine{}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(got) < len(want) && time.Now().Before(deadline) {
+		for _, a := range logs.audits(t) {
+			if w, ok := want[a.Code]; ok && a.Operation == w.Operation {
+				got[a.Code] = a
+			}
+			if a.Code == "authentication" && a.Operation == "SASLHandshake" {
+				got["mechanism"] = a
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for code, w := range want {
+		a, ok := got[code]
+		if !ok {
+			t.Errorf("no audit line with code %s (%s); lines: %+v", code, w.Operation, logs.audits(t))
+			continue
+		}
+		if a.Host != "shop" || a.Method != "KAFKA" || a.Decision != "refused" || a.Tenant != w.Tenant || a.Principal != w.Principal || a.Topic != w.Topic ||
+			(code == "mechanism" && a.Code != "authentication") {
+			t.Errorf("%s: %+v, want host shop, method KAFKA, refused, %+v", code, a, w)
+		}
+	}
+	var prom strings.Builder
+	env.e.Metrics().WritePrometheus(&prom)
+	if !strings.Contains(prom.String(), "flexway_kafka_audit_dropped_total 0") || strings.Contains(prom.String(), "flexway_kafka_audit_records_total 0") {
+		t.Errorf("the audit's series: want records written, none dropped:\n%s", prom.String())
+	}
+	for _, a := range logs.audits(t) {
+		if a.Decision != "refused" {
+			t.Errorf("refusals only, and an allowed request is written: %+v", a)
+		}
+	}
+	for _, l := range logs.all() {
+		if strings.Contains(l, audit.Message) && (strings.Contains(l, `"orders"`) || strings.Contains(l, "secret-plan") ||
+			strings.Contains(l, env.keys["acme-app"]) || strings.Contains(l, "wrong-secret-value")) {
+			t.Errorf("an audit line holds a topic's name or a secret: %s", l)
+		}
+	}
+}
+
+// O3, decisions: all: an administration request allowed is written too,
+// its topic hashed; a data request allowed still is not.
+func TestAuditAllWritesAdministration(t *testing.T) {
+	oe := newAdminEnv(t)
+	withAudit(t, oe.testEnv, "all")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rcs, err := oe.adminClient("orders:read orders:admin").DescribeTopicConfigs(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc, err := rcs.On("orders", nil); err != nil || rc.Err != nil {
+		t.Fatalf("DescribeConfigs of orders with its admin_scope: %v %v", err, rc.Err)
+	}
+	line := oe.waitLog(10*time.Second, `msg="kafka audit"`, "operation=DescribeConfigs", "decision=allowed")
+	for _, w := range []string{"host=shop", "method=KAFKA", "code=none", "tenant=acme", "topic=" + audit.HashTopic(auditTestKey, "orders")} {
+		if !strings.Contains(line, w) {
+			t.Errorf("audit line %q: want %s", line, w)
+		}
+	}
+	if strings.Contains(line, "=orders ") || strings.HasSuffix(line, "=orders\n") {
+		t.Errorf("the raw topic is written: %s", line)
+	}
+}

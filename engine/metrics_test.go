@@ -81,6 +81,9 @@ var seedLabels = map[string][]string{
 	"flexway_kafka_tenant_budget_wait_seconds_count":  {"cluster", "tenant"},
 	"flexway_kafka_upstream_connections_total":        {"cluster", "broker", "outcome"},
 	"flexway_kafka_panics_total":                      {},
+	// The audit trail's own (issue 10.4: what a full queue drops is counted).
+	"flexway_kafka_audit_dropped_total": {},
+	"flexway_kafka_audit_records_total": {},
 }
 
 // closedValues: the values each closed label may take (tenant and cluster

@@ -223,6 +223,7 @@ func (cl *client) waitsOnGateway() bool {
 // budget. gnet keeps reading while we wait; what a client may pipeline is
 // bounded by its own in-flight limit (and closed past a bound, see limits).
 func (cl *client) process() {
+	cl.endDialPause()
 	for !cl.closed && !cl.held && cl.state != stAuthing && !cl.reauthing && cl.upSt != upDialing {
 		if cl.ps.s != nil {
 			if !cl.feedProduce() {

@@ -31,10 +31,6 @@ type produceStream struct {
 // API, a Produce not streamed), or until more of its head has come, or for
 // the broker connection or the budget, or the client was closed.
 func (cl *client) beginProduce(size int32, n int) bool {
-	if p := cl.ps.dialPause; p != nil && cl.upSt == upReady {
-		cl.ps.dialPause = nil
-		p.resume() // what gnet had read is read first (the stash)
-	}
 	if cl.ps.gather || cl.state != stAuthed || cl.legacySASL || int64(size) <= streamMinFrame.Load() {
 		return false
 	}
@@ -86,6 +82,19 @@ func (cl *client) beginProduce(size int32, n int) bool {
 	}
 	cl.e.m.request(h.Key, decAllowed)
 	return true
+}
+
+// endDialPause resumes the reads paused for the dial (beginProduce) once
+// the broker connection is enrolled: at the start of process, whatever
+// the frame at the head has become meanwhile (what gnet had read is read
+// first, the stash).
+func (cl *client) endDialPause() {
+	if p := cl.ps.dialPause; p != nil && cl.upSt != upDialing {
+		cl.ps.dialPause = nil
+		if !cl.closed {
+			p.resume()
+		}
+	}
 }
 
 // feedProduce relays what the buffer holds of the streamed request:

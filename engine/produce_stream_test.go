@@ -7,6 +7,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"hash/crc32"
 	"io"
@@ -67,8 +68,14 @@ func bigBatches(t *testing.T, env *testEnv) {
 // through the gateway in batches of up to 8 MiB.
 func produceLarge(t *testing.T, env *testEnv, n, size int) {
 	t.Helper()
-	prod := env.client("acme-app", kgo.ProducerBatchMaxBytes(8<<20), kgo.ProducerLinger(100*time.Millisecond),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProduceRequestTimeout(30*time.Second))
+	produceLargeWith(t, env.client("acme-app", largeProducer...), n, size)
+}
+
+var largeProducer = []kgo.Opt{kgo.ProducerBatchMaxBytes(8 << 20), kgo.ProducerLinger(100 * time.Millisecond),
+	kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProduceRequestTimeout(30 * time.Second)}
+
+func produceLargeWith(t *testing.T, prod *kgo.Client, n, size int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	errs := make(chan error, n)
@@ -104,8 +111,23 @@ func TestStreamLargeProduceNeverHeldWhole(t *testing.T) {
 	streamed := most.Load()
 
 	// The records of both runs, in order: produceLarge wrote i < n/2 twice.
-	cons := env.client("acme-app", kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"orders": {0: kgo.NewOffset().At(0)}}),
-		kgo.FetchMaxBytes(10<<20), kgo.FetchMaxPartitionBytes(10<<20))
+	checkLarge(t, env.client("acme-app", largeConsumer...), n, size)
+	t.Logf("largest client-side buffer: %d KiB streamed, %d KiB gathered whole", streamed>>10, whole>>10)
+	if whole < 2<<20 {
+		t.Fatalf("gathered whole, the client connection held at most %d bytes: the requests are not the several MiB the test needs", whole)
+	}
+	if streamed > 1<<20 {
+		t.Fatalf("streamed, the client connection held %d bytes (requests of %d)", streamed, whole)
+	}
+}
+
+var largeConsumer = []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"orders": {0: kgo.NewOffset().At(0)}}),
+	kgo.FetchMaxBytes(10 << 20), kgo.FetchMaxPartitionBytes(10 << 20)}
+
+// checkLarge reads n records of orders/0 from its start and checks that
+// record i is recordValue(i mod n/2, size), intact and in order.
+func checkLarge(t *testing.T, cons *kgo.Client, n, size int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for got := 0; got < n; {
@@ -121,13 +143,18 @@ func TestStreamLargeProduceNeverHeldWhole(t *testing.T) {
 			got++
 		})
 	}
-	t.Logf("largest client-side buffer: %d KiB streamed, %d KiB gathered whole", streamed>>10, whole>>10)
-	if whole < 2<<20 {
-		t.Fatalf("gathered whole, the client connection held at most %d bytes: the requests are not the several MiB the test needs", whole)
-	}
-	if streamed > 1<<20 {
-		t.Fatalf("streamed, the client connection held %d bytes (requests of %d)", streamed, whole)
-	}
+}
+
+// Over TLS (the decrypted buffer, the dial's pause through the TLS
+// adapter): the large requests arrive intact.
+func TestStreamLargeProduceTLS(t *testing.T) {
+	skipOnRealKafka(t)
+	te := newTLSEnv(t, "")
+	bigBatches(t, te.testEnv)
+	const n, size = 32, 256 << 10
+	produceLargeWith(t, te.saslClient("acme-app", tls.VersionTLS13, largeProducer...), n/2, size)
+	produceLargeWith(t, te.saslClient("acme-app", tls.VersionTLS12, largeProducer...), n/2, size)
+	checkLarge(t, te.saslClient("acme-app", tls.VersionTLS13, largeConsumer...), n, size)
 }
 
 // leaderConn connects to orders/0's leader through the gateway as acme-app.

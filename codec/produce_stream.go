@@ -316,6 +316,9 @@ func (s *ProduceRequestStream) unit(avail []byte) (int, error) {
 			l = int(r.Int32())
 		}
 		if !r.Ok() {
+			if len(avail) >= 4+5 { // the longest partition header: its length is malformed
+				return 0, ErrCodecShort
+			}
 			return s.short(avail)
 		}
 		in := len(avail) - len(r.Src)

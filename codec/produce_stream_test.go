@@ -310,3 +310,58 @@ func TestProduceRequestStreamNoAllocs(t *testing.T) {
 		}
 	}
 }
+
+// The whole-frame rewrite of a 1 MiB one-topic Produce against the same
+// request streamed in 64 KiB reads and in one. Measured (-benchtime 2000x,
+// 2 vCPUs shared with other builds):
+//
+//	BenchmarkProduceRequestStream/whole         308 ns/op  0 allocs/op
+//	BenchmarkProduceRequestStream/reads=64KiB   608 ns/op  0 allocs/op
+//	BenchmarkProduceRequestStream/reads=whole   281 ns/op  0 allocs/op
+//
+// The cost follows the reads (about 20 ns per Feed), never the records' size.
+//
+//	go test ./codec -run '^$' -bench ProduceRequest -benchmem
+func BenchmarkProduceRequestStream(b *testing.B) {
+	rng := rand.New(rand.NewSource(5))
+	frame := cleanProduce(9, nil, -1, 256<<10, 4, rng, "orders")
+	j := mapJudge{"orders": []byte("acme.orders")}
+	h, err := ParseRequestHeader(frame)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("whole", func(b *testing.B) {
+		var w Rewriter
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := w.Produce(&h, 1, fuzzClientOut, frame[h.BodyOffset:], j); err != nil {
+				b.Fatal(err)
+			}
+			w.Vec.Slices()
+		}
+	})
+	for _, read := range []int{64 << 10, len(frame)} {
+		name := "reads=64KiB"
+		if read == len(frame) {
+			name = "reads=whole"
+		}
+		b.Run(name, func(b *testing.B) {
+			var s ProduceRequestStream
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if err := s.Begin(&h, frame[:1024], len(frame), 1, fuzzClientOut, j); err != nil {
+					b.Fatal(err)
+				}
+				for pos, end := 0, 0; !s.Done(); {
+					end = min(end+read, len(frame))
+					n, err := s.Feed(frame[pos:end])
+					if err != nil {
+						b.Fatal(err)
+					}
+					pos += n
+					s.Slices()
+				}
+			}
+		})
+	}
+}

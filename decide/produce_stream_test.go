@@ -98,3 +98,58 @@ func TestSessionProduceStream(t *testing.T) {
 		t.Errorf("transactional session: %v", err)
 	}
 }
+
+// Over the fuzz seeds' Produce requests (versions, acks, transactional
+// ids, refused and unknown topics, in sessions with and without
+// transactions): whatever ProduceStream streams, Request forwards, the
+// same bytes, the same Pending; what it does not, it does not.
+func TestSessionProduceStreamAgreesWithRequest(t *testing.T) {
+	streamed := 0
+	for _, txn := range []bool{false, true} {
+		s := fuzzSession(t, txn)
+		for _, frame := range servedSeeds() {
+			h, err := codec.ParseRequestHeader(frame)
+			if err != nil || h.Key != codec.KeyProduce {
+				continue
+			}
+			var ps, pw Pending
+			st, serr := s.ProduceStream(&h, frame, len(frame), 9, &ps)
+			var got []byte
+			if serr == nil {
+				for !st.Done() {
+					n, err := st.Feed(frame[len(frame)-st.Remaining():])
+					if err != nil {
+						t.Fatalf("v%d: %v", h.Version, err)
+					}
+					if n == 0 {
+						t.Fatal("stalled")
+					}
+					for _, sl := range st.Slices() {
+						got = append(got, sl...)
+					}
+				}
+			}
+			out := s.Request(&h, frame, 9, testGrant, &pw)
+			if serr != nil {
+				if !errors.Is(serr, codec.ErrCodecNotStreamed) {
+					t.Fatalf("v%d: %v", h.Version, serr)
+				}
+				continue
+			}
+			streamed++
+			var want []byte
+			for _, sl := range s.RW.Vec.Slices() {
+				want = append(want, sl...)
+			}
+			if out != Forward || pw.Dropped.Len() != 0 || !bytes.Equal(got, want) {
+				t.Fatalf("v%d: streamed, but Request says %d (%s), %d dropped, same bytes %v", h.Version, out, pw.Cause, pw.Dropped.Len(), bytes.Equal(got, want))
+			}
+			if ps.NoResponse != pw.NoResponse || ps.Reserve != pw.Reserve || ps.UpCorr != pw.UpCorr || ps.ClientCorr != pw.ClientCorr || ps.Version != pw.Version {
+				t.Fatalf("v%d: pending %+v, Request's %+v", h.Version, ps, pw)
+			}
+		}
+	}
+	if streamed < 10 {
+		t.Fatalf("only %d seeds streamed", streamed)
+	}
+}

@@ -309,6 +309,7 @@ func TestStreamProduceRefusedTopic(t *testing.T) {
 // answer comes, and the records are there.
 func TestStreamProduceAcksZero(t *testing.T) {
 	skipOnRealKafka(t)
+	most := watchClients(t)
 	env := newTestEnv(t, "")
 	r := leaderConn(t, env)
 	vals := [][]byte{recordValue(5, 200<<10), recordValue(6, 200<<10)}
@@ -330,6 +331,9 @@ func TestStreamProduceAcksZero(t *testing.T) {
 		t.Fatalf("metadata %+v", mr)
 	}
 	consumeValues(t, env, vals)
+	if m := most.Load(); m >= 350<<10 { // one read is up to 256 KiB
+		t.Fatalf("the client connection held %d bytes: the request (400 KiB) was not streamed", m)
+	}
 }
 
 // (e) A Produce malformed in its middle (a partition's tag section past

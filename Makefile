@@ -42,6 +42,7 @@ fuzz:
 	$(FUZZ) ./codec -fuzz '^FuzzFetchRequestRewrite$$'
 	$(FUZZ) ./codec -fuzz '^FuzzFetchResponseRewrite$$'
 	$(FUZZ) ./codec -fuzz '^FuzzFetchResponseStream$$'
+	$(FUZZ) ./codec -fuzz '^FuzzProduceRequestStream$$'
 	$(FUZZ) ./decide -fuzz '^FuzzSessionRequest$$'
 	$(FUZZ) ./decide -fuzz '^FuzzGroupResponse$$'
 	$(FUZZ) ./engine -fuzz '^FuzzParseSNI$$'

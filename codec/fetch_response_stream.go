@@ -24,7 +24,8 @@ var (
 	// in length), a non-minimal length encoding, a tag section that the
 	// rewrite would shrink or grow (unknown tags, nested tags). The whole
 	// answer rewritten in one piece would leave the topic out or drop the
-	// tags; a stream cannot, its size being already written.
+	// tags; a stream cannot, its size being already written. A streamed
+	// Produce request is refused with it likewise (ProduceRequestStream).
 	ErrCodecUnforeseen = errors.New("codec: streamed answer differs from the size announced")
 	// ErrCodecUnitTooLong: a header or tag section longer than MaxStreamUnit.
 	ErrCodecUnitTooLong = errors.New("codec: streamed header too long")

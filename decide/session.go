@@ -48,6 +48,8 @@ type Session struct {
 	RW       codec.Rewriter
 	// stream relays a large Fetch answer as it arrives (FetchStream).
 	stream codec.FetchResponseStream
+	// pstream relays a large Produce request as it arrives (ProduceStream).
+	pstream codec.ProduceRequestStream
 	// Scratch of the request being judged:
 	hdr     codec.RequestHeader // its header, copied (see Request)
 	cid     []byte              // its client id as the broker sees it
@@ -158,4 +160,41 @@ func (s *Session) FetchStream(p *Pending, frameLen int) (*codec.FetchResponseStr
 		return nil, err
 	}
 	return &s.stream, nil
+}
+
+// ProduceStream judges a Produce request from its first bytes, to relay it
+// to the broker as it arrives (invariant 22): prefix is the frame after
+// its size prefix as far as it has come (header included, h parsed from
+// it), frameLen the frame's whole length, upCorr the correlation id to
+// give it. On success p holds what its answer needs (none with acks=0:
+// p.NoResponse) and the caller feeds the frame's bytes, from its first, to
+// the stream returned, writing its Slices to the broker after each Feed.
+// codec.ErrCodecShort: prefix is too short to judge, wait for more;
+// codec.ErrCodecNotStreamed: the frame is to be gathered whole and judged
+// by Request (what is not a one-topic Produce whose topic the view allows,
+// a transactional Produce of a session without transactions): a refusal is
+// answered as on the whole-frame path. One stream per session, valid until
+// the next ProduceStream.
+func (s *Session) ProduceStream(h *codec.RequestHeader, prefix []byte, frameLen int, upCorr int32, p *Pending) (*codec.ProduceRequestStream, error) {
+	if h.Key != codec.KeyProduce || !s.Versions.Has(h.Key, h.Version) {
+		return nil, codec.ErrCodecNotStreamed
+	}
+	s.cid = s.View.AppendClientID(s.cid[:0], h.ClientID)
+	if len(s.cid) > codec.MaxString {
+		return nil, codec.ErrCodecNotStreamed
+	}
+	s.hdr = *h // as in Request: the caller's header does not escape
+	err := s.pstream.Begin(&s.hdr, prefix, frameLen, upCorr, s.cid, s.View)
+	s.hdr = codec.RequestHeader{}
+	if err != nil {
+		return nil, err
+	}
+	if s.pstream.Transactional() && !s.View.Transactions {
+		return nil, codec.ErrCodecNotStreamed
+	}
+	p.reset()
+	p.Key, p.Version, p.ClientCorr, p.UpCorr = h.Key, h.Version, h.Correlation, upCorr
+	p.NoResponse = s.pstream.Acks() == 0
+	p.Reserve = AnswerReserve
+	return &s.pstream, nil
 }

@@ -90,6 +90,7 @@ type client struct {
 	outLast    int
 	outSince   time.Time
 	scratch    []byte
+	ps         produceStream // a large Produce relayed as it arrives (produce_stream.go)
 }
 
 func newClient(e *Engine, c gnet.Conn, route portRoute) *client {
@@ -233,7 +234,14 @@ func (cl *client) waitsOnGateway() bool {
 // budget. gnet keeps reading while we wait; what a client may pipeline is
 // bounded by its own in-flight limit (and closed past a bound, see limits).
 func (cl *client) process() {
+	cl.endDialPause()
 	for !cl.closed && !cl.held && cl.state != stAuthing && !cl.reauthing && cl.upSt != upDialing {
+		if cl.ps.s != nil {
+			if !cl.feedProduce() {
+				return
+			}
+			continue
+		}
 		n := cl.inBuffered()
 		if n < codec.SizeLen {
 			return
@@ -253,6 +261,9 @@ func (cl *client) process() {
 		}
 		total := codec.SizeLen + int(size)
 		if n < total {
+			if cl.beginProduce(size, n) {
+				continue
+			}
 			return
 		}
 		frame, err := cl.peek(total)
@@ -267,6 +278,7 @@ func (cl *client) process() {
 			return
 		}
 		cl.discard(total)
+		cl.ps.gather = false
 		if cl.inBuffered() == 0 {
 			cl.frameSince = time.Time{}
 		} else {
@@ -600,6 +612,9 @@ func (cl *client) releaseAs(peerClosed bool) {
 // what it read; so does the gateway. Only Produce is forwarded then:
 // nothing else has an effect without its answer.
 func (cl *client) keepForDrain() bool {
+	if cl.streamingProduce() {
+		return false // the broker holds a part of a frame: it can only be closed
+	}
 	if cl.tls != nil {
 		cl.tlsRead()
 	}

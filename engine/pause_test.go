@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"net"
 	"os"
 	"runtime"
@@ -284,6 +285,8 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 		before   = 32 // whole requests sent before the pause
 		minBlock = 8 << 20
 	)
+	// The half request must stay in gnet's buffer: not streamed (invariant 22).
+	defer streamMinFrame.Store(streamMinFrame.Swap(math.MaxInt64))
 	env := newTestEnv(t, "")
 	addr := leaderOf0(t, env)
 	r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])

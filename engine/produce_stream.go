@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/flexway/flexway/codec"
+)
+
+// produceStream is a client's large Produce request relayed to its broker
+// connection as it arrives (cut-through, invariant 22).
+type produceStream struct {
+	// s is the stream under way (nil: none): while it is, nothing else of
+	// the client is processed.
+	s *codec.ProduceRequestStream
+	// carry is what the last Feed left unconsumed (a partition header not
+	// yet whole), which gnet keeps in its ring between reads.
+	carry   int
+	version int16
+	// gather: the frame at the head of the buffer is not streamed; it is
+	// gathered whole and handled as any other (cleared once it is).
+	gather bool
+	// dialPause: the client's reads paused while its broker connection
+	// is dialed for the request to stream (its bytes wait in the kernel,
+	// not in gnet's buffer); resumed once it is enrolled.
+	dialPause *pausedConn
+}
+
+// beginProduce starts relaying the frame of size bytes at the head of the
+// buffer (n bytes of it buffered, not whole) as it arrives, if it is a
+// Produce the session streams; false: it waits until it is whole (another
+// API, a Produce not streamed), or until more of its head has come, or for
+// the broker connection or the budget, or the client was closed.
+func (cl *client) beginProduce(size int32, n int) bool {
+	if cl.ps.gather || cl.state != stAuthed || cl.legacySASL || int64(size) <= streamMinFrame.Load() {
+		return false
+	}
+	head := min(n, codec.SizeLen+codec.MaxStreamUnit)
+	b, err := cl.peek(head)
+	if err != nil {
+		return false
+	}
+	prefix := b[codec.SizeLen:]
+	h, err := codec.ParseRequestHeader(prefix)
+	switch {
+	case err == codec.ErrCodecShort && head < codec.SizeLen+codec.MaxStreamUnit:
+		return false // more of the header to come
+	case err != nil || h.Key != codec.KeyProduce:
+		cl.ps.gather = true
+		return false
+	}
+	if !cl.checkSession() {
+		return false
+	}
+	p := cl.queue.Get()
+	ps, err := cl.sess.ProduceStream(&h, prefix, int(size), cl.upCorr+1, p)
+	if err != nil {
+		cl.queue.Put(p)
+		cl.ps.gather = err != codec.ErrCodecShort // else more of the head to come
+		return false
+	}
+	// The broker connection is enrolled and the budget allows the answer
+	// before the first byte is written; else the frame waits, and the
+	// stream is begun again when the client is processed again.
+	if _, ok := cl.admit(h.Key); !ok {
+		cl.queue.Put(p)
+		if cl.upSt == upDialing && cl.ps.dialPause == nil {
+			// gnet would read on while the dial lasts: the whole request,
+			// on loopback. Between frames: nothing peeked is kept.
+			cl.ps.dialPause = cl.pauseReads()
+		}
+		return false
+	}
+	cl.upCorr++
+	cl.discard(codec.SizeLen)
+	cl.ps.s, cl.ps.carry, cl.ps.version = ps, 0, h.Version
+	if p.NoResponse {
+		cl.queue.Put(p)
+	} else {
+		cl.budget.Reserve(p.Reserve)
+		cl.queue.Push(p)
+		cl.lp.pending.Add(1)
+	}
+	cl.e.m.request(h.Key, decAllowed)
+	return true
+}
+
+// endDialPause resumes the reads paused for the dial (beginProduce) once
+// the broker connection is enrolled: at the start of process, whatever
+// the frame at the head has become meanwhile (what gnet had read is read
+// first, the stash).
+func (cl *client) endDialPause() {
+	if p := cl.ps.dialPause; p != nil && cl.upSt != upDialing {
+		cl.ps.dialPause = nil
+		if !cl.closed {
+			p.resume()
+		}
+	}
+}
+
+// feedProduce relays what the buffer holds of the streamed request:
+// rewritten, written to the broker, then released. false: more bytes are
+// needed, or the client was closed. A Feed error closes the client as a
+// malformed request: its frame is partly written to the broker, whose
+// connection closes with it.
+func (cl *client) feedProduce() bool {
+	ps := cl.ps.s
+	want := min(cl.inBuffered(), ps.Remaining())
+	if want == 0 {
+		return false
+	}
+	lim := want
+	if cl.ps.carry > 0 {
+		lim = min(want, cl.ps.carry+streamPeek)
+	}
+	for {
+		chunk, err := cl.peek(lim)
+		if err != nil {
+			return false
+		}
+		used, err := ps.Feed(chunk)
+		if err != nil {
+			cl.ps.s = nil
+			cl.e.m.request(-1, decRefused)
+			cl.close(closeMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+err.Error())
+			return false
+		}
+		if sl := ps.Slices(); len(sl) > 0 {
+			cl.up.write(sl)
+		}
+		if used > 0 { // gnet's Discard(0) discards everything
+			cl.discard(used)
+		}
+		if cl.closed {
+			return false
+		}
+		if ps.Done() {
+			cl.ps.s, cl.ps.carry = nil, 0
+			if cl.inBuffered() == 0 {
+				cl.frameSince = time.Time{}
+			} else {
+				cl.frameSince = cl.lastActive
+			}
+			return true
+		}
+		if used > 0 { // feed again: the buffer may hold more
+			cl.ps.carry = len(chunk) - used
+			return true
+		}
+		if lim == want { // a unit not yet whole: wait for the socket
+			cl.ps.carry = want
+			return false
+		}
+		lim = min(want, 2*lim)
+	}
+}
+
+// streamingProduce: a request is relayed to the broker half sent; the
+// broker connection cannot carry anything else of the client's.
+func (cl *client) streamingProduce() bool { return cl.ps.s != nil }

@@ -34,6 +34,12 @@ func (cl *client) beginProduce(size int32, n int) bool {
 	if cl.ps.gather || cl.state != stAuthed || cl.legacySASL || int64(size) <= streamMinFrame.Load() {
 		return false
 	}
+	if q := cl.snap.Listener.Quotas; q != nil && q.Quota != "" && cl.e.counters != nil {
+		// The tenant's day/month budget (budget_quota.go) judges the
+		// whole frame: its Produce requests are gathered.
+		cl.ps.gather = true
+		return false
+	}
 	head := min(n, codec.SizeLen+codec.MaxStreamUnit)
 	b, err := cl.peek(head)
 	if err != nil {
@@ -80,7 +86,8 @@ func (cl *client) beginProduce(size int32, n int) bool {
 		cl.queue.Push(p)
 		cl.lp.pending.Add(1)
 	}
-	cl.e.m.request(h.Key, decAllowed)
+	cl.ts.request(h.Key, decAllowed, causeNone)
+	cl.ts.produced(int(size))
 	return true
 }
 
@@ -120,7 +127,7 @@ func (cl *client) feedProduce() bool {
 		used, err := ps.Feed(chunk)
 		if err != nil {
 			cl.ps.s = nil
-			cl.e.m.request(-1, decRefused)
+			cl.ts.request(codec.KeyProduce, decRefused, causeUnsupported)
 			cl.close(closeMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+err.Error())
 			return false
 		}

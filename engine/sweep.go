@@ -15,6 +15,9 @@ const sweepEvery = 20 * time.Millisecond
 // sweep runs on loop l.
 func (e *Engine) sweep(l *loop) {
 	for cl := range l.unread {
+		if p, ok := cl.c.(*pausedConn); ok {
+			p.flushOut() // the drain watcher's fallback
+		}
 		cl.syncOut()
 	}
 	if len(l.held) > 0 {
@@ -76,6 +79,9 @@ func (e *Engine) sweep(l *loop) {
 		}
 		cl.outLast = out
 		if now.Sub(cl.outSince) >= e.opts.WriteTimeout {
+			// RST, not FIN: a peer that reads nothing would keep the socket
+			// in FIN-WAIT-1 with its unsent bytes for minutes.
+			_ = cl.c.SetLinger(0)
 			cl.close(closeWriteTimeout, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "unread_bytes", out, "after", e.opts.WriteTimeout.String())
 		}
 	}

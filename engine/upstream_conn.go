@@ -30,6 +30,8 @@ type upstreamConn struct {
 	fs    *codec.FetchResponseStream
 	fp    *decide.Pending
 	carry int
+	// drainHeld: not read until the client reads (whyDrain, flow.go)
+	drainHeld bool
 }
 
 // streamMinFrame: a Fetch answer longer than this that is not whole in the
@@ -187,6 +189,7 @@ func (u *upstreamConn) onTraffic() {
 	if cl.held {
 		cl.resume()
 	}
+	u.flowCheck()
 }
 
 // begin starts relaying the answer of size bytes at the head of the buffer

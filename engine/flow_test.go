@@ -384,4 +384,3 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
-

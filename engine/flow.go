@@ -21,6 +21,7 @@ package engine
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -45,6 +46,9 @@ const (
 var (
 	flowHigh atomic.Int64
 	flowLow  atomic.Int64
+	// flowPauses, flowPausedNs: the drain pauses and their time (tests)
+	flowPauses   atomic.Int64
+	flowPausedNs atomic.Int64
 )
 
 func init() {
@@ -140,6 +144,8 @@ func (u *upstreamConn) flowCheck() {
 		return
 	}
 	if int64(cl.c.OutboundBuffered()) > flowHigh.Load() {
+		flowPauses.Add(1)
+		u.flowSince = time.Now()
 		u.drainHeld = true
 		u.c = cl.e.holdReads(u.c, whyDrain)
 	}
@@ -153,6 +159,7 @@ func (cl *client) flowResume(out int) {
 		return
 	}
 	u.drainHeld = false
+	flowPausedNs.Add(int64(time.Since(u.flowSince)))
 	if p, ok := u.c.(*pausedConn); ok && !u.closed {
 		p.releaseReads(whyDrain)
 	}

@@ -30,8 +30,9 @@ type upstreamConn struct {
 	fs    *codec.FetchResponseStream
 	fp    *decide.Pending
 	carry int
-	// drainHeld: not read until the client reads (whyDrain, flow.go)
+	// drainHeld: not read until the client reads (whyDrain, flow.go), since flowSince
 	drainHeld bool
+	flowSince time.Time
 }
 
 // streamMinFrame: a Fetch answer longer than this that is not whole in the

@@ -64,7 +64,9 @@ func (e *Engine) sweep(l *loop) {
 			// is whole and the clock restarts when it goes on.
 			cl.close(closePartialFrame, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
 			continue
-		case cl.queue.Len() == 0 && cl.c.OutboundBuffered() == 0 && now.Sub(cl.lastActive) > lim.IdleTimeout.D():
+		case cl.queue.Len() == 0 && cl.c.OutboundBuffered() == 0 && !cl.waitsOnGateway() && now.Sub(cl.lastActive) > lim.IdleTimeout.D():
+			// Not a client whose request waits on the gateway: it is not
+			// read meanwhile (flow.go), so its activity does not show.
 			cl.close(closeIdle)
 			continue
 		}

@@ -226,11 +226,14 @@ func (w *drainWatch) run(e *Engine, l *loop) {
 	evs := make([]unix.EpollEvent, 128)
 	for {
 		n, err := unix.EpollWait(w.epfd, evs, -1)
-		if err == unix.EINTR {
-			continue
-		}
 		if err != nil {
-			return
+			// Only stop's event ends the goroutine (it then closes the
+			// fds: stop never writes to a closed one); the tick flushes
+			// meanwhile.
+			if err != unix.EINTR {
+				time.Sleep(10 * time.Millisecond)
+			}
+			continue
 		}
 		var fired [][2]int32
 		stop := false
@@ -267,7 +270,7 @@ func (w *drainWatch) fire(fired [][2]int32) {
 	}
 }
 
-// stop ends the watcher's goroutine (at the engine's stop).
+// stop ends the watcher's goroutine (at the engine's stop), once.
 func (w *drainWatch) stop() {
 	var one = [8]byte{1}
 	_, _ = unix.Write(w.evfd, one[:])

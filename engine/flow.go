@@ -35,6 +35,7 @@ const (
 	whyDial                        // client: its head request waits for its broker connection
 	whyDrain                       // broker: its client has not read flowHigh bytes
 	whyQuota                       // client: a KIP-219 mute (quota)
+	whyBare                        // pauseRead/resume, the bare primitive (tests)
 )
 
 // The marks of "the broker is not read until the client reads": above
@@ -74,7 +75,7 @@ func (p *pausedConn) releaseReads(why pauseWhy) {
 	}
 	p.why &^= why
 	if p.why == 0 {
-		p.resume()
+		p.resumeNow()
 	}
 }
 

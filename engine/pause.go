@@ -89,8 +89,12 @@ var _ gnet.Conn = (*pausedConn)(nil)
 // tick, 20 ms); gnet keeps reading meanwhile (paused reports false).
 // Call it between frames: slices peeked from gnet's buffer are not valid
 // after it. The owner must not pause a connection it has closed.
+//
+// pauseRead and resume are one reason among others (whyBare, flow.go):
+// a connection they resume stays paused while another reason holds it.
 func (e *Engine) pauseRead(c gnet.Conn) *pausedConn {
 	p := e.standIn(c)
+	p.why |= whyBare
 	p.pause()
 	return p
 }
@@ -151,10 +155,20 @@ func (p *pausedConn) pause() {
 	}
 }
 
-// resume reads the connection again (on its loop): a pause not yet done is
-// cancelled; a detached socket is enrolled on its loop again, and its
-// stash is the first thing the owner reads (an OnTraffic is raised for it).
+// resume drops pauseRead's reason (on its loop); with no other reason
+// left, the connection is read again (resumeNow).
 func (p *pausedConn) resume() {
+	p.why &^= whyBare
+	if p.why == 0 {
+		p.resumeNow()
+	}
+}
+
+// resumeNow reads the connection again, whatever the reasons: a pause not
+// yet done is cancelled; a detached socket is enrolled on its loop again,
+// and its stash is the first thing the owner reads (an OnTraffic is
+// raised for it). The peer's close while paused resumes so.
+func (p *pausedConn) resumeNow() {
 	switch p.st {
 	case rpDetachPending:
 		p.st = rpAttached
@@ -386,7 +400,7 @@ func (e *Engine) sweepPaused(l *loop) {
 					p.flushOut()
 				}
 				if p.st == rpPaused && pf.Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
-					p.resume()
+					p.resumeNow()
 				}
 			}
 		}

@@ -17,9 +17,11 @@ package engine
 // The owner's handle becomes a *pausedConn at its first pause and stays one:
 // a gnet.Conn of its own that routes every call to the connection of the
 // moment (gnet's while attached, the socket while detached), so no handle
-// anywhere goes stale, and writes never stop: while detached they go
-// straight to the socket, what the kernel does not take waits for POLLOUT.
-// A connection never paused costs nothing: its handle is gnet's own.
+// anywhere goes stale, and writes never stop: they go straight to the
+// socket, what the kernel does not take waits in the stand-in's queue for
+// the drain watcher (flow.go). A broker connection never paused keeps
+// gnet's own handle; a client's is a stand-in from its first answer on
+// (client.own), so that its unsent bytes are the engine's.
 
 import (
 	"context"

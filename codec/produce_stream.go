@@ -27,7 +27,7 @@ const (
 
 // ProduceRequestStream rewrites one client Produce request as it arrives,
 // in pieces, into the same bytes Produce gives for the whole frame
-// (invariant 22). Only a request naming exactly one topic, allowed by the
+// (invariant 26). Only a request naming exactly one topic, allowed by the
 // judge, is streamed: its head (request header, transactional id, acks,
 // timeout, the topic's name and partition count) comes before every
 // record byte, so Begin rewrites it whole and the output's size is known

@@ -163,7 +163,7 @@ func (s *Session) FetchStream(p *Pending, frameLen int) (*codec.FetchResponseStr
 }
 
 // ProduceStream judges a Produce request from its first bytes, to relay it
-// to the broker as it arrives (invariant 22): prefix is the frame after
+// to the broker as it arrives (invariant 26): prefix is the frame after
 // its size prefix as far as it has come (header included, h parsed from
 // it), frameLen the frame's whole length, upCorr the correlation id to
 // give it. On success p holds what its answer needs (none with acks=0:

@@ -181,6 +181,7 @@ func (cl *client) discard(n int) {
 }
 
 func (cl *client) write(b []byte) {
+	cl.own()
 	if t := cl.tls; t != nil {
 		_, _ = t.conn.Write(b)
 	} else {
@@ -198,6 +199,7 @@ func (cl *client) syncOut() {
 	}
 	out := int64(cl.c.OutboundBuffered())
 	cl.budget.SyncOutbound(out)
+	cl.flowResume(int(out))
 	if out > 0 {
 		cl.lp.unread[cl] = struct{}{}
 	} else {
@@ -208,6 +210,7 @@ func (cl *client) syncOut() {
 // writev writes one frame given as slices: one vectored write in clear, one
 // TLS write (records coalesced) over TLS.
 func (cl *client) writev(bs [][]byte) {
+	cl.own()
 	if t := cl.tls; t != nil {
 		t.out = t.out[:0]
 		for _, b := range bs {
@@ -231,10 +234,11 @@ func (cl *client) waitsOnGateway() bool {
 
 // process handles every whole frame the connection holds, in order, until
 // it must wait: for the worker pool, for its broker connection, or for its
-// budget. gnet keeps reading while we wait; what a client may pipeline is
-// bounded by its own in-flight limit (and closed past a bound, see limits).
+// budget. While its head request waits on the gateway (budget, dial) the
+// client is not read (syncReads, flow.go): what it pipelines waits in the
+// kernel.
 func (cl *client) process() {
-	cl.endDialPause()
+	defer cl.syncReads()
 	for !cl.closed && !cl.held && cl.state != stAuthing && !cl.reauthing && cl.upSt != upDialing {
 		if cl.ps.s != nil {
 			if !cl.feedProduce() {

@@ -67,8 +67,8 @@ type Engine struct {
 	// without one; ownCounters: opened here, closed when the engine stops.
 	counters    quota.Store
 	ownCounters bool
-	quotaLog    rateLimiter // "kafka produce refused: the tenant's quota is spent"
-	auditTrail   *audit.Trail // O3 (audit.go)
+	quotaLog    rateLimiter  // "kafka produce refused: the tenant's quota is spent"
+	auditTrail  *audit.Trail // O3 (audit.go)
 }
 
 // portRoute says what a listener port serves.

@@ -17,9 +17,11 @@ package engine
 // The owner's handle becomes a *pausedConn at its first pause and stays one:
 // a gnet.Conn of its own that routes every call to the connection of the
 // moment (gnet's while attached, the socket while detached), so no handle
-// anywhere goes stale, and writes never stop: while detached they go
-// straight to the socket, what the kernel does not take waits for POLLOUT.
-// A connection never paused costs nothing: its handle is gnet's own.
+// anywhere goes stale, and writes never stop: they go straight to the
+// socket, what the kernel does not take waits in the stand-in's queue for
+// the drain watcher (flow.go). A broker connection never paused keeps
+// gnet's own handle; a client's is a stand-in from its first answer on
+// (client.own), so that its unsent bytes are the engine's.
 
 import (
 	"context"
@@ -65,7 +67,14 @@ type pausedConn struct {
 
 	in  []byte // read by gnet, not consumed by the owner: delivered first
 	off int
-	out []byte // written while detached, not taken by the kernel yet
+	// q: written, not taken by the socket yet (flow_out.go): the stand-in
+	// writes straight to its socket, attached or not, once gnet's own
+	// outbound buffer is empty; the watcher (flow.go) says when to go on.
+	q outq
+
+	why  pauseWhy // the reasons of the pause (flow.go); 0 for pauseRead's own
+	wfd  int32    // the fd armed in the loop's drain watcher, -1 none
+	wgen int32
 
 	local, remote net.Addr
 	again         bool // paused again while re-enrolling
@@ -82,15 +91,26 @@ var _ gnet.Conn = (*pausedConn)(nil)
 // tick, 20 ms); gnet keeps reading meanwhile (paused reports false).
 // Call it between frames: slices peeked from gnet's buffer are not valid
 // after it. The owner must not pause a connection it has closed.
+//
+// pauseRead and resume are one reason among others (whyBare, flow.go):
+// a connection they resume stays paused while another reason holds it.
 func (e *Engine) pauseRead(c gnet.Conn) *pausedConn {
+	p := e.standIn(c)
+	p.why |= whyBare
+	p.pause()
+	return p
+}
+
+// standIn returns c's stand-in, made now if c is gnet's own handle (the
+// owner stores it as its handle). On c's loop.
+func (e *Engine) standIn(c gnet.Conn) *pausedConn {
 	p, ok := c.(*pausedConn)
 	if !ok {
-		p = &pausedConn{e: e, el: c.EventLoop(), ctx: c.Context(), live: c, fd: -1,
+		p = &pausedConn{e: e, el: c.EventLoop(), ctx: c.Context(), live: c, fd: -1, wfd: -1,
 			local: c.LocalAddr(), remote: c.RemoteAddr()}
 		p.lp = e.loopOf(p.el)
 		c.SetContext(p)
 	}
-	p.pause()
 	return p
 }
 
@@ -137,10 +157,20 @@ func (p *pausedConn) pause() {
 	}
 }
 
-// resume reads the connection again (on its loop): a pause not yet done is
-// cancelled; a detached socket is enrolled on its loop again, and its
-// stash is the first thing the owner reads (an OnTraffic is raised for it).
+// resume drops pauseRead's reason (on its loop); with no other reason
+// left, the connection is read again (resumeNow).
 func (p *pausedConn) resume() {
+	p.why &^= whyBare
+	if p.why == 0 {
+		p.resumeNow()
+	}
+}
+
+// resumeNow reads the connection again, whatever the reasons: a pause not
+// yet done is cancelled; a detached socket is enrolled on its loop again,
+// and its stash is the first thing the owner reads (an OnTraffic is
+// raised for it). The peer's close while paused resumes so.
+func (p *pausedConn) resumeNow() {
 	switch p.st {
 	case rpDetachPending:
 		p.st = rpAttached
@@ -171,12 +201,17 @@ func (p *pausedConn) detach() {
 		p.off = 0
 	}
 	p.live, p.fd, p.st = nil, fd, rpPaused
+	p.disarm()
 	// Synchronous: OnClose(c) runs now and finds c is not p.live — a detach,
 	// nothing ends; gnet then deletes the fd from its epoll and closes it.
 	_ = p.el.Close(c)
+	if p.q.len() > 0 {
+		p.armDrain() // the same socket, by its new fd
+	}
 }
 
 func (p *pausedConn) reenroll() {
+	p.disarm()
 	f := os.NewFile(uintptr(p.fd), "")
 	p.fd = -1
 	nc, err := net.FileConn(f) // its own dup
@@ -225,11 +260,12 @@ func (p *pausedConn) reattached(c gnet.Conn) (out []byte, action gnet.Action) {
 	}
 	p.live, p.st = c, rpAttached
 	p.untrack()
-	if len(p.out) > 0 { // written while detached: first
-		b := p.out
-		p.out = nil
-		if _, err := c.Write(b); err != nil {
-			return nil, gnet.None // gnet closed c: OnClose told the owner
+	if p.q.len() > 0 { // written while detached or re-enrolling: first
+		if _, err := p.q.writeTo(c.Fd()); err != nil {
+			return nil, gnet.Close // OnClose(c) tells the owner
+		}
+		if p.q.len() > 0 {
+			p.armDrain()
 		}
 	}
 	if p.off < len(p.in) {
@@ -255,6 +291,8 @@ func (p *pausedConn) liveClosed(c gnet.Conn) bool {
 		return false
 	}
 	p.live, p.st = nil, rpClosed
+	p.q.reset()
+	p.disarm()
 	if p.notified {
 		return false
 	}
@@ -267,14 +305,14 @@ func (p *pausedConn) liveClosed(c gnet.Conn) bool {
 // owner told as gnet would (at once for a failed write, as gnet does
 // inside Write; later, on the loop, for Close).
 func (p *pausedConn) closeAs(err error, now bool) {
+	p.disarm()
 	if p.fd >= 0 {
-		if len(p.out) > 0 {
-			_, _ = unix.Write(p.fd, p.out) // best effort, as gnet's close
-		}
+		_, _ = p.q.writeTo(p.fd) // best effort, as gnet's close
 		_ = unix.Close(p.fd)
 		p.fd = -1
 	}
-	p.out, p.in, p.off = nil, nil, 0
+	p.q.reset()
+	p.in, p.off = nil, 0
 	p.st = rpClosed
 	if now {
 		p.notify(err)
@@ -308,8 +346,11 @@ func (p *pausedConn) track() {
 
 func (p *pausedConn) untrack() { delete(p.lp.pauses.m, p) }
 
-// pauseSet is a loop's connections with a pause under way.
+// pauseSet is a loop's connections with a pause under way, and its drain
+// watcher (flow.go).
 type pauseSet struct {
+	dw       *drainWatch
+	dwFailed bool
 	m        map[*pausedConn]struct{}
 	pfd      []unix.PollFd
 	pcs      []*pausedConn
@@ -344,7 +385,7 @@ func (e *Engine) sweepPaused(l *loop) {
 			if full {
 				ev |= unix.POLLRDHUP
 			}
-			if len(p.out) > 0 {
+			if p.q.len() > 0 {
 				ev |= unix.POLLOUT
 			}
 			if ev != 0 {
@@ -361,7 +402,7 @@ func (e *Engine) sweepPaused(l *loop) {
 					p.flushOut()
 				}
 				if p.st == rpPaused && pf.Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
-					p.resume()
+					p.resumeNow()
 				}
 			}
 		}
@@ -380,6 +421,10 @@ func (e *Engine) closePaused() {
 	}
 	e.loopsMu.Unlock()
 	for _, l := range loops {
+		if w := l.pauses.dw; w != nil {
+			w.stop()
+			l.pauses.dw = nil
+		}
 		for p := range l.pauses.m {
 			func() {
 				defer e.recoverConn(nil, "close")
@@ -393,19 +438,34 @@ func (e *Engine) closePaused() {
 	}
 }
 
-// flushOut writes what waits for the detached socket.
+// flushOut writes what waits for the socket (attached or detached), and
+// arms the watcher for the rest.
 func (p *pausedConn) flushOut() {
-	n, err := unix.Write(p.fd, p.out)
-	if err != nil && err != unix.EAGAIN && err != unix.EINTR {
-		p.closeAs(os.NewSyscallError("write", err), true)
+	if p.q.len() == 0 || p.st == rpResuming || p.st == rpClosed {
 		return
 	}
-	if n > 0 {
-		p.out = p.out[n:]
+	fd, err := p.sockFd()
+	if err != nil {
+		return
 	}
-	if len(p.out) == 0 {
-		p.out = nil
+	if _, err := p.q.writeTo(fd); err != nil {
+		p.writeFailed(os.NewSyscallError("writev", err))
+		return
 	}
+	if p.q.len() > 0 {
+		p.armDrain()
+	}
+}
+
+// writeFailed closes the connection after a write error, as gnet's Write
+// does: the owner is told at once.
+func (p *pausedConn) writeFailed(err error) {
+	p.q.reset()
+	if p.live != nil {
+		_ = p.el.Close(p.live) // synchronous: OnClose(live) tells the owner
+		return
+	}
+	p.closeAs(err, true)
 }
 
 // Reading: the stash first, then gnet's buffer. Once both are read through
@@ -538,71 +598,50 @@ func (p *pausedConn) WriteTo(w io.Writer) (int64, error) {
 	return n, nil
 }
 
-// Writing: gnet's while attached; while detached straight to the socket,
-// the rest kept in order (an error closes, as gnet's Write does).
+// Writing: gnet's while it still holds bytes of the connection (sent
+// first: the order is kept); then, attached or not, straight to the
+// socket, the rest queued (q) and written when the socket takes more (the
+// drain watcher). An error closes, as gnet's Write does.
 
 func (p *pausedConn) Write(b []byte) (int, error) {
-	switch p.st {
-	case rpAttached, rpDetachPending:
-		return p.live.Write(b)
-	case rpClosed:
-		return 0, net.ErrClosed
-	case rpResuming:
-		p.out = append(p.out, b...)
-		return len(b), nil
-	}
-	n := len(b)
-	if len(p.out) == 0 {
-		m, err := unix.Write(p.fd, b)
-		if err != nil && err != unix.EAGAIN && err != unix.EINTR {
-			err = os.NewSyscallError("write", err)
-			p.closeAs(err, true)
-			return 0, err
-		}
-		b = b[max(m, 0):]
-	}
-	p.out = append(p.out, b...)
-	return n, nil
+	return p.Writev([][]byte{b})
 }
 
 func (p *pausedConn) Writev(bs [][]byte) (int, error) {
-	switch p.st {
-	case rpAttached, rpDetachPending:
-		return p.live.Writev(bs)
-	case rpClosed:
-		return 0, net.ErrClosed
-	}
 	n := 0
 	for _, b := range bs {
 		n += len(b)
 	}
-	if p.st == rpPaused && len(p.out) == 0 && len(bs) <= pauseIOVMax {
-		m, err := unix.Writev(p.fd, bs)
-		if err != nil && err != unix.EAGAIN && err != unix.EINTR {
-			err = os.NewSyscallError("writev", err)
-			p.closeAs(err, true)
-			return 0, err
+	switch p.st {
+	case rpClosed:
+		return 0, net.ErrClosed
+	case rpAttached, rpDetachPending:
+		if p.live.OutboundBuffered() > 0 {
+			return p.live.Writev(bs)
 		}
+	}
+	if p.st == rpResuming || p.q.len() > 0 {
 		for _, b := range bs {
-			if m >= len(b) {
-				m -= len(b)
-				continue
-			}
-			p.out = append(p.out, b[max(m, 0):]...)
-			m = 0
+			p.q.push(b)
 		}
 		return n, nil
 	}
-	for _, b := range bs {
-		p.out = append(p.out, b...)
+	fd, err := p.sockFd()
+	if err != nil {
+		return 0, err
+	}
+	if err := p.q.writeDirect(fd, bs); err != nil {
+		err = os.NewSyscallError("writev", err)
+		p.writeFailed(err)
+		return 0, err
+	}
+	if p.q.len() > 0 {
+		p.armDrain()
 	}
 	return n, nil
 }
 
 func (p *pausedConn) ReadFrom(r io.Reader) (int64, error) {
-	if p.live != nil {
-		return p.live.ReadFrom(r)
-	}
 	b, err := io.ReadAll(r)
 	if len(b) > 0 {
 		if _, werr := p.Write(b); werr != nil {
@@ -615,22 +654,20 @@ func (p *pausedConn) ReadFrom(r io.Reader) (int64, error) {
 func (p *pausedConn) SendTo([]byte, net.Addr) (int, error) { return 0, gerrors.ErrUnsupportedOp }
 
 func (p *pausedConn) Flush() error {
-	switch p.st {
-	case rpAttached, rpDetachPending:
+	if p.live != nil && p.live.OutboundBuffered() > 0 {
 		return p.live.Flush()
-	case rpPaused:
-		if len(p.out) > 0 {
-			p.flushOut()
-		}
 	}
+	p.flushOut()
 	return nil
 }
 
+// OutboundBuffered counts what gnet holds and what the stand-in queued.
 func (p *pausedConn) OutboundBuffered() int {
+	n := p.q.len()
 	if p.live != nil {
-		return p.live.OutboundBuffered()
+		n += p.live.OutboundBuffered()
 	}
-	return len(p.out)
+	return n
 }
 
 // AsyncWrite may be called from any goroutine: the write happens on the loop.
@@ -781,6 +818,11 @@ func (p *pausedConn) Wake(cb gnet.AsyncCallback) error {
 func (p *pausedConn) Close() error {
 	switch p.st {
 	case rpAttached, rpDetachPending:
+		// What the socket takes now goes (best effort, as gnet's close);
+		// the rest is dropped with the connection.
+		_, _ = p.q.writeTo(p.live.Fd())
+		p.q.reset()
+		p.disarm()
 		return p.live.Close()
 	case rpPaused, rpResuming:
 		p.closeAs(nil, false)

@@ -7,7 +7,7 @@ import (
 )
 
 // produceStream is a client's large Produce request relayed to its broker
-// connection as it arrives (cut-through, invariant 22).
+// connection as it arrives (cut-through, invariant 26).
 type produceStream struct {
 	// s is the stream under way (nil: none): while it is, nothing else of
 	// the client is processed.
@@ -19,10 +19,6 @@ type produceStream struct {
 	// gather: the frame at the head of the buffer is not streamed; it is
 	// gathered whole and handled as any other (cleared once it is).
 	gather bool
-	// dialPause: the client's reads paused while its broker connection
-	// is dialed for the request to stream (its bytes wait in the kernel,
-	// not in gnet's buffer); resumed once it is enrolled.
-	dialPause *pausedConn
 }
 
 // beginProduce starts relaying the frame of size bytes at the head of the
@@ -68,12 +64,7 @@ func (cl *client) beginProduce(size int32, n int) bool {
 	// before the first byte is written; else the frame waits, and the
 	// stream is begun again when the client is processed again.
 	if _, ok := cl.admit(h.Key); !ok {
-		cl.queue.Put(p)
-		if cl.upSt == upDialing && cl.ps.dialPause == nil {
-			// gnet would read on while the dial lasts: the whole request,
-			// on loopback. Between frames: nothing peeked is kept.
-			cl.ps.dialPause = cl.pauseReads()
-		}
+		cl.queue.Put(p) // while it waits, the client is not read (syncReads, flow.go)
 		return false
 	}
 	cl.upCorr++
@@ -89,19 +80,6 @@ func (cl *client) beginProduce(size int32, n int) bool {
 	cl.ts.request(h.Key, decAllowed, causeNone)
 	cl.ts.produced(int(size))
 	return true
-}
-
-// endDialPause resumes the reads paused for the dial (beginProduce) once
-// the broker connection is enrolled: at the start of process, whatever
-// the frame at the head has become meanwhile (what gnet had read is read
-// first, the stash).
-func (cl *client) endDialPause() {
-	if p := cl.ps.dialPause; p != nil && cl.upSt != upDialing {
-		cl.ps.dialPause = nil
-		if !cl.closed {
-			p.resume()
-		}
-	}
 }
 
 // feedProduce relays what the buffer holds of the streamed request:

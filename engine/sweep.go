@@ -15,6 +15,9 @@ const sweepEvery = 20 * time.Millisecond
 // sweep runs on loop l.
 func (e *Engine) sweep(l *loop) {
 	for cl := range l.unread {
+		if p, ok := cl.c.(*pausedConn); ok {
+			p.flushOut() // the drain watcher's fallback
+		}
 		cl.syncOut()
 	}
 	if len(l.held) > 0 {
@@ -61,7 +64,9 @@ func (e *Engine) sweep(l *loop) {
 			// is whole and the clock restarts when it goes on.
 			cl.close(closePartialFrame, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
 			continue
-		case cl.queue.Len() == 0 && cl.c.OutboundBuffered() == 0 && now.Sub(cl.lastActive) > lim.IdleTimeout.D():
+		case cl.queue.Len() == 0 && cl.c.OutboundBuffered() == 0 && !cl.waitsOnGateway() && now.Sub(cl.lastActive) > lim.IdleTimeout.D():
+			// Not a client whose request waits on the gateway: it is not
+			// read meanwhile (flow.go), so its activity does not show.
 			cl.close(closeIdle)
 			continue
 		}
@@ -76,6 +81,9 @@ func (e *Engine) sweep(l *loop) {
 		}
 		cl.outLast = out
 		if now.Sub(cl.outSince) >= e.opts.WriteTimeout {
+			// RST, not FIN: a peer that reads nothing would keep the socket
+			// in FIN-WAIT-1 with its unsent bytes for minutes.
+			_ = cl.c.SetLinger(0)
 			cl.close(closeWriteTimeout, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "unread_bytes", out, "after", e.opts.WriteTimeout.String())
 		}
 	}

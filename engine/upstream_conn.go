@@ -30,6 +30,9 @@ type upstreamConn struct {
 	fs    *codec.FetchResponseStream
 	fp    *decide.Pending
 	carry int
+	// drainHeld: not read until the client reads (whyDrain, flow.go), since flowSince
+	drainHeld bool
+	flowSince time.Time
 }
 
 // streamMinFrame: a Fetch answer longer than this that is not whole in the
@@ -190,6 +193,7 @@ func (u *upstreamConn) onTraffic() {
 	if cl.held {
 		cl.resume()
 	}
+	u.flowCheck()
 }
 
 // begin starts relaying the answer of size bytes at the head of the buffer

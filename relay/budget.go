@@ -14,7 +14,7 @@ import "sync/atomic"
 type Budget struct {
 	Limit    int64 // max_in_flight_bytes
 	Reserved int64
-	Outbound int64   // the client's unread bytes, as last counted in the shares
+	Outbound int64   // the client's unread bytes, as last counted in the shares (the engine keeps them under its read pause's high mark)
 	Tenant   *Shared // may be nil
 	Replica  *Shared // may be nil
 }

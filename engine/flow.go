@@ -1,0 +1,335 @@
+package engine
+
+// Flow control on the reactor (issue 11.3): the read pause (pause.go)
+// wired to the budgets and to what a client has not read.
+//
+//   - The broker is not read until the client reads: after a broker
+//     connection's traffic, a client with more than flowHigh bytes unread
+//     (what its socket did not take) has its broker connection paused
+//     (whyDrain); the broker's next bytes wait in the kernel. It is resumed
+//     once the client is below flowLow.
+//   - A client whose head request waits on the gateway (its budget, its
+//     broker connection's dial) is not read either (whyBudget, whyDial):
+//     what it pipelines waits in the kernel, not in gnet's buffer.
+//   - The resume is prompt: a client's unread bytes are the engine's own
+//     (outq, written straight to the socket), and a watcher (one goroutine
+//     and one epoll set per loop, used only while a socket is full) tells
+//     the loop when the socket takes more, in microseconds, not at a tick.
+//
+// Reasons add up: a connection is read again when the last reason is gone.
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
+)
+
+// pauseWhy is a set of reasons a connection's reads are paused.
+type pauseWhy uint8
+
+const (
+	whyBudget pauseWhy = 1 << iota // client: its head request waits for the budgets
+	whyDial                        // client: its head request waits for its broker connection
+	whyDrain                       // broker: its client has not read flowHigh bytes
+	whyQuota                       // client: a KIP-219 mute (quota)
+	whyBare                        // pauseRead/resume, the bare primitive (tests)
+)
+
+// The marks of "the broker is not read until the client reads": above
+// flowHigh bytes unread by the client, its broker connection is paused;
+// resumed at flowLow. One streaming connection holds at most flowHigh plus
+// one read (the loop's read buffer) plus a unit not yet whole; the kernel's
+// socket buffers (several MiB on each side) keep a fast consumer fed while
+// the pause and the resume cross.
+var (
+	flowHigh atomic.Int64
+	flowLow  atomic.Int64
+	// flowPauses, flowPausedNs: the drain pauses and their time (tests)
+	flowPauses   atomic.Int64
+	flowPausedNs atomic.Int64
+)
+
+func init() {
+	flowHigh.Store(1 << 20)
+	flowLow.Store(256 << 10)
+}
+
+// holdReads pauses c's reads for why, on its loop; the reasons add up.
+// It returns the stand-in the owner must keep as its handle.
+func (e *Engine) holdReads(c gnet.Conn, why pauseWhy) *pausedConn {
+	p := e.standIn(c)
+	if p.why&why == 0 {
+		p.why |= why
+		p.pause()
+	}
+	return p
+}
+
+// releaseReads drops why; the connection is read again once no reason is left.
+func (p *pausedConn) releaseReads(why pauseWhy) {
+	if p.why&why == 0 {
+		return
+	}
+	p.why &^= why
+	if p.why == 0 {
+		p.resumeNow()
+	}
+}
+
+// holdReads pauses the client's reads for why (see pauseReads); false when
+// it cannot be paused now (closed, in its TLS handshake).
+func (cl *client) holdReads(why pauseWhy) bool {
+	if cl.closed || cl.tlsHS != nil {
+		return false
+	}
+	cl.setHandle(cl.e.holdReads(cl.c, why))
+	return true
+}
+
+// releaseReads drops why from the client's pause reasons.
+func (cl *client) releaseReads(why pauseWhy) {
+	if p, ok := cl.c.(*pausedConn); ok && !cl.closed {
+		p.releaseReads(why)
+	}
+}
+
+// setHandle makes p every handle of the client (its TLS adapter's too).
+func (cl *client) setHandle(p *pausedConn) {
+	cl.c = p
+	if cl.tls != nil {
+		cl.tls.ad.gc = p
+	}
+}
+
+// own makes the client's handle a stand-in before its first answer, so
+// that what its socket does not take is the engine's (outq): counted,
+// watched, and dropped at a write timeout. Not during a TLS handshake (a
+// worker writes through the adapter then).
+func (cl *client) own() {
+	if _, ok := cl.c.(*pausedConn); ok || cl.closed || cl.tlsHS != nil {
+		return
+	}
+	cl.setHandle(cl.e.standIn(cl.c))
+}
+
+// syncReads pauses the client's reads while its head request waits on
+// the gateway and resumes them when it goes on (at the end of process).
+func (cl *client) syncReads() {
+	if cl.closed || cl.state != stAuthed {
+		return
+	}
+	cl.syncWhy(whyBudget, cl.held)
+	cl.syncWhy(whyDial, cl.upSt == upDialing)
+}
+
+func (cl *client) syncWhy(why pauseWhy, want bool) {
+	p, _ := cl.c.(*pausedConn)
+	switch {
+	case want && (p == nil || p.why&why == 0):
+		cl.holdReads(why)
+	case !want && p != nil && p.why&why != 0:
+		p.releaseReads(why)
+	}
+}
+
+// flowCheck runs after a broker connection's traffic: if its client has
+// more than flowHigh bytes unread, the broker is not read until it reads.
+// At the end of the event, so the pause's stash is at most a unit not yet
+// whole.
+func (u *upstreamConn) flowCheck() {
+	cl := u.cl
+	if cl.closed || u.closed || u.c == nil || u.drainHeld {
+		return
+	}
+	if int64(cl.c.OutboundBuffered()) > flowHigh.Load() {
+		flowPauses.Add(1)
+		u.flowSince = time.Now()
+		u.drainHeld = true
+		u.c = cl.e.holdReads(u.c, whyDrain)
+	}
+}
+
+// flowResume resumes the broker connection once the client has read down
+// to flowLow (from syncOut: after each write, each drain, each tick).
+func (cl *client) flowResume(out int) {
+	u := cl.up
+	if u == nil || !u.drainHeld || int64(out) > flowLow.Load() {
+		return
+	}
+	u.drainHeld = false
+	flowPausedNs.Add(int64(time.Since(u.flowSince)))
+	if p, ok := u.c.(*pausedConn); ok && !u.closed {
+		p.releaseReads(whyDrain)
+	}
+}
+
+// drained: the client's socket took bytes (the watcher, on the loop).
+func (cl *client) drained() {
+	if cl.closed {
+		return
+	}
+	cl.syncOut()
+	if cl.held {
+		cl.resume()
+	}
+}
+
+// The drain watcher: one per loop, started at its first use. The loop arms
+// a socket (EPOLLOUT, one shot) when bytes of its stand-in wait for it;
+// the watcher's goroutine hands what fired to the loop with one Execute
+// per wake. The loop finds the stand-in by fd and checks the generation
+// of the arming: a stale event (a closed or re-armed socket) is ignored.
+
+type drainWatch struct {
+	epfd, evfd int
+	gen        int32
+	armed      map[int32]*pausedConn // on the loop only: by fd
+}
+
+// watcher returns the loop's watcher, started at its first use; nil if
+// it could not be (the tick flushes then).
+func (e *Engine) watcher(l *loop) *drainWatch {
+	ps := &l.pauses
+	if ps.dw != nil || ps.dwFailed {
+		return ps.dw
+	}
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		ps.dwFailed = true
+		return nil
+	}
+	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err == nil {
+		err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(evfd)})
+	}
+	if err != nil {
+		_ = unix.Close(epfd)
+		if evfd > 0 {
+			_ = unix.Close(evfd)
+		}
+		ps.dwFailed = true
+		return nil
+	}
+	w := &drainWatch{epfd: epfd, evfd: evfd, armed: map[int32]*pausedConn{}}
+	ps.dw = w
+	go w.run(e, l)
+	return w
+}
+
+func (w *drainWatch) run(e *Engine, l *loop) {
+	defer func() {
+		_ = unix.Close(w.epfd)
+		_ = unix.Close(w.evfd)
+	}()
+	evs := make([]unix.EpollEvent, 128)
+	for {
+		n, err := unix.EpollWait(w.epfd, evs, -1)
+		if err != nil {
+			// Only stop's event ends the goroutine (it then closes the
+			// fds: stop never writes to a closed one); the tick flushes
+			// meanwhile.
+			if err != unix.EINTR {
+				time.Sleep(10 * time.Millisecond)
+			}
+			continue
+		}
+		var fired [][2]int32
+		stop := false
+		for _, ev := range evs[:n] {
+			if ev.Fd == int32(w.evfd) {
+				stop = true
+				continue
+			}
+			fired = append(fired, [2]int32{ev.Fd, ev.Pad})
+		}
+		if len(fired) > 0 {
+			_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+				defer e.recoverConn(nil, "drain")
+				w.fire(fired)
+				return nil
+			}))
+		}
+		if stop {
+			return
+		}
+	}
+}
+
+// fire runs on the loop: each socket that can take more is written to.
+func (w *drainWatch) fire(fired [][2]int32) {
+	for _, f := range fired {
+		p := w.armed[f[0]]
+		if p == nil || p.wgen != f[1] {
+			continue
+		}
+		delete(w.armed, f[0])
+		p.wfd = -1
+		p.writable()
+	}
+}
+
+// stop ends the watcher's goroutine (at the engine's stop), once.
+func (w *drainWatch) stop() {
+	var one = [8]byte{1}
+	_, _ = unix.Write(w.evfd, one[:])
+}
+
+// armDrain asks the loop's watcher to say when p's socket takes more. On
+// the loop; false when no watcher could be started.
+func (p *pausedConn) armDrain() {
+	fd, err := p.sockFd()
+	if err != nil || p.st == rpResuming {
+		return
+	}
+	w := p.e.watcher(p.lp)
+	if w == nil {
+		return
+	}
+	if p.wfd >= 0 && p.wfd != int32(fd) {
+		delete(w.armed, p.wfd)
+	}
+	w.gen++
+	ev := unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLONESHOT, Fd: int32(fd), Pad: w.gen}
+	err = unix.EpollCtl(w.epfd, unix.EPOLL_CTL_MOD, fd, &ev)
+	if err == unix.ENOENT {
+		err = unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev)
+	}
+	if err != nil {
+		p.wfd = -1
+		return // the tick flushes
+	}
+	if q := w.armed[int32(fd)]; q != nil && q != p {
+		q.wfd = -1 // its fd was closed: stale
+	}
+	p.wfd, p.wgen = int32(fd), w.gen
+	w.armed[int32(fd)] = p
+}
+
+// disarm forgets p's arming (its socket is closing or changing).
+func (p *pausedConn) disarm() {
+	if p.wfd < 0 {
+		return
+	}
+	if w := p.lp.pauses.dw; w != nil && w.armed[p.wfd] == p {
+		delete(w.armed, p.wfd)
+	}
+	p.wfd = -1
+}
+
+// writable: p's socket takes more. What waits is written; the owner is
+// told (a client resumes its broker, its held request).
+func (p *pausedConn) writable() {
+	if p.st == rpClosed {
+		return
+	}
+	p.flushOut()
+	if p.st == rpClosed {
+		return
+	}
+	if o, ok := p.ctx.(interface{ drained() }); ok {
+		o.drained()
+	}
+}

@@ -1,0 +1,438 @@
+package engine
+
+// Issue 11.3: memory bounded by the budgets, using the read pause.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"io"
+	"math"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/codec"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
+)
+
+// setFlowOff turns "the broker is not read until the client reads" off
+// (true) or on again: the speed test compares both.
+func setFlowOff(off bool) {
+	if off {
+		flowHigh.Store(math.MaxInt64)
+		return
+	}
+	flowHigh.Store(1 << 20)
+}
+
+// heldBytes is what the gateway holds in memory for the client of r: the
+// client's unsent bytes and what its broker connection buffered. On cl's loop.
+func (cl *client) heldBytes() int64 {
+	n := int64(cl.c.OutboundBuffered())
+	if cl.up != nil && cl.up.c != nil && !cl.up.closed {
+		n += int64(cl.up.c.InboundBuffered())
+	}
+	return n
+}
+
+// fetchMax sends a Fetch of orders/0 from offset 0 for up to max bytes.
+func (r *rawConn) fetchMax(max int32) {
+	f := emptyFetch(100)
+	f.ReplicaID = -1
+	f.MaxBytes = max
+	f.Topics[0].Partitions[0].PartitionMaxBytes = max
+	r.send(f)
+}
+
+// liveHeap is the heap's live bytes once the collector ran twice (pools'
+// victims dropped).
+func liveHeap() int64 {
+	var ms runtime.MemStats
+	for i := 0; i < 2; i++ {
+		runtime.GC()
+	}
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// The broker is not read until the client reads: a client that does not
+// read an answer of several MiB costs the gateway about flowHigh (plus one
+// read), the rest waits in the broker connection's kernel buffer (paused);
+// once the client reads, the whole answer arrives and the broker is read
+// again.
+func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
+	env := newTestEnv(t, "")
+	produceDirect(t, env, 0, 24, 256<<10) // 6 MiB on orders/0, in batches of 768 KiB
+	r := dialRaw(t, leaderOf0(t, env), "acme-app", env.keys["acme-app"])
+	cl := clientOf(t, env.e, r)
+	r.fetchMax(8 << 20)
+	bound := flowHigh.Load() + int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
+	var peak int64
+	paused := false
+	deadline := time.Now().Add(10 * time.Second)
+	for stable := 0; stable < 50; time.Sleep(10 * time.Millisecond) {
+		var held int64
+		var p bool
+		onLoopOf(t, cl, func() {
+			held = cl.heldBytes()
+			if up, ok := cl.up.c.(*pausedConn); ok && cl.up.drainHeld {
+				p = up.paused()
+			}
+		})
+		peak = max(peak, held)
+		if p {
+			paused = true
+			stable++
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	if !paused {
+		t.Fatal("the broker connection was never paused while its client did not read")
+	}
+	if peak > bound {
+		t.Fatalf("the gateway held %d bytes for a client that does not read (bound %d)", peak, bound)
+	}
+	_ = r.c.(*net.TCPConn).SetReadBuffer(4 << 20)
+	resp := kmsg.FetchResponse{Version: 11}
+	r.recv(&resp)
+	if n := fetchedBytes(t, &resp); n < 5<<20 {
+		t.Fatalf("the answer brought %d bytes", n)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		var again bool
+		onLoopOf(t, cl, func() {
+			up, ok := cl.up.c.(*pausedConn)
+			again = !cl.up.drainHeld && ok && up.st == rpAttached
+		})
+		if again {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the broker connection was not read again once the client read")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.apiVersions()
+	r.apiVersionsAnswer()
+	t.Logf("held at most %d bytes (bound %d) for an unread answer of %d", peak, bound, fetchedBytes(t, &resp))
+}
+
+// tcpSockets lists the loopback sockets whose local port is port: state
+// (hex, as /proc/net/tcp says it) and bytes not acknowledged.
+func tcpSockets(t *testing.T, port int) (states []string, txq []int64) {
+	t.Helper()
+	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		f, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) < 5 || fs[0] == "sl" {
+				continue
+			}
+			i := strings.LastIndexByte(fs[1], ':')
+			p, err := strconv.ParseInt(fs[1][i+1:], 16, 32)
+			if err != nil || int(p) != port {
+				continue
+			}
+			q := strings.SplitN(fs[4], ":", 2)
+			tx, _ := strconv.ParseInt(q[0], 16, 64)
+			states, txq = append(states, fs[3]), append(txq, tx)
+		}
+		f.Close()
+	}
+	return states, txq
+}
+
+// Issue 11.3, the hostile probe: 20 connections send Fetches of 64 MiB
+// MaxBytes and never read. What the gateway holds for each stays within
+// max_in_flight_bytes (plus one streamed window); after the write timeout
+// closes them, the client side learns it (RST: no socket of theirs left in
+// FIN-WAIT-1 with bytes queued) and the live heap is back within 8 MiB of
+// where it started.
+func TestFlowStalledReadersReleased(t *testing.T) {
+	const (
+		conns   = 20
+		limit   = 4 << 20
+		fetches = 4
+	)
+	env := newTestEnv(t, "    max_in_flight_bytes: 4MiB\n    max_response_bytes: 16MiB\n", WithWriteTimeout(3*time.Second))
+	produceDirect(t, env, 0, 48, 256<<10) // 12 MiB on orders/0
+	addr := leaderOf0(t, env)
+	_, ps, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(ps)
+	base := liveHeap()
+
+	mine := map[string]bool{}
+	var rs []*rawConn
+	for i := 0; i < conns; i++ {
+		r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
+		mine[r.c.LocalAddr().String()] = true
+		for j := 0; j < fetches; j++ {
+			f := emptyFetch(100)
+			f.ReplicaID = -1
+			f.MaxBytes = 64 << 20
+			f.Topics[0].Partitions[0].PartitionMaxBytes = 64 << 20
+			f.Topics[0].Partitions[0].FetchOffset = int64(j)
+			r.send(f)
+		}
+		rs = append(rs, r)
+	}
+	window := int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
+	var mu sync.Mutex
+	var peakMem, peakBudget int64
+	seen, open := 0, conns
+	deadline := time.Now().Add(20 * time.Second)
+	for open > 0 && time.Now().Before(deadline) {
+		n := 0
+		onLoops(t, env.e, func(l *loop) {
+			mu.Lock()
+			defer mu.Unlock()
+			for cl := range l.clients {
+				if a := cl.c.RemoteAddr(); a == nil || !mine[a.String()] {
+					continue
+				}
+				n++
+				peakMem = max(peakMem, cl.heldBytes())
+				peakBudget = max(peakBudget, cl.budget.Reserved+int64(cl.c.OutboundBuffered()))
+			}
+		})
+		seen = max(seen, n)
+		open = n
+		time.Sleep(20 * time.Millisecond)
+	}
+	if seen != conns || open != 0 {
+		t.Fatalf("%d connections seen, %d still open after 20 s", seen, open)
+	}
+	if peakMem > limit+window {
+		t.Fatalf("the gateway held %d bytes for one stalled connection (max_in_flight_bytes %d, window %d)", peakMem, limit, window)
+	}
+	// One answer alone may pass the bound: max_response_bytes/2 plus a batch.
+	if peakBudget > limit+8<<20+256<<10 {
+		t.Fatalf("a stalled connection had %d bytes reserved and unread (bound %d)", peakBudget, limit)
+	}
+	// The client side learns the close: its reads end (reset or end of stream).
+	for _, r := range rs {
+		_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.Copy(io.Discard, r.c); err != nil && os.IsTimeout(err) {
+			t.Fatal("a stalled client was not told of the close")
+		}
+	}
+	states, txq := tcpSockets(t, port)
+	for i, st := range states {
+		if st == "04" && txq[i] > 0 { // FIN_WAIT1
+			t.Fatalf("a socket of the gateway's port %d is in FIN-WAIT-1 with %d bytes queued", port, txq[i])
+		}
+	}
+	for _, r := range rs {
+		_ = r.c.Close()
+	}
+	var heap int64
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		heap = liveHeap()
+		if heap-base <= 8<<20 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if heap-base > 8<<20 {
+		t.Fatalf("live heap %d MiB after the stalled connections closed, %d MiB before", heap>>20, base>>20)
+	}
+	t.Logf("per connection: at most %d KiB held, %d KiB reserved+unread; live heap %+.1f MiB after the close", peakMem>>10, peakBudget>>10, float64(heap-base)/(1<<20))
+}
+
+// Issue 11.3: a client that pipelines Produce requests while its head
+// request is held (its budget taken by an answer it does not read) is not
+// read: its bytes wait in the kernel, the gateway's heap does not grow;
+// once it reads, everything goes through, in order.
+func TestFlowHeldClientPipeliningNotRead(t *testing.T) {
+	const frames, recs, size = 512, 16, 4096 // 32 MiB of Produce requests
+	env := newTestEnv(t, "    max_in_flight_bytes: 1MiB\n", WithWriteTimeout(60*time.Second))
+	produceDirect(t, env, 0, 24, 256<<10) // 6 MiB on orders/0
+	r := dialRaw(t, leaderOf0(t, env), "acme-app", env.keys["acme-app"])
+	cl := clientOf(t, env.e, r)
+	r.fetchMax(8 << 20) // its answer is not read: the budget is taken
+	fetchCorr := r.corr
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var out int
+		onLoopOf(t, cl, func() { out = cl.c.OutboundBuffered() })
+		if out > 512<<10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Fetch answer does not wait in the gateway")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	heap0, rss0 := memNow(t)
+
+	var written atomic.Int64
+	wrote := make(chan error, 1)
+	go func() {
+		var buf []byte
+		for i := 0; i < frames; i++ {
+			buf = appendProduce(buf[:0], int32(1000+i), i*recs, recs, size)
+			_ = r.c.SetWriteDeadline(time.Now().Add(60 * time.Second))
+			if _, err := r.c.Write(buf); err != nil {
+				wrote <- err
+				return
+			}
+			written.Add(int64(len(buf)))
+		}
+		wrote <- nil
+	}()
+	// The writer blocks: its bytes wait in the kernel.
+	var last int64 = -1
+	for stable := 0; stable < 10; time.Sleep(50 * time.Millisecond) {
+		w := written.Load()
+		if w == last {
+			stable++
+		} else {
+			stable = 0
+		}
+		last = w
+		select {
+		case err := <-wrote:
+			t.Fatalf("the client wrote all its %d requests while held (%v)", frames, err)
+		default:
+		}
+	}
+	var held, in int
+	var paused bool
+	onLoopOf(t, cl, func() {
+		held, in = boolInt(cl.held), cl.c.InboundBuffered()
+		p, ok := cl.c.(*pausedConn)
+		paused = ok && p.paused()
+	})
+	heap1, rss1 := memNow(t)
+	t.Logf("held client: wrote %.1f MiB of %d MiB then blocked; gateway buffered %d KiB of it; heap %+.1f MiB, RSS %+.1f MiB",
+		float64(last)/(1<<20), frames*recs*size>>20, in>>10, float64(heap1-heap0)/(1<<20), float64(rss1-rss0)/(1<<20))
+	if held != 1 || !paused {
+		t.Fatalf("held %d, paused %v: want a held client, not read", held, paused)
+	}
+	if in > 1<<20 {
+		t.Fatalf("the gateway buffered %d bytes of a held client's requests", in)
+	}
+	if heap1-heap0 > 8<<20 {
+		t.Fatalf("the heap grew by %d MiB while the held client kept writing", (heap1-heap0)>>20)
+	}
+
+	// It reads: the Fetch answer, then every Produce answer in order.
+	_ = r.c.(*net.TCPConn).SetReadBuffer(4 << 20)
+	var sz [4]byte
+	buf := make([]byte, 0, 4<<20)
+	for i := -1; i < frames; i++ {
+		_ = r.c.SetReadDeadline(time.Now().Add(60 * time.Second))
+		if _, err := io.ReadFull(r.c, sz[:]); err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		n := int(binary.BigEndian.Uint32(sz[:]))
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		b := buf[:n]
+		if _, err := io.ReadFull(r.c, b); err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		corr := int32(binary.BigEndian.Uint32(b))
+		if i < 0 {
+			if corr != fetchCorr {
+				t.Fatalf("first answer has correlation id %d, want the Fetch's %d", corr, fetchCorr)
+			}
+			continue
+		}
+		if corr != int32(1000+i) {
+			t.Fatalf("Produce answer %d has correlation id %d", i, corr)
+		}
+		_, body, err := codec.ParseResponseHeader(b, 0, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := kmsg.ProduceResponse{Version: 8}
+		if err := resp.ReadFrom(body); err != nil {
+			t.Fatal(err)
+		}
+		for _, tp := range resp.Topics {
+			for _, pp := range tp.Partitions {
+				if pp.ErrorCode != 0 {
+					t.Fatalf("Produce answer %d: error %d", i, pp.ErrorCode)
+				}
+			}
+		}
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// A stand-in's write that the socket takes allocates nothing (the
+// forward path stays at 0 allocations per frame, invariant 18), and one
+// that it does not take is queued in pooled chunks, in order.
+func TestStandInWriteNoAllocs(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	p := &pausedConn{st: rpPaused, fd: fds[0], wfd: -1}
+	bs := [][]byte{[]byte("head"), bytes.Repeat([]byte("r"), 1000), []byte("tail")}
+	sink := make([]byte, 4096)
+	n := testing.AllocsPerRun(200, func() {
+		if _, err := p.Writev(bs); err != nil {
+			t.Fatal(err)
+		}
+		if m, _ := unix.Read(fds[1], sink); m != 1008 {
+			t.Fatalf("read %d bytes", m)
+		}
+	})
+	if n != 0 {
+		t.Fatalf("%.1f allocations per write", n)
+	}
+	// Queued past what the socket takes, then drained in order.
+	var q outq
+	var want []byte
+	for i := 0; i < 300; i++ {
+		b := bytes.Repeat([]byte{byte(i)}, 1000+i)
+		want = append(want, b...)
+		q.push(b)
+	}
+	var got []byte
+	for q.len() > 0 {
+		if _, err := q.writeTo(fds[0]); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m, _ := unix.Read(fds[1], sink)
+			if m <= 0 {
+				break
+			}
+			got = append(got, sink[:m]...)
+		}
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%d bytes out of %d, not in order", len(got), len(want))
+	}
+}

@@ -53,6 +53,10 @@ type Engine struct {
 	stopped   chan struct{}
 	stopping  atomic.Bool
 
+	// sameCluster: an upstream refused because an earlier one reaches the
+	// same physical cluster under another prefix (U3) -> that earlier one.
+	sameCluster map[string]string
+
 	limits       *connLimits
 	replica      *relay.Shared  // max_total_in_flight_bytes (B2)
 	tenants      *relay.Tenants // the tenants with connections (B1, B2)
@@ -126,21 +130,20 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		e.oauth.Store(v)
 	}
 
-	// Upstreams: only those that serve a cluster.
-	for _, cl := range snap.Clusters {
-		if _, ok := e.upstreams[cl.Upstream]; ok {
-			continue
-		}
-		cfg := snap.Upstreams[cl.Upstream]
+	// Upstreams: only those that serve a cluster, in the order of their
+	// names (the later of two that reach one physical cluster is refused, U3).
+	for _, name := range servedUpstreams(snap) {
+		cfg := snap.Upstreams[name]
 		if cfg == nil {
-			return nil, fmt.Errorf("%w: cluster %s: no upstream %q", ErrEngineConfig, cl.Name, cl.Upstream)
+			return nil, fmt.Errorf("%w: no upstream %q", ErrEngineConfig, name)
 		}
-		u, err := upstream.Start(ctx, cl.Upstream, cfg, seedTopics(snap, cl.Upstream))
+		u, err := upstream.Start(ctx, name, cfg, seedTopics(snap, name))
 		if err != nil {
 			e.closeUpstreams()
 			return nil, fmt.Errorf("%w: %w", ErrEngineUpstream, err)
 		}
-		e.upstreams[cl.Upstream] = u
+		e.upstreams[name] = u
+		e.checkPhysicalCluster(snap, name)
 	}
 	for _, cl := range snap.Clusters {
 		e.versions[cl.Name] = decide.NewVersions(e.upstreams[cl.Upstream].Versions())

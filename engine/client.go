@@ -80,6 +80,12 @@ type client struct {
 	outLast    int
 	outSince   time.Time
 	scratch    []byte
+
+	// draining: the engine stops (U4, drain.go); drainLeft is what the
+	// connection may still take: the bytes of the whole frames it held
+	// when the drain began, the last requests it is owed answers for.
+	draining  bool
+	drainLeft int
 }
 
 func newClient(e *Engine, c gnet.Conn, route portRoute) *client {
@@ -241,8 +247,8 @@ func (cl *client) process() {
 			return
 		}
 		total := codec.SizeLen + int(size)
-		if n < total {
-			return
+		if n < total || (cl.draining && total > cl.drainLeft) {
+			return // not whole, or sent after the drain began (U4)
 		}
 		frame, err := cl.peek(total)
 		if err != nil {
@@ -256,6 +262,9 @@ func (cl *client) process() {
 			return
 		}
 		cl.discard(total)
+		if cl.draining {
+			cl.drainLeft -= total
+		}
 		if cl.inBuffered() == 0 {
 			cl.frameSince = time.Time{}
 		} else {

@@ -52,6 +52,7 @@ const (
 	closeBrokerClosed
 
 	closeInternal // a panic in a callback (recoverConn logs it with its stack)
+	closeDrained  // U4: the engine stops and nothing is owed (drain.go logs the summary)
 
 	numCloseCauses
 )
@@ -118,6 +119,7 @@ var closeCauses = [numCloseCauses]closeLine{
 	closeBrokerClosed:     {name: "upstream closed", msg: "kafka connection closed: broker connection ended", level: slog.LevelInfo},
 
 	closeInternal: {name: "internal error", msg: loggedByCall},
+	closeDrained:  {name: "shutdown", msg: loggedByCall},
 }
 
 func (c closeCause) String() string { return closeCauses[c].name }

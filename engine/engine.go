@@ -338,39 +338,35 @@ func (e *Engine) OnBoot(eng gnet.Engine) gnet.Action {
 	return gnet.None
 }
 
-// Stop drains and stops the engine: requests in flight are answered (up
-// to timeout), then every connection is closed (U4).
+// Stop drains and stops the engine (U4, drain.go): the listeners close,
+// every request already read is forwarded and answered, each connection
+// closes once nothing is owed to it; then the loops stop. The drain is
+// bounded by ctx's deadline, else by server.shutdown_timeout.
 func (e *Engine) Stop(ctx context.Context) error {
 	if !e.stopping.CompareAndSwap(false, true) {
 		<-e.stopped
 		return nil
 	}
+	start := time.Now()
 	// No new connection: the listeners close (connections still in the
 	// kernel's queue are reset), then the drain.
 	e.acc.stop()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := start.Add(e.shutdownTimeout())
 	if d, ok := ctx.Deadline(); ok {
 		deadline = d
 	}
-	for time.Now().Before(deadline) && e.inFlight() > 0 {
-		time.Sleep(20 * time.Millisecond)
+	conns, reqs := e.drain(deadline)
+	if conns > 0 {
+		e.log.Warn("flexway stopping: the drain's time is up, connections closed with requests in flight",
+			"connections", conns, "requests", reqs, "after", time.Since(start).Round(time.Millisecond).String())
+	} else {
+		e.log.Info("flexway drained: every request read was answered", "after", time.Since(start).Round(time.Millisecond).String())
 	}
-	err := e.eng.Stop(ctx)
+	err := e.eng.Stop(context.Background())
 	<-e.stopped
 	e.pool.Release()
 	e.hsPool.Release()
 	return err
-}
-
-// inFlight counts the requests waiting for a broker, on every loop.
-func (e *Engine) inFlight() int {
-	e.loopsMu.Lock()
-	defer e.loopsMu.Unlock()
-	n := 0
-	for _, l := range e.loops {
-		n += int(l.pending.Load())
-	}
-	return n
 }
 
 func (e *Engine) closeUpstreams() {

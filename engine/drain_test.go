@@ -65,7 +65,9 @@ func TestDrainAnswersProduceInFlight(t *testing.T) {
 		return nil, nil, false
 	})
 	res := make(chan error, 1)
-	go func() { res <- prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("in-flight")}).FirstErr() }()
+	go func() {
+		res <- prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("in-flight")}).FirstErr()
+	}()
 	select {
 	case <-entered:
 	case <-time.After(15 * time.Second):

@@ -40,8 +40,9 @@ import (
 const drainEvery = sweepEvery
 
 // drain runs after the listeners are closed; it returns once nothing is
-// owed, or at deadline with what is left (connections, requests in flight).
-func (e *Engine) drain(deadline time.Time) (conns, requests int64) {
+// owed, or at deadline (or ctx's end) with what is left (connections,
+// requests in flight).
+func (e *Engine) drain(ctx context.Context, deadline time.Time) (conns, requests int64) {
 	for {
 		var c, r atomic.Int64
 		if !e.onLoops(deadline, func(l *loop) {
@@ -58,7 +59,11 @@ func (e *Engine) drain(deadline time.Time) (conns, requests int64) {
 		if wait <= 0 {
 			return c.Load(), r.Load()
 		}
-		time.Sleep(min(wait, drainEvery))
+		select {
+		case <-ctx.Done(): // cut short (a second signal)
+			return c.Load(), r.Load()
+		case <-time.After(min(wait, drainEvery)):
+		}
 	}
 }
 

@@ -159,3 +159,76 @@ func TestDrainBoundedByTimeout(t *testing.T) {
 	}
 	env.waitLog(5*time.Second, "the drain's time is up", "connections=1", "requests=1")
 }
+
+// U4: once the drain began, a connection takes no new request: a Produce a
+// producer sends (on the same connection) while its first one is still in
+// flight is never forwarded, only the first is answered. Its client sends
+// it again to the next gateway (here: none).
+func TestDrainTakesNoNewRequest(t *testing.T) {
+	env, k := drainEnv(t)
+	prod := env.client("acme-orders-producer", kgo.RecordRetries(0), kgo.RecordDeliveryTimeout(5*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	must(t, prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("first")}).FirstErr())
+
+	entered := make(chan struct{}, 1)
+	k.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		k.DropControl()
+		entered <- struct{}{}
+		k.SleepControl(func() { time.Sleep(2 * time.Second) })
+		return nil, nil, false
+	})
+	res := make(chan error, 1)
+	go func() {
+		res <- prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("in-flight")}).FirstErr()
+	}()
+	select {
+	case <-entered:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the Produce never reached the broker")
+	}
+	stopped := make(chan time.Duration, 1)
+	go func() { stopped <- stopWithin(t, env, 20*time.Second) }()
+	// Wait until every connection is marked by the drain.
+	for marked := false; !marked; {
+		if ctx.Err() != nil {
+			t.Fatal("the drain never marked the connections")
+		}
+		n := 0
+		env.e.onLoops(time.Now().Add(time.Second), func(l *loop) {
+			for cl := range l.clients {
+				if !cl.draining && !cl.closed {
+					n++
+				}
+			}
+		})
+		marked = n == 0
+	}
+	late := make(chan error, 1)
+	prod.Produce(ctx, &kgo.Record{Topic: "orders", Value: []byte("after")}, func(_ *kgo.Record, err error) { late <- err })
+	if err := <-res; err != nil {
+		t.Fatalf("the Produce in flight at the stop was not answered: %v", err)
+	}
+	<-stopped
+	prod.Close() // its records fail: the gateway is gone
+	select {
+	case err := <-late:
+		if err == nil {
+			t.Fatal("a Produce sent after the drain began was acknowledged")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the record sent after the drain began is neither acknowledged nor failed")
+	}
+
+	direct := env.directClient(kgo.ConsumeTopics(env.phys("acme", "orders")), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]bool{}
+	for !(seen["first"] && seen["in-flight"]) && ctx.Err() == nil {
+		direct.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
+	direct.PollFetches(pctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	pcancel()
+	if !seen["first"] || !seen["in-flight"] || seen["after"] {
+		t.Fatalf("on the broker: %v; want first and in-flight, not after", seen)
+	}
+}

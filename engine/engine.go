@@ -341,7 +341,8 @@ func (e *Engine) OnBoot(eng gnet.Engine) gnet.Action {
 // Stop drains and stops the engine (U4, drain.go): the listeners close,
 // every request already read is forwarded and answered, each connection
 // closes once nothing is owed to it; then the loops stop. The drain is
-// bounded by ctx's deadline, else by server.shutdown_timeout.
+// bounded by ctx's deadline, else by server.shutdown_timeout, and ends
+// when ctx does.
 func (e *Engine) Stop(ctx context.Context) error {
 	if !e.stopping.CompareAndSwap(false, true) {
 		<-e.stopped
@@ -355,7 +356,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	if d, ok := ctx.Deadline(); ok {
 		deadline = d
 	}
-	conns, reqs := e.drain(deadline)
+	conns, reqs := e.drain(ctx, deadline)
 	if conns > 0 {
 		e.log.Warn("flexway stopping: the drain's time is up, connections closed with requests in flight",
 			"connections", conns, "requests", reqs, "after", time.Since(start).Round(time.Millisecond).String())

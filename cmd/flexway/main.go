@@ -205,5 +205,6 @@ func boundsInForce(snap *configs.Snapshot) map[string]any {
 		"max_topic_partitions":            l.MaxTopicPartitions,
 		"on_tenant_budget_exceeded":       l.OnTenantBudgetExceeded,
 		"write_timeout":                   configs.WriteStallTimeout.String(),
+		"shutdown_timeout":                snap.File.Server.ShutdownTimeout.D().String(),
 	}
 }

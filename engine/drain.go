@@ -40,31 +40,37 @@ import (
 const drainEvery = sweepEvery
 
 // drain runs after the listeners are closed; it returns once nothing is
-// owed, or at deadline (or ctx's end) with what is left (connections,
-// requests in flight).
-func (e *Engine) drain(ctx context.Context, deadline time.Time) (conns, requests int64) {
+// owed, or at deadline (or ctx's end) with the connections left.
+func (e *Engine) drain(ctx context.Context, deadline time.Time) (conns int64) {
 	for {
-		var c, r atomic.Int64
-		if !e.onLoops(deadline, func(l *loop) {
-			lc, lr := e.drainPass(l)
-			c.Add(lc)
-			r.Add(lr)
-		}) {
-			return c.Load(), r.Load()
+		var c atomic.Int64
+		if !e.onLoops(deadline, func(l *loop) { c.Add(e.drainPass(l)) }) {
+			return max(c.Load(), 1)
 		}
 		if c.Load() == 0 {
-			return 0, 0
+			return 0
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
-			return c.Load(), r.Load()
+			return c.Load()
 		}
 		select {
 		case <-ctx.Done(): // cut short (a second signal)
-			return c.Load(), r.Load()
+			return c.Load()
 		case <-time.After(min(wait, drainEvery)):
 		}
 	}
+}
+
+// inFlight counts the requests waiting for a broker, on every loop.
+func (e *Engine) inFlight() int64 {
+	e.loopsMu.Lock()
+	defer e.loopsMu.Unlock()
+	n := int64(0)
+	for _, l := range e.loops {
+		n += l.pending.Load()
+	}
+	return n
 }
 
 // onLoops runs fn on every loop and waits for them all, until deadline
@@ -105,9 +111,8 @@ func (e *Engine) onLoops(deadline time.Time, fn func(*loop)) bool {
 }
 
 // drainPass runs on loop l: it marks the connections opened since the last
-// pass, closes those owed nothing, and counts the others and their
-// requests in flight.
-func (e *Engine) drainPass(l *loop) (conns, requests int64) {
+// pass, closes those owed nothing, and counts the others.
+func (e *Engine) drainPass(l *loop) (conns int64) {
 	for cl := range l.clients {
 		if cl.closed {
 			continue
@@ -129,7 +134,6 @@ func (e *Engine) drainPass(l *loop) (conns, requests int64) {
 			continue
 		}
 		conns++
-		requests += int64(cl.queue.Len())
 	}
 	// Orphans (a client that left with requests unflushed): the sweep
 	// closes each once flushed.
@@ -138,7 +142,7 @@ func (e *Engine) drainPass(l *loop) (conns, requests int64) {
 			conns++
 		}
 	}
-	return conns, requests
+	return conns
 }
 
 // drained: nothing is owed to a draining connection any more.

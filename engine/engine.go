@@ -356,8 +356,9 @@ func (e *Engine) Stop(ctx context.Context) error {
 	if d, ok := ctx.Deadline(); ok {
 		deadline = d
 	}
-	conns, reqs := e.drain(ctx, deadline)
+	conns := e.drain(ctx, deadline)
 	if conns > 0 {
+		reqs := e.inFlight()
 		e.log.Warn("flexway stopping: the drain's time is up, connections closed with requests in flight",
 			"connections", conns, "requests", reqs, "after", time.Since(start).Round(time.Millisecond).String())
 	} else {

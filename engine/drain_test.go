@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,15 +195,15 @@ func TestDrainTakesNoNewRequest(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatal("the drain never marked the connections")
 		}
-		n := 0
+		var n atomic.Int64 // the loops run at once
 		env.e.onLoops(time.Now().Add(time.Second), func(l *loop) {
 			for cl := range l.clients {
 				if !cl.draining && !cl.closed {
-					n++
+					n.Add(1)
 				}
 			}
 		})
-		marked = n == 0
+		marked = n.Load() == 0
 	}
 	late := make(chan error, 1)
 	prod.Produce(ctx, &kgo.Record{Topic: "orders", Value: []byte("after")}, func(_ *kgo.Record, err error) { late <- err })

@@ -359,7 +359,11 @@ func (e *Engine) Stop(ctx context.Context) error {
 	conns := e.drain(ctx, deadline)
 	if conns > 0 {
 		reqs := e.inFlight()
-		e.log.Warn("flexway stopping: the drain's time is up, connections closed with requests in flight",
+		cause := "the drain's time is up"
+		if time.Now().Before(deadline) {
+			cause = "the stop was hastened"
+		}
+		e.log.Warn("flexway stopping: connections closed with requests in flight", "cause", cause,
 			"connections", conns, "requests", reqs, "after", time.Since(start).Round(time.Millisecond).String())
 	} else {
 		e.log.Info("flexway drained: every request read was answered", "after", time.Since(start).Round(time.Millisecond).String())

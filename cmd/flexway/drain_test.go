@@ -122,7 +122,7 @@ func (gw *gateway) sigterm(ns *notifySocket) {
 		t.Fatalf("systemd was told %q: want READY=1 then STOPPING=1 last", st)
 	}
 	e := gw.stderr.String()
-	if !strings.Contains(e, "flexway drained: every request read was answered") || strings.Contains(e, "the drain's time is up") {
+	if !strings.Contains(e, "flexway drained: every request read was answered") || strings.Contains(e, "connections closed with requests in flight") {
 		t.Fatalf("the drain did not complete (took %v):\n%s", took, tail(e, 4000))
 	}
 	if strings.Contains(e, "panic") || strings.Contains(e, "goroutine ") {

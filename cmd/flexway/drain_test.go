@@ -16,6 +16,7 @@ import (
 	"github.com/flexway/flexway/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
@@ -138,6 +139,33 @@ func tail(s string, n int) string {
 	return s
 }
 
+// quickstartOn writes the quickstart in a new folder with its upstream
+// replaced by kfake cluster k, on free ports (bootstrap base, brokers
+// after it, the admin endpoint at base+4); server adds lines under server:.
+// It returns the folder, base and the key of acme-orders-producer.
+func quickstartOn(t *testing.T, k *kfake.Cluster, server string) (dir string, base int, key string) {
+	t.Helper()
+	dir = copyQuickstart(t)
+	keyb, err := os.ReadFile("../../configs/quickstart/acme-orders-producer.key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key = strings.TrimSpace(string(keyb))
+	base = testkit.FreePorts(t, 5)
+	cfg, _ := os.ReadFile(filepath.Join(dir, "flexway.yaml"))
+	c := strings.NewReplacer(
+		"embedded: { brokers: 3 }", fmt.Sprintf("brokers: [%q]", k.ListenAddrs()[0]),
+		"from: 19092, to: 19095", fmt.Sprintf("from: %d, to: %d", base, base+3),
+		"127.0.0.1:9464", fmt.Sprintf("127.0.0.1:%d", base+4),
+		"server:\n", "server:\n"+server,
+	).Replace(string(cfg))
+	if !strings.Contains(c, k.ListenAddrs()[0]) || !strings.Contains(c, "server:\n"+server) {
+		t.Fatal("the quickstart changed: the test's replacements no longer apply")
+	}
+	writeTestFile(t, filepath.Join(dir, "flexway.yaml"), []byte(c))
+	return dir, base, key
+}
+
 // U4 and P1, on the built binary: idempotent producers write at full speed
 // through flexway, which systemd stops (SIGTERM) mid-run; a second flexway
 // takes over on the same ports (a restart) and the producers finish there.
@@ -155,23 +183,7 @@ func TestSIGTERMDrainsProducersNoLossNoDuplicate(t *testing.T) {
 	}
 	defer k.Close()
 
-	dir := copyQuickstart(t)
-	keyb, err := os.ReadFile("../../configs/quickstart/acme-orders-producer.key")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := strings.TrimSpace(string(keyb))
-	base := testkit.FreePorts(t, 5)
-	cfg, _ := os.ReadFile(filepath.Join(dir, "flexway.yaml"))
-	c := strings.NewReplacer(
-		"embedded: { brokers: 3 }", fmt.Sprintf("brokers: [%q]", k.ListenAddrs()[0]),
-		"from: 19092, to: 19095", fmt.Sprintf("from: %d, to: %d", base, base+3),
-		"127.0.0.1:9464", fmt.Sprintf("127.0.0.1:%d", base+4),
-	).Replace(string(cfg))
-	if !strings.Contains(c, k.ListenAddrs()[0]) {
-		t.Fatal("the quickstart's upstream line changed: the test's replacement no longer applies")
-	}
-	writeTestFile(t, filepath.Join(dir, "flexway.yaml"), []byte(c))
+	dir, base, key := quickstartOn(t, k, "")
 	ns := newNotifySocket(t)
 	gw1 := startUnderSystemd(t, bin, dir, ns)
 
@@ -318,4 +330,71 @@ func TestSIGTERMDrainsProducersNoLossNoDuplicate(t *testing.T) {
 		t.Fatalf("%d acknowledged, %d records on the broker: %d lost, %d written twice", len(acked), total, lost, twice)
 	}
 	t.Logf("%d records acknowledged across a SIGTERM and a restart: each on the broker once", len(acked))
+}
+
+// U4: a second SIGTERM (an operator's impatience, or systemd's final
+// signal path) ends a drain that waits on a broker: flexway exits 0 at
+// once, long before server.shutdown_timeout (60 s here), and says it left
+// a request in flight.
+func TestSecondSIGTERMEndsTheDrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildFlexway(t)
+	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "acme.orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close() // wakes the sleeping control function
+	dir, base, key := quickstartOn(t, k, "  shutdown_timeout: 60s\n")
+	ns := newNotifySocket(t)
+	gw := startUnderSystemd(t, bin, dir, ns)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", base)),
+		kgo.SASL(plain.Auth{User: "acme-orders-producer", Pass: key}.AsMechanism()), kgo.DefaultProduceTopic("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("first")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	entered := make(chan struct{}, 1)
+	k.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		k.DropControl()
+		entered <- struct{}{}
+		k.SleepControl(func() { time.Sleep(time.Minute) })
+		return nil, nil, false
+	})
+	prod.Produce(ctx, &kgo.Record{Value: []byte("held")}, nil)
+	select {
+	case <-entered:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the Produce never reached the broker")
+	}
+	gw.signal(syscall.SIGTERM)
+	gw.waitLog("flexway stopping: draining requests in flight", 10*time.Second)
+	start := time.Now()
+	gw.signal(syscall.SIGTERM)
+	select {
+	case <-gw.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a second SIGTERM did not end the drain")
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Fatalf("exited %v after the second SIGTERM", took)
+	}
+	if code := gw.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	e := gw.stderr.String()
+	for _, want := range []string{"a second signal ends the drain", "connections closed with requests in flight", "the stop was hastened", `"requests":1`} {
+		if !strings.Contains(e, want) {
+			t.Fatalf("the log lacks %q:\n%s", want, tail(e, 3000))
+		}
+	}
+	if st := ns.states(); !strings.Contains(st[len(st)-1], "STOPPING=1") {
+		t.Fatalf("systemd was told %q", st)
+	}
 }

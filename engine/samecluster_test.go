@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -160,4 +161,62 @@ func TestTwoClustersTwoUpstreamsServed(t *testing.T) {
 		}
 		break
 	}
+}
+
+// U3 on the TLS port: the cluster is known once SNI names it; a client of
+// the refused upstream's cluster is closed then, before its handshake, with
+// the seed's line; the other cluster's client completes its handshake.
+func TestSameClusterRefusedOnTLSPort(t *testing.T) {
+	addr := kfakeCluster(t, "physical-1", "acme.orders", "b.acme.ledger")
+	_, port, _ := net.SplitHostPort(addr)
+	dir := t.TempDir()
+	ca := newTestCA(t, "flexway test CA")
+	scert, skey := ca.issue(t, "gateway", []string{"*.shop." + sniDomain, "*.bank." + sniDomain}, false, time.Now().Add(24*time.Hour))
+	writeFile(t, dir, "tls.crt", scert)
+	writeFile(t, dir, "tls.key", skey)
+	key := hex.EncodeToString([]byte("same-cluster-tls-key"))
+	h := configs.HashKey(key)
+	store := fmt.Sprintf("keys:\n  - id: acme-app\n    hash: \"sha256:%s\"\n    tenant: acme\n    operations: [produceOrders, produceLedger]\n", hex.EncodeToString(h[:]))
+	cfg := fmt.Sprintf(`version: 1
+contracts:
+  asyncapi: ./asyncapi.yaml
+upstreams:
+  a: { protocol: kafka, brokers: ["127.0.0.1:%s"] }
+  b: { protocol: kafka, brokers: ["localhost:%s"] }
+auth:
+  api_keys:
+    store: "file:./api-keys.yaml"
+listeners:
+  kafka:
+    address: "127.0.0.1:0"
+    max_connections_per_ip: 0
+    tls: { cert_file: ./tls.crt, key_file: ./tls.key }
+    sni_domain: %s
+`, port, port, sniDomain)
+	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(twoUpstreamsContract), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store), 0o600))
+	snap, err := configs.Load(filepath.Join(dir, "flexway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &testEnv{t: t, logs: &syncBuf{ch: make(chan string, 4096)}}
+	e := env.start(snap)
+	handshake := func(cluster string) error {
+		raw, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", e.TLSPort()), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		c := tls.Client(raw, &tls.Config{ServerName: "bootstrap." + cluster + "." + sniDomain, RootCAs: ca.pool()})
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		return c.Handshake()
+	}
+	if err := handshake("shop"); err != nil {
+		t.Fatalf("cluster shop (upstream a): %v", err)
+	}
+	if err := handshake("bank"); err == nil {
+		t.Fatal("cluster bank (upstream b, the same physical cluster under another prefix): handshake completed")
+	}
+	env.waitLog(5*time.Second, "level=ERROR", msgSameCluster, "cluster=bank", "upstream=b")
 }

@@ -35,6 +35,11 @@ const (
 	// default): the quota window's default, so shared buckets drift by at
 	// most one window.
 	DefaultCountersSync = time.Second
+	// DefaultShutdownTimeout is our choice (server.shutdown_timeout, our
+	// own key): under the unit's TimeoutStopSec (15s) and Kubernetes'
+	// default grace period (30s), above the long-poll of a franz-go (5s) or
+	// Java (500ms) consumer's Fetch.
+	DefaultShutdownTimeout = 10 * time.Second
 
 	// UnauthenticatedMaxRequestBytes bounds a request before authentication (SPEC L3); fixed.
 	UnauthenticatedMaxRequestBytes ByteSize = 64 << 10
@@ -124,6 +129,7 @@ func applyDefaults(f *File) {
 	if c := f.Server.Counters; c != nil {
 		setDuration(&c.Sync, DefaultCountersSync)
 	}
+	setDuration(&f.Server.ShutdownTimeout, DefaultShutdownTimeout)
 	if f.Audit != nil && f.Audit.Decisions == "" {
 		f.Audit.Decisions = DefaultAuditDecisions
 	}

@@ -324,6 +324,9 @@ func TestLoadRefused(t *testing.T) {
 		{"S3 max_session_lifetime above 24h", func(t *testing.T) fixture {
 			return base().apply(t, edit{"flexway", "  kafka:\n", "  kafka:\n    max_session_lifetime: 25h\n"})
 		}, []string{"listeners.kafka.max_session_lifetime: 25h is outside 1m..24h"}},
+		{"U4 server.shutdown_timeout outside 1s..10m", func(t *testing.T) fixture {
+			return base().apply(t, edit{"flexway", "auth:\n", "server:\n  shutdown_timeout: 500ms\nauth:\n"})
+		}, []string{"server.shutdown_timeout: 500ms is outside 1s..10m"}},
 		{"Q1 window and max_throttle outside their ranges (not served yet: its checks)", func(t *testing.T) fixture {
 			return base().unbuilt().apply(t, edit{"flexway", "  kafka:\n", "  kafka:\n    quotas: { window: 50ms, max_throttle: 31s }\n"})
 		}, []string{"listeners.kafka.quotas.window: 50ms is outside 100ms..10s", "listeners.kafka.quotas.max_throttle: 31s is outside 100ms..30s"}},
@@ -559,6 +562,7 @@ func TestLoadDefaults(t *testing.T) {
 		{"audit off when absent", s.File.Audit == nil, true},
 		{"observability closures", *s.File.Observability.Kafka.Closures, true},
 		{"observability buckets", len(s.File.Observability.Kafka.BudgetWaitBuckets), 10},
+		{"server.shutdown_timeout", s.File.Server.ShutdownTimeout.String(), "10s"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)

@@ -197,6 +197,9 @@ type Server struct {
 	Counters *Counters `yaml:"counters"`
 	// Admin is our own key (O4): the HTTP endpoint serving /metrics, /healthz, /config.
 	Admin *Admin `yaml:"admin"`
+	// ShutdownTimeout is our own key (U4; the seeds name none): how long a
+	// stop (SIGTERM, systemd's stop) drains before it closes what is left.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 }
 
 type Counters struct {

@@ -499,6 +499,7 @@ func (l *loader) checkServer() {
 			d.errorf(p.at("sync"), "%s: must be positive", c.Sync)
 		}
 	}
+	checkRange(d, path{"server", "shutdown_timeout"}, s.ShutdownTimeout, time.Second, 10*time.Minute)
 	if a := s.Admin; a != nil && a.Address != "" {
 		if err := checkHostPort(a.Address, true); err != nil {
 			d.errorf(path{"server", "admin", "address"}, "%q: %v", a.Address, err)

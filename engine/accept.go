@@ -293,6 +293,11 @@ func (a *acceptor) accept(i int) error {
 		a.free()
 		return err
 	}
+	if a.e.refusedCluster(a.specs[i].route.cluster) { // U3: refused at once
+		_ = c.Close()
+		a.free()
+		return nil
+	}
 	// Socket options are the accepted socket's, kept by gnet's dup: Nagle
 	// off (as gnet set it on its listeners), keep-alive off (bind).
 	_ = c.SetNoDelay(true)

@@ -91,6 +91,12 @@ type client struct {
 	outSince   time.Time
 	scratch    []byte
 	ps         produceStream // a large Produce relayed as it arrives (produce_stream.go)
+
+	// draining: the engine stops (U4, drain.go); drainLeft is what the
+	// connection may still take: the bytes of the whole frames it held
+	// when the drain began, the last requests it is owed answers for.
+	draining  bool
+	drainLeft int
 }
 
 func newClient(e *Engine, c gnet.Conn, route portRoute) *client {
@@ -264,6 +270,9 @@ func (cl *client) process() {
 			return
 		}
 		total := codec.SizeLen + int(size)
+		if cl.draining && total > cl.drainLeft {
+			return // sent after the drain began (U4): never taken, nor streamed
+		}
 		if n < total {
 			if cl.beginProduce(size, n) {
 				continue
@@ -283,6 +292,9 @@ func (cl *client) process() {
 		}
 		cl.discard(total)
 		cl.ps.gather = false
+		if cl.draining {
+			cl.drainLeft -= total
+		}
 		if cl.inBuffered() == 0 {
 			cl.frameSince = time.Time{}
 		} else {

@@ -25,6 +25,7 @@ const (
 	closeHandshakePool
 	closeHandshake
 	closeCertUnknown
+	closeSameCluster // U3: logged by refusedCluster (samecluster.go)
 
 	// An authenticated session.
 	closeTooLarge
@@ -51,6 +52,7 @@ const (
 	closeBrokerClosed
 
 	closeInternal // a panic in a callback (recoverConn logs it with its stack)
+	closeDrained  // U4: the engine stops and nothing is owed (drain.go logs the summary)
 
 	numCloseCauses
 )
@@ -92,6 +94,7 @@ var closeCauses = [numCloseCauses]closeLine{
 	closeHandshakePool:    {name: "tls pool", msg: connRefused, refused: true, cause: "handshake pool full"},
 	closeHandshake:        {name: "tls handshake", msg: connRefused, refused: true, cause: "TLS handshake failed"},
 	closeCertUnknown:      {name: "mtls", msg: authRefused, refused: true, callCause: true}, // auth.MatchCert's
+	closeSameCluster:      {name: "same physical cluster", msg: loggedByCall},
 
 	closeTooLarge:         {name: "max_request_bytes", msg: "kafka connection closed: request larger than max_request_bytes", level: slog.LevelWarn},
 	closeMalformed:        {name: "malformed", msg: "kafka connection closed: malformed or unknown request", level: slog.LevelWarn},
@@ -116,6 +119,7 @@ var closeCauses = [numCloseCauses]closeLine{
 	closeBrokerClosed:     {name: "upstream closed", msg: "kafka connection closed: broker connection ended", level: slog.LevelInfo},
 
 	closeInternal: {name: "internal error", msg: loggedByCall},
+	closeDrained:  {name: "shutdown", msg: loggedByCall},
 }
 
 func (c closeCause) String() string { return closeCauses[c].name }

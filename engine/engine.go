@@ -55,6 +55,10 @@ type Engine struct {
 	stopped   chan struct{}
 	stopping  atomic.Bool
 
+	// sameCluster: an upstream refused because an earlier one reaches the
+	// same physical cluster under another prefix (U3) -> that earlier one.
+	sameCluster map[string]string
+
 	limits       *connLimits
 	replica      *relay.Shared  // max_total_in_flight_bytes (B2)
 	tenants      *relay.Tenants // the tenants with connections (B1, B2)
@@ -135,21 +139,20 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		e.oauth.Store(v)
 	}
 
-	// Upstreams: only those that serve a cluster.
-	for _, cl := range snap.Clusters {
-		if _, ok := e.upstreams[cl.Upstream]; ok {
-			continue
-		}
-		cfg := snap.Upstreams[cl.Upstream]
+	// Upstreams: only those that serve a cluster, in the order of their
+	// names (the later of two that reach one physical cluster is refused, U3).
+	for _, name := range servedUpstreams(snap) {
+		cfg := snap.Upstreams[name]
 		if cfg == nil {
-			return nil, fmt.Errorf("%w: cluster %s: no upstream %q", ErrEngineConfig, cl.Name, cl.Upstream)
+			return nil, fmt.Errorf("%w: no upstream %q", ErrEngineConfig, name)
 		}
-		u, err := upstream.Start(ctx, cl.Upstream, cfg, seedTopics(snap, cl.Upstream))
+		u, err := upstream.Start(ctx, name, cfg, seedTopics(snap, name))
 		if err != nil {
 			e.closeUpstreams()
 			return nil, fmt.Errorf("%w: %w", ErrEngineUpstream, err)
 		}
-		e.upstreams[cl.Upstream] = u
+		e.upstreams[name] = u
+		e.checkPhysicalCluster(snap, name)
 	}
 	for _, cl := range snap.Clusters {
 		e.versions[cl.Name] = decide.NewVersions(e.upstreams[cl.Upstream].Versions())
@@ -354,40 +357,42 @@ func (e *Engine) OnBoot(eng gnet.Engine) gnet.Action {
 	return gnet.None
 }
 
-// Stop drains and stops the engine: requests in flight are answered (up
-// to timeout), then every connection is closed (U4).
+// Stop drains and stops the engine (U4, drain.go): the listeners close,
+// every request already read is forwarded and answered, each connection
+// closes once nothing is owed to it; then the loops stop. The drain is
+// bounded by ctx's deadline, else by server.shutdown_timeout, and ends
+// when ctx does.
 func (e *Engine) Stop(ctx context.Context) error {
 	if !e.stopping.CompareAndSwap(false, true) {
 		<-e.stopped
 		return nil
 	}
+	start := time.Now()
 	// No new connection: the listeners close (connections still in the
 	// kernel's queue are reset), then the drain.
 	e.acc.stop()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := start.Add(e.shutdownTimeout())
 	if d, ok := ctx.Deadline(); ok {
 		deadline = d
 	}
-	for time.Now().Before(deadline) && e.inFlight() > 0 {
-		time.Sleep(20 * time.Millisecond)
+	conns := e.drain(ctx, deadline)
+	if conns > 0 {
+		reqs := e.inFlight()
+		cause := "the drain's time is up"
+		if time.Now().Before(deadline) {
+			cause = "the stop was hastened"
+		}
+		e.log.Warn("flexway stopping: connections closed with requests in flight", "cause", cause,
+			"connections", conns, "requests", reqs, "after", time.Since(start).Round(time.Millisecond).String())
+	} else {
+		e.log.Info("flexway drained: every request read was answered", "after", time.Since(start).Round(time.Millisecond).String())
 	}
-	err := e.eng.Stop(ctx)
+	err := e.eng.Stop(context.Background())
 	<-e.stopped
 	e.stopAudit(ctx)
 	e.pool.Release()
 	e.hsPool.Release()
 	return err
-}
-
-// inFlight counts the requests waiting for a broker, on every loop.
-func (e *Engine) inFlight() int {
-	e.loopsMu.Lock()
-	defer e.loopsMu.Unlock()
-	n := 0
-	for _, l := range e.loops {
-		n += int(l.pending.Load())
-	}
-	return n
 }
 
 func (e *Engine) closeUpstreams() {

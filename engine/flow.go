@@ -166,8 +166,8 @@ func (cl *client) flowResume(out int) {
 	}
 }
 
-// drained: the client's socket took bytes (the watcher, on the loop).
-func (cl *client) drained() {
+// socketDrained: the client's socket took bytes (the watcher, on the loop).
+func (cl *client) socketDrained() {
 	if cl.closed {
 		return
 	}
@@ -329,7 +329,7 @@ func (p *pausedConn) writable() {
 	if p.st == rpClosed {
 		return
 	}
-	if o, ok := p.ctx.(interface{ drained() }); ok {
-		o.drained()
+	if o, ok := p.ctx.(interface{ socketDrained() }); ok {
+		o.socketDrained()
 	}
 }

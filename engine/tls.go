@@ -233,6 +233,10 @@ func (cl *client) onTLSHello() {
 		cl.close(closeUnknownSNI, "sni", name)
 		return
 	}
+	if cl.e.refusedCluster(route.cluster) { // U3, logged there
+		cl.close(closeSameCluster)
+		return
+	}
 	cl.route = route
 	cl.setSeries(cl.e.m.forTenant(route.cluster.Name, ""), mechNone)
 	ad := newTLSAdapter(cl.c)

@@ -34,6 +34,9 @@ type Upstream struct {
 	nodes    map[int32]string // node id -> host:port
 	versions []*kmsg.ApiVersionsResponse
 	next     int // round robin for bootstrap connections
+
+	// clusterID: from the first Metadata answer (U3), under mu; "" before v2.
+	clusterID string
 }
 
 // Start starts the embedded cluster if cfg declares one (creating
@@ -120,7 +123,21 @@ func (u *Upstream) Refresh(ctx context.Context) error {
 		u.nodes[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 	}
 	u.versions = versions
+	if u.clusterID == "" && mr.ClusterID != nil {
+		u.clusterID = *mr.ClusterID // the physical cluster, as the brokers name it (U3)
+	}
 	return nil
+}
+
+// ClusterID is the cluster id the brokers gave in the Metadata answer of
+// the first connection (U3): two upstreams that give the same id reach the
+// same physical cluster, whatever their addresses. "" when the brokers
+// gave none (Metadata v0 and v1): such an upstream is told apart by its
+// addresses only.
+func (u *Upstream) ClusterID() string {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	return u.clusterID
 }
 
 // Name is the upstream's name (upstreams.<name>).

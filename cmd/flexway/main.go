@@ -69,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	banner(stdout, snap, len(e.Addrs()), e.EmbeddedBrokers(), time.Now())
 	log.Info("flexway started", "listeners", len(e.Addrs()))
 	notify(daemon.SdNotifyReady)
-	stopWatchdog := watchdog(ctx)
+	stopWatchdog := watchdog(context.Background()) // until the drain is over too
 	defer stopWatchdog()
 
 	hup := make(chan os.Signal, 1)
@@ -91,12 +91,37 @@ func run(args []string, stdout, stderr io.Writer) int {
 			notify(daemon.SdNotifyReady)
 		}
 	}
-	notify(daemon.SdNotifyStopping)
-	log.Info("flexway stopping: draining requests in flight")
-	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer scancel()
-	_ = e.Stop(sctx)
+	drain(e, log)
 	return 0
+}
+
+// drain stops the engine on SIGTERM or SIGINT (systemd's stop sends
+// SIGTERM, KillSignal=): systemd is told STOPPING=1 first, then the
+// listeners close and every request already read is answered, each
+// connection closed once nothing is owed to it (U4), within
+// server.shutdown_timeout. A second signal cuts the drain short.
+func drain(e *engine.Engine, log *slog.Logger) {
+	notify(daemon.SdNotifyStopping)
+	timeout := e.Snapshot().File.Server.ShutdownTimeout.D()
+	if timeout <= 0 {
+		timeout = configs.DefaultShutdownTimeout
+	}
+	log.Info("flexway stopping: draining requests in flight", "shutdown_timeout", timeout.String())
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(again)
+	go func() {
+		select {
+		case sig := <-again:
+			log.Warn("flexway stopping now: a second signal ends the drain", "signal", sig.String())
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	_ = e.Stop(ctx)
+	log.Info("flexway stopped")
 }
 
 // notify tells systemd (Type=notify) of the service's state; a no-op
@@ -168,5 +193,6 @@ func boundsInForce(snap *configs.Snapshot) map[string]any {
 		"max_topic_partitions":            l.MaxTopicPartitions,
 		"on_tenant_budget_exceeded":       l.OnTenantBudgetExceeded,
 		"write_timeout":                   configs.WriteStallTimeout.String(),
+		"shutdown_timeout":                snap.File.Server.ShutdownTimeout.D().String(),
 	}
 }

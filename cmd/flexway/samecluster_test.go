@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/internal/testkit"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+)
+
+// U3 on the built binary: a flexway.yaml whose upstreams a and b reach one
+// kfake cluster under two addresses (127.0.0.1 and localhost, which the
+// load cannot tell apart) and two prefixes. flexway starts, logs the seed's
+// line at Error naming b, serves the cluster of a, and closes at once the
+// connections to the cluster of b (the line again); SIGTERM exits 0.
+func TestSameClusterRefusedByTheBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildFlexway(t)
+	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID("physical-1"), kfake.SeedTopics(1, "acme.orders", "b.acme.ledger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	_, port, _ := net.SplitHostPort(k.ListenAddrs()[0])
+	dir := t.TempDir()
+	base := testkit.FreePorts(t, 4)
+	key := hex.EncodeToString([]byte("same-cluster-binary-key"))
+	h := configs.HashKey(key)
+	writeTestFile(t, filepath.Join(dir, "api-keys.yaml"), []byte(fmt.Sprintf(
+		"keys:\n  - id: acme-app\n    hash: \"sha256:%s\"\n    tenant: acme\n    operations: [produceOrders, produceLedger]\n", hex.EncodeToString(h[:]))))
+	writeTestFile(t, filepath.Join(dir, "asyncapi.yaml"), []byte(`asyncapi: 3.0.0
+info: { title: Two upstreams, version: "1.0.0" }
+channels:
+  orders:
+    address: "{tenant}.orders"
+    parameters:
+      tenant: { x-flexway-bind: tenant }
+  ledger:
+    address: "b.{tenant}.ledger"
+    parameters:
+      tenant: { x-flexway-bind: tenant }
+operations:
+  produceOrders:
+    action: send
+    channel: { $ref: "#/channels/orders" }
+    x-flexway-upstream: a
+    x-flexway-kafka-proxy: { cluster: shop }
+    security: [ { $ref: "#/components/securitySchemes/apiKey" } ]
+  produceLedger:
+    action: send
+    channel: { $ref: "#/channels/ledger" }
+    x-flexway-upstream: b
+    x-flexway-kafka-proxy: { cluster: bank }
+    security: [ { $ref: "#/components/securitySchemes/apiKey" } ]
+components:
+  securitySchemes:
+    apiKey: { type: plain }
+`))
+	writeTestFile(t, filepath.Join(dir, "flexway.yaml"), []byte(fmt.Sprintf(`version: 1
+contracts:
+  asyncapi: ./asyncapi.yaml
+upstreams:
+  a: { protocol: kafka, brokers: ["127.0.0.1:%s"] }
+  b: { protocol: kafka, brokers: ["localhost:%s"] }
+auth:
+  api_keys:
+    store: "file:./api-keys.yaml"
+listeners:
+  kafka:
+    plaintext:
+      mesh_only: true
+      bind_host: 127.0.0.1
+      advertised_host: 127.0.0.1
+      clusters:
+        shop: { ports: { from: %d, to: %d }, first_node_id: 0 }
+        bank: { ports: { from: %d, to: %d }, first_node_id: 0 }
+`, port, port, base, base+1, base+2, base+3)))
+	if _, err := os.Stat(filepath.Join(dir, "flexway.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	gw := startFlexway(t, bin, dir)
+	gw.waitLog("flexway started", 20*time.Second)
+	line := logLine(gw.stderr.String(), "two upstreams reach the same physical cluster")
+	for _, want := range []string{`"level":"ERROR"`, `"msg":"kafka connection refused: two upstreams reach the same physical cluster"`, `"upstream":"b"`, `"same_as":"a"`} {
+		if !strings.Contains(line, want) {
+			t.Fatalf("the start's line %q lacks %s", line, want)
+		}
+	}
+
+	produce := func(bootstrap int, topic string) error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", bootstrap)),
+			kgo.SASL(plain.Auth{User: "acme-app", Pass: key}.AsMechanism()),
+			kgo.RequestRetries(1), kgo.RetryTimeout(2*time.Second), kgo.RecordDeliveryTimeout(4*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
+	}
+	if err := produce(base, "orders"); err != nil {
+		t.Fatalf("cluster shop (upstream a): %v", err)
+	}
+	if err := produce(base+2, "ledger"); err == nil {
+		t.Fatal("cluster bank (upstream b, the same physical cluster under another prefix) served a Produce")
+	}
+	gw.waitLog(`"cluster":"bank"`, 5*time.Second)
+	gw.stop()
+}
+
+// logLine returns the first line of log holding s.
+func logLine(log, s string) string {
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}

@@ -1,0 +1,235 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// stopWithin stops env's engine with a bound of timeout and returns how
+// long Stop took; the test fails if Stop does not return within the bound
+// and a margin.
+func stopWithin(t *testing.T, env *testEnv, timeout time.Duration) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		env.e.Stop(ctx)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(timeout + 15*time.Second):
+		t.Fatalf("Stop did not return within its bound (%v) and 15 s", timeout)
+	}
+	return time.Since(start)
+}
+
+// drainEnv boots a gateway in front of a kfake cluster of the test's own,
+// which outlives the gateway: what the broker holds is read after the stop.
+func drainEnv(t *testing.T) (*testEnv, *kfake.Cluster) {
+	t.Helper()
+	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "acme.orders", "globex.orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	env := newTestEnvWith(t, envConfig{upstream: fmt.Sprintf("    brokers: [%q]\n", k.ListenAddrs()[0])})
+	env.direct = k.ListenAddrs()
+	return env, k
+}
+
+// U4: a Produce in flight when the gateway stops (the broker takes 1.5 s to
+// answer it) is answered: the producer gets its acknowledgement, the
+// record is on the broker, and Stop returns once it is answered.
+func TestDrainAnswersProduceInFlight(t *testing.T) {
+	env, k := drainEnv(t)
+	prod := env.client("acme-orders-producer")
+	// A first record: the producer's id and its connections are set up.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	must(t, prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("first")}).FirstErr())
+
+	entered := make(chan struct{}, 1)
+	k.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		k.DropControl()
+		entered <- struct{}{}
+		k.SleepControl(func() { time.Sleep(1500 * time.Millisecond) })
+		return nil, nil, false
+	})
+	res := make(chan error, 1)
+	go func() {
+		res <- prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("in-flight")}).FirstErr()
+	}()
+	select {
+	case <-entered:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the Produce never reached the broker")
+	}
+	took := stopWithin(t, env, 20*time.Second)
+	select {
+	case err := <-res:
+		if err != nil {
+			t.Fatalf("the Produce in flight at the stop was not answered: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the Produce in flight at the stop got no answer")
+	}
+	if took > 15*time.Second {
+		t.Fatalf("Stop took %v: it should end once the answer is relayed", took)
+	}
+	env.waitLog(5*time.Second, "flexway drained")
+
+	direct := env.directClient(kgo.ConsumeTopics(env.phys("acme", "orders")), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	want := map[string]bool{"first": true, "in-flight": true}
+	for len(want) > 0 && ctx.Err() == nil {
+		fs := direct.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { delete(want, string(r.Value)) })
+	}
+	if len(want) > 0 {
+		t.Fatalf("records acknowledged but not on the broker: %v", want)
+	}
+}
+
+// U4: a connected, idle group consumer (a long-poll Fetch always in flight,
+// the next one sent as soon as the last is answered) and an idle producer
+// do not hold the stop to its bound: the drain takes no new request, so
+// it ends once the Fetch in flight is answered (within the consumer's
+// wait, 2 s here), far under the 30 s bound.
+func TestDrainIdleConsumerPrompt(t *testing.T) {
+	env := newTestEnv(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	prod := env.client("acme-app")
+	must(t, prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("one")}).FirstErr())
+	cons := env.client("acme-app", kgo.ConsumerGroup("idle"), kgo.ConsumeTopics("orders"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(2*time.Second))
+	for got := 0; got == 0 && ctx.Err() == nil; {
+		got = cons.PollFetches(ctx).NumRecords()
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the consumer never got its record")
+	}
+	// Idle now: polling, nothing to read.
+	go func() {
+		for ctx.Err() == nil {
+			cons.PollFetches(ctx)
+		}
+	}()
+	time.Sleep(500 * time.Millisecond) // a Fetch long-poll under way
+	took := stopWithin(t, env, 30*time.Second)
+	if took > 10*time.Second {
+		t.Fatalf("Stop with an idle consumer took %v, want well under its 30 s bound", took)
+	}
+	env.waitLog(5*time.Second, "flexway drained")
+}
+
+// U4: the drain is bounded: a Produce the broker does not answer within
+// the bound (1 s) is given up, the connection closed, and the log says
+// what was left.
+func TestDrainBoundedByTimeout(t *testing.T) {
+	env, k := drainEnv(t)
+	prod := env.client("acme-orders-producer")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	must(t, prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("first")}).FirstErr())
+	entered := make(chan struct{}, 1)
+	k.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		k.DropControl()
+		entered <- struct{}{}
+		k.SleepControl(func() { time.Sleep(8 * time.Second) })
+		return nil, nil, false
+	})
+	go prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("late")})
+	select {
+	case <-entered:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the Produce never reached the broker")
+	}
+	took := stopWithin(t, env, time.Second)
+	if took > 6*time.Second {
+		t.Fatalf("Stop took %v past its 1 s bound", took)
+	}
+	env.waitLog(5*time.Second, "the drain's time is up", "connections=1", "requests=1")
+}
+
+// U4: once the drain began, a connection takes no new request: a Produce a
+// producer sends (on the same connection) while its first one is still in
+// flight is never forwarded, only the first is answered. Its client sends
+// it again to the next gateway (here: none).
+func TestDrainTakesNoNewRequest(t *testing.T) {
+	env, k := drainEnv(t)
+	prod := env.client("acme-orders-producer", kgo.RecordRetries(0), kgo.RecordDeliveryTimeout(5*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	must(t, prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("first")}).FirstErr())
+
+	entered := make(chan struct{}, 1)
+	k.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		k.DropControl()
+		entered <- struct{}{}
+		k.SleepControl(func() { time.Sleep(2 * time.Second) })
+		return nil, nil, false
+	})
+	res := make(chan error, 1)
+	go func() {
+		res <- prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("in-flight")}).FirstErr()
+	}()
+	select {
+	case <-entered:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the Produce never reached the broker")
+	}
+	stopped := make(chan time.Duration, 1)
+	go func() { stopped <- stopWithin(t, env, 20*time.Second) }()
+	// Wait until every connection is marked by the drain.
+	for marked := false; !marked; {
+		if ctx.Err() != nil {
+			t.Fatal("the drain never marked the connections")
+		}
+		var n atomic.Int64 // the loops run at once
+		env.e.onLoops(time.Now().Add(time.Second), func(l *loop) {
+			for cl := range l.clients {
+				if !cl.draining && !cl.closed {
+					n.Add(1)
+				}
+			}
+		})
+		marked = n.Load() == 0
+	}
+	late := make(chan error, 1)
+	prod.Produce(ctx, &kgo.Record{Topic: "orders", Value: []byte("after")}, func(_ *kgo.Record, err error) { late <- err })
+	if err := <-res; err != nil {
+		t.Fatalf("the Produce in flight at the stop was not answered: %v", err)
+	}
+	<-stopped
+	prod.Close() // its records fail: the gateway is gone
+	select {
+	case err := <-late:
+		if err == nil {
+			t.Fatal("a Produce sent after the drain began was acknowledged")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the record sent after the drain began is neither acknowledged nor failed")
+	}
+
+	direct := env.directClient(kgo.ConsumeTopics(env.phys("acme", "orders")), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]bool{}
+	for !(seen["first"] && seen["in-flight"]) && ctx.Err() == nil {
+		direct.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
+	direct.PollFetches(pctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	pcancel()
+	if !seen["first"] || !seen["in-flight"] || seen["after"] {
+		t.Fatalf("on the broker: %v; want first and in-flight, not after", seen)
+	}
+}

@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+
+	"github.com/flexway/flexway/configs"
+)
+
+// U3 (seed 001 "Les noms des groupes et des transactions"): two upstreams
+// that reach one broker under two prefixes are refused at load; addresses
+// do not tell everything (an alias, a load balancer, another listener of
+// the same cluster), so the cluster id each upstream's brokers give in the
+// Metadata answer of its first connection (upstream.Start) is compared
+// too. The later of two upstreams that name the same physical cluster
+// under different prefixes is refused: every connection to a virtual
+// cluster it serves is closed at once (the plaintext ports at accept, the
+// TLS port once SNI names the cluster), with the seed's line, at Error.
+
+// msgSameCluster is the seed's log line.
+const msgSameCluster = "kafka connection refused: two upstreams reach the same physical cluster"
+
+// servedUpstreams lists the upstreams that serve a cluster, by name: the
+// order of their first connections.
+func servedUpstreams(snap *configs.Snapshot) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, cl := range snap.Clusters {
+		if !seen[cl.Upstream] {
+			seen[cl.Upstream] = true
+			out = append(out, cl.Upstream)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// upstreamPrefixes lists the prefixes under which an upstream is served.
+func upstreamPrefixes(snap *configs.Snapshot, name string) map[string]bool {
+	out := map[string]bool{}
+	for _, cl := range snap.Clusters {
+		if cl.Upstream == name {
+			out[cl.Prefix] = true
+		}
+	}
+	return out
+}
+
+// checkPhysicalCluster compares the cluster id of the upstream just
+// started with those started before it; one that names the same physical
+// cluster under another prefix refuses the new one (logged once here, and
+// at each refused connection).
+func (e *Engine) checkPhysicalCluster(snap *configs.Snapshot, name string) {
+	id := e.upstreams[name].ClusterID()
+	if id == "" {
+		return // Metadata v0, v1: told apart by addresses only (at load)
+	}
+	mine := upstreamPrefixes(snap, name)
+	for _, other := range servedUpstreams(snap) {
+		u := e.upstreams[other]
+		if other == name || u == nil || u.ClusterID() != id || e.sameCluster[other] != "" {
+			continue
+		}
+		theirs := upstreamPrefixes(snap, other)
+		if samePrefixes(mine, theirs) {
+			continue
+		}
+		if e.sameCluster == nil {
+			e.sameCluster = map[string]string{}
+		}
+		e.sameCluster[name] = other
+		e.log.Error(msgSameCluster, "upstream", name, "same_as", other, "cluster_id", id)
+		return
+	}
+}
+
+func samePrefixes(a, b map[string]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for p := range a {
+		if !b[p] {
+			return false
+		}
+	}
+	return true
+}
+
+// refusedCluster reports whether connections to cluster are refused (U3),
+// logging the refusal (rate-limited with the other refusals before
+// authentication, at Error as the seed says).
+func (e *Engine) refusedCluster(cluster *configs.Cluster) bool {
+	if cluster == nil || len(e.sameCluster) == 0 {
+		return false
+	}
+	other, ok := e.sameCluster[cluster.Upstream]
+	if !ok {
+		return false
+	}
+	if ok, dropped := e.refusedLog.allow(); ok {
+		attrs := []any{"cluster", cluster.Name, "upstream", cluster.Upstream, "same_as", other}
+		if dropped > 0 {
+			attrs = append(attrs, "lines_dropped", dropped)
+		}
+		e.log.Log(context.Background(), slog.LevelError, msgSameCluster, attrs...)
+	}
+	return true
+}

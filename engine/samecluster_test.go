@@ -1,0 +1,222 @@
+package engine
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/configs"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// twoUpstreamsContract: cluster shop on upstream a (no prefix), cluster
+// bank on upstream b (prefix "b.").
+const twoUpstreamsContract = `asyncapi: 3.0.0
+info: { title: Two upstreams, version: "1.0.0" }
+channels:
+  orders:
+    address: "{tenant}.orders"
+    parameters:
+      tenant: { x-flexway-bind: tenant }
+  ledger:
+    address: "b.{tenant}.ledger"
+    parameters:
+      tenant: { x-flexway-bind: tenant }
+operations:
+  produceOrders:
+    action: send
+    channel: { $ref: "#/channels/orders" }
+    x-flexway-upstream: a
+    x-flexway-kafka-proxy: { cluster: shop }
+    security: [ { $ref: "#/components/securitySchemes/apiKey" } ]
+  produceLedger:
+    action: send
+    channel: { $ref: "#/channels/ledger" }
+    x-flexway-upstream: b
+    x-flexway-kafka-proxy: { cluster: bank }
+    security: [ { $ref: "#/components/securitySchemes/apiKey" } ]
+components:
+  securitySchemes:
+    apiKey: { type: plain }
+`
+
+// twoUpstreams boots a gateway whose upstreams a and b reach brokersA and
+// brokersB (one broker each, node 0): cluster shop on a at base (bootstrap)
+// and base+1, cluster bank on b at base+2 and base+3.
+func twoUpstreams(t *testing.T, brokersA, brokersB string) (shop, bank string, key string, logs *syncBuf) {
+	t.Helper()
+	dir := t.TempDir()
+	base := freeRange(t, 4)
+	key = hex.EncodeToString([]byte("same-cluster-test-key"))
+	h := configs.HashKey(key)
+	store := fmt.Sprintf("keys:\n  - id: acme-app\n    hash: \"sha256:%s\"\n    tenant: acme\n    operations: [produceOrders, produceLedger]\n", hex.EncodeToString(h[:]))
+	cfg := fmt.Sprintf(`version: 1
+contracts:
+  asyncapi: ./asyncapi.yaml
+upstreams:
+  a:
+    protocol: kafka
+    brokers: [%q]
+  b:
+    protocol: kafka
+    brokers: [%q]
+auth:
+  api_keys:
+    store: "file:./api-keys.yaml"
+listeners:
+  kafka:
+    max_connections_per_ip: 0
+    plaintext:
+      mesh_only: true
+      bind_host: 127.0.0.1
+      advertised_host: 127.0.0.1
+      clusters:
+        shop: { ports: { from: %d, to: %d }, first_node_id: 0 }
+        bank: { ports: { from: %d, to: %d }, first_node_id: 0 }
+`, brokersA, brokersB, base, base+1, base+2, base+3)
+	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(twoUpstreamsContract), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store), 0o600))
+	snap, err := configs.Load(filepath.Join(dir, "flexway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &testEnv{t: t, logs: &syncBuf{ch: make(chan string, 4096)}}
+	env.start(snap)
+	return fmt.Sprintf("127.0.0.1:%d", base), fmt.Sprintf("127.0.0.1:%d", base+2), key, env.logs
+}
+
+func kfakeCluster(t *testing.T, id string, topics ...string) string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID(id), kfake.SeedTopics(1, topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()[0]
+}
+
+func produceThrough(t *testing.T, boot, key, topic string) error {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(boot), kgo.SASL(plainAuth("acme-app", key)),
+		kgo.RequestRetries(1), kgo.RetryTimeout(2*time.Second), kgo.RecordDeliveryTimeout(4*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
+}
+
+// U3: two upstreams whose addresses differ (127.0.0.1 and localhost, which
+// the load-time check cannot tell apart) but whose brokers name one
+// physical cluster, under two prefixes: the later one (b) is refused at
+// start with the seed's line at Error, and a client of its virtual cluster
+// has its connection closed at once (the line again, naming the cluster);
+// the earlier one serves.
+func TestSameClusterTwoUpstreamsRefused(t *testing.T) {
+	addr := kfakeCluster(t, "physical-1", "acme.orders", "b.acme.ledger")
+	_, port, _ := net.SplitHostPort(addr)
+	shop, bank, key, logs := twoUpstreams(t, "127.0.0.1:"+port, "localhost:"+port)
+	env := &testEnv{t: t, logs: logs}
+	env.waitLog(5*time.Second, "level=ERROR", msgSameCluster, "upstream=b", "same_as=a", "cluster_id=physical-1")
+
+	if err := produceThrough(t, shop, key, "orders"); err != nil {
+		t.Fatalf("cluster shop (upstream a, the first) refused: %v", err)
+	}
+	if err := produceThrough(t, bank, key, "ledger"); err == nil {
+		t.Fatal("cluster bank (upstream b, the same physical cluster under another prefix) served a Produce")
+	}
+	env.waitLog(5*time.Second, "level=ERROR", msgSameCluster, "cluster=bank", "upstream=b")
+}
+
+// U3, the other side: two physical clusters (two ids) under two prefixes
+// are both served, and nothing is logged about them.
+func TestTwoClustersTwoUpstreamsServed(t *testing.T) {
+	a := kfakeCluster(t, "physical-1", "acme.orders")
+	b := kfakeCluster(t, "physical-2", "b.acme.ledger")
+	shop, bank, key, logs := twoUpstreams(t, a, b)
+	if err := produceThrough(t, shop, key, "orders"); err != nil {
+		t.Fatalf("cluster shop: %v", err)
+	}
+	if err := produceThrough(t, bank, key, "ledger"); err != nil {
+		t.Fatalf("cluster bank: %v", err)
+	}
+	for {
+		select {
+		case line := <-logs.ch:
+			if contains(line, msgSameCluster) {
+				t.Fatalf("two physical clusters taken for one: %s", line)
+			}
+			continue
+		default:
+		}
+		break
+	}
+}
+
+// U3 on the TLS port: the cluster is known once SNI names it; a client of
+// the refused upstream's cluster is closed then, before its handshake, with
+// the seed's line; the other cluster's client completes its handshake.
+func TestSameClusterRefusedOnTLSPort(t *testing.T) {
+	addr := kfakeCluster(t, "physical-1", "acme.orders", "b.acme.ledger")
+	_, port, _ := net.SplitHostPort(addr)
+	dir := t.TempDir()
+	ca := newTestCA(t, "flexway test CA")
+	scert, skey := ca.issue(t, "gateway", []string{"*.shop." + sniDomain, "*.bank." + sniDomain}, false, time.Now().Add(24*time.Hour))
+	writeFile(t, dir, "tls.crt", scert)
+	writeFile(t, dir, "tls.key", skey)
+	key := hex.EncodeToString([]byte("same-cluster-tls-key"))
+	h := configs.HashKey(key)
+	store := fmt.Sprintf("keys:\n  - id: acme-app\n    hash: \"sha256:%s\"\n    tenant: acme\n    operations: [produceOrders, produceLedger]\n", hex.EncodeToString(h[:]))
+	cfg := fmt.Sprintf(`version: 1
+contracts:
+  asyncapi: ./asyncapi.yaml
+upstreams:
+  a: { protocol: kafka, brokers: ["127.0.0.1:%s"] }
+  b: { protocol: kafka, brokers: ["localhost:%s"] }
+auth:
+  api_keys:
+    store: "file:./api-keys.yaml"
+listeners:
+  kafka:
+    address: "127.0.0.1:0"
+    max_connections_per_ip: 0
+    tls: { cert_file: ./tls.crt, key_file: ./tls.key }
+    sni_domain: %s
+`, port, port, sniDomain)
+	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(twoUpstreamsContract), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store), 0o600))
+	snap, err := configs.Load(filepath.Join(dir, "flexway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &testEnv{t: t, logs: &syncBuf{ch: make(chan string, 4096)}}
+	e := env.start(snap)
+	handshake := func(cluster string) error {
+		raw, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", e.TLSPort()), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		c := tls.Client(raw, &tls.Config{ServerName: "bootstrap." + cluster + "." + sniDomain, RootCAs: ca.pool()})
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		return c.Handshake()
+	}
+	if err := handshake("shop"); err != nil {
+		t.Fatalf("cluster shop (upstream a): %v", err)
+	}
+	if err := handshake("bank"); err == nil {
+		t.Fatal("cluster bank (upstream b, the same physical cluster under another prefix): handshake completed")
+	}
+	env.waitLog(5*time.Second, "level=ERROR", msgSameCluster, "cluster=bank", "upstream=b")
+}

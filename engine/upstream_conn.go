@@ -9,6 +9,7 @@ import (
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/relay"
+	"github.com/flexway/flexway/upstream"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -30,6 +31,9 @@ type upstreamConn struct {
 	fs    *codec.FetchResponseStream
 	fp    *decide.Pending
 	carry int
+	// sec: TLS and SASL towards the broker (upstream_secure.go); nil
+	// in clear text without SASL.
+	sec *upSecure
 }
 
 // streamMinFrame: a Fetch answer longer than this that is not whole in the
@@ -70,18 +74,26 @@ func (cl *client) dial() {
 	fail := func(err error) {
 		cl.e.m.upstream(cluster, broker, false)
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			if !cl.closed {
-				cl.close(closeDialFailed, "cluster", cluster, "broker", broker, "error", err.Error())
+			if cl.closed {
+				return nil
 			}
+			if upstream.IsAuthError(err) {
+				cl.upAuthFailed(err, "dial", "broker", broker)
+				return nil
+			}
+			cl.close(closeDialFailed, "upstream", u.Name(), "cluster", cluster, "broker", broker, "error", err.Error())
 			return nil
 		}))
 	}
 	go func() {
-		nc, err := u.Dial(context.Background(), addr)
+		conn, err := u.Dial(context.Background(), addr)
 		if err != nil {
 			fail(err)
 			return
 		}
+		// Read on the loop only after the enrollment below.
+		up.sec = newUpSecure(conn, addr)
+		nc := conn.Socket()
 		ch, err := el.Enroll(gnet.NewContext(context.Background(), up), nc)
 		if err != nil {
 			_ = nc.Close()
@@ -98,7 +110,7 @@ func (cl *client) dial() {
 
 // opened runs on the loop when the enrolled broker connection opens.
 func (u *upstreamConn) opened(c gnet.Conn) {
-	u.c = c
+	u.c = u.attach(c)
 	if u.draining {
 		u.ready = true
 		u.drainOrphans()
@@ -126,6 +138,9 @@ func (u *upstreamConn) write(bs [][]byte) {
 // the client's queue, by the correlation id the gateway gave it, rewrites
 // it and writes it to the client at once (answers go back in order).
 func (u *upstreamConn) onTraffic() {
+	if u.authTraffic() { // a KIP-368 renewal's answers
+		return
+	}
 	cl := u.cl
 	if cl.closed {
 		if u.draining { // answers to nobody
@@ -187,6 +202,7 @@ func (u *upstreamConn) onTraffic() {
 	if cl.held {
 		cl.resume()
 	}
+	u.renewIfIdle()
 }
 
 // begin starts relaying the answer of size bytes at the head of the buffer

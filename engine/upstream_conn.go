@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -347,6 +348,10 @@ func (u *upstreamConn) onClose(err error) {
 		msg := "closed by the broker"
 		if err != nil {
 			msg = err.Error()
+		}
+		if u.sec != nil && u.sec.renewal >= renewExchange { // a refusal, by some brokers
+			u.cl.upAuthFailed(errors.New(msg), "renewal")
+			return
 		}
 		u.cl.close(closeBrokerClosed, "cluster", u.cl.route.cluster.Name, "error", msg)
 	}

@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // keepAlive is the TCP keep-alive period of a broker connection.
@@ -98,9 +102,13 @@ func (u *Upstream) Dial(ctx context.Context, addr string) (*Conn, error) {
 	if a := u.NewAuth(addr); a != nil {
 		if err := a.run(c.Conn); err != nil {
 			_ = nc.Close()
+			if IsAuthError(err) {
+				u.sec.refusedUntil.Store(time.Now().Add(refusalHold).UnixNano())
+			}
 			return nil, err
 		}
 		c.auth = a
+		u.sec.refusedUntil.Store(0)
 	}
 	if sec.tls != nil || sec.mech != nil {
 		_ = nc.SetDeadline(time.Time{})
@@ -117,6 +125,10 @@ func (a *Auth) run(rw io.ReadWriter) error {
 		}
 		var head [4]byte
 		if _, err := io.ReadFull(rw, head[:]); err != nil {
+			if a.key == kmsg.SASLAuthenticate.Int16() && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+				// Some brokers close rather than answer a refusal.
+				return &AuthError{Upstream: a.upstream, Msg: "the broker closed the connection at SaslAuthenticate"}
+			}
 			return fmt.Errorf("SASL exchange: %w", err)
 		}
 		size := int32(binary.BigEndian.Uint32(head[:]))

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/flexway/flexway/configs"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -30,8 +31,28 @@ type security struct {
 }
 
 // securityHolder is the upstream's current security, read by dials on any
-// goroutine.
-type securityHolder struct{ p atomic.Pointer[security] }
+// goroutine, and the memory of a refusal of its credentials.
+type securityHolder struct {
+	p atomic.Pointer[security]
+	// refusedUntil (unix ns): a broker refused the credentials in force;
+	// until then new client sessions are refused at once (Refused) rather
+	// than each dial meeting the same refusal. 0: none.
+	refusedUntil atomic.Int64
+}
+
+// refusalHold is how long a refusal of the gateway's credentials is
+// remembered: then one dial tries them again.
+const refusalHold = 10 * time.Second
+
+// Refused reports whether a broker refused the gateway's credentials in
+// the last moments (since then no dial succeeded, no reload read them
+// again): a client authenticating to a cluster of this upstream is refused
+// at once, SASL_AUTHENTICATION_FAILED, rather than served requests that
+// cannot reach the brokers.
+func (u *Upstream) Refused() bool {
+	until := u.sec.refusedUntil.Load()
+	return until != 0 && time.Now().UnixNano() < until
+}
 
 func (h *securityHolder) load() *security {
 	if s := h.p.Load(); s != nil {
@@ -93,6 +114,7 @@ func (u *Upstream) Update(cfg *configs.Upstream) error {
 		return err
 	}
 	u.sec.p.Store(s)
+	u.sec.refusedUntil.Store(0)
 	return nil
 }
 

@@ -299,6 +299,34 @@ func TestUpstreamTLSAndSCRAM512(t *testing.T) {
 		t.Fatalf("the broker holds %d records in acme.orders, want 20", len(got))
 	}
 	countBrokerConns(t, env, k)
+
+	// Answers of many TLS records, relayed as they arrive (a Fetch
+	// larger than one unit): byte for byte.
+	big := env.client("acme-app", kgo.ProducerBatchMaxBytes(2<<20))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	want := map[string]string{}
+	for i := 0; i < 4; i++ {
+		v := strings.Repeat(randomHex(t, 16), 12<<10) // 384 KiB
+		key := fmt.Sprintf("big-%d", i)
+		want[key] = v
+		if err := big.ProduceSync(ctx, &kgo.Record{Topic: "orders", Key: []byte(key), Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rd := env.client("acme-app", kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(4<<20))
+	got := 0
+	for _, r := range consumeAll(t, rd, 20+len(want), 20*time.Second) {
+		if v, ok := want[string(r.Key)]; ok {
+			if string(r.Value) != v {
+				t.Fatalf("record %s read back altered (%d bytes, want %d)", r.Key, len(r.Value), len(v))
+			}
+			got++
+		}
+	}
+	if got != len(want) {
+		t.Fatalf("read back %d large records of %d", got, len(want))
+	}
 }
 
 // U1: TLS alone, the gateway presenting a client certificate (mTLS).

@@ -556,3 +556,46 @@ func reauthRun(t *testing.T, useTLS bool) {
 		t.Fatal("a panic in a callback")
 	}
 }
+
+// Invariant 20 under upstream TLS: a paused broker connection keeps its
+// TLS stand-in as the handle, reading through the pause's; nothing crosses
+// while paused, the answer is decrypted once resumed, on the same loop.
+func TestPauseBrokerConnectionTLS(t *testing.T) {
+	k := newSecuredKafka(t, securedOpts{tls: true, mech: "SCRAM-SHA-512"})
+	env := secureEnv(t, k.upstream("", ""))
+	r := dialRaw(t, leaderOf0(t, env), "acme-app", env.keys["acme-app"])
+	defer r.c.Close()
+	cl := clientOf(t, env.e, r)
+	r.send(emptyFetch(0)) // dials the broker
+	resp := kmsg.FetchResponse{Version: 11}
+	r.recv(&resp)
+	var p *pausedConn
+	onLoopOf(t, cl, func() {
+		if _, ok := cl.up.c.(*upTLSConn); !ok {
+			t.Errorf("the broker connection's handle is %T, want the TLS stand-in", cl.up.c)
+		}
+		p = cl.up.pauseReads()
+	})
+	if p == nil {
+		t.Fatal("not paused")
+	}
+	waitState(t, cl, p, rpPaused)
+	r.send(emptyFetch(0))
+	_ = r.c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	var one [1]byte
+	if _, err := r.c.Read(one[:]); err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("an answer crossed a paused broker connection (%v)", err)
+	}
+	onLoopOf(t, cl, p.resume)
+	waitState(t, cl, p, rpAttached)
+	r.recv(&resp)
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 {
+		t.Fatalf("the answer after the resume: %+v", resp)
+	}
+	onLoopOf(t, cl, func() {
+		if _, ok := cl.up.c.(*upTLSConn); !ok || p.live.EventLoop() != cl.c.EventLoop() {
+			t.Error("the broker connection lost its TLS stand-in, or came back on another loop")
+		}
+	})
+	servedOrders(t, r)
+}

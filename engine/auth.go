@@ -156,7 +156,7 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 			}
 		}
 	}
-	if res.ID != nil && cl.e.upstreams[cl.route.cluster.Upstream].Refused() { // the gateway's own credentials (upstream_secure.go)
+	if res.ID != nil && cl.e.upstreamRefused(cl.route.cluster.Upstream) { // the gateway's own credentials (upstream_secure.go)
 		res.Cause, res.ID = "the upstream refuses the gateway's credentials", nil
 	}
 	if res.ID != nil {

@@ -287,6 +287,9 @@ func (u *upstreamConn) feed() bool {
 // drainOrphans forwards the Produce requests of a client that closed, then
 // closes once the broker has been written to (or the sweep gives up).
 func (u *upstreamConn) drainOrphans() {
+	if u.sec != nil && u.sec.renewal >= renewExchange {
+		return // after the renewal (renewed): its answers are on the wire
+	}
 	cl := u.cl
 	buf := cl.orphan
 	cl.orphan = nil

@@ -46,6 +46,7 @@ type upSecure struct {
 	renewal renewalPhase   // KIP-368 renewal under way
 	auth    *upstream.Auth // the renewal's exchange
 	since   time.Time      // the renewal's start
+	gen     int            // counts the exchanges: a timer knows its own
 }
 
 type renewalPhase uint8
@@ -118,13 +119,28 @@ func (u *upstreamConn) renewIfIdle() {
 	if s == nil || s.renewal != renewWaiting || u.fs != nil || u.cl.queue.Len() > 0 || u.closed {
 		return
 	}
-	s.auth = u.cl.e.upstreams[u.cl.route.cluster.Upstream].NewAuth(s.addr)
+	up := u.cl.e.upstreams[u.cl.route.cluster.Upstream]
+	s.auth = up.NewAuth(s.addr)
 	if s.auth == nil { // SASL removed at a reload: the session stays as it is
 		s.renewBy = time.Time{}
 		u.renewed()
 		return
 	}
 	s.renewal = renewExchange
+	s.gen++
+	// A broker that does not answer within the upstream's timeout (a
+	// dial's bound, SASL included) fails the renewal: the client's
+	// requests never wait without end.
+	gen, el, cl := s.gen, u.c.EventLoop(), u.cl
+	time.AfterFunc(up.Config().Timeout.D(), func() {
+		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			defer cl.e.recoverConn(nil, "upstream sasl")
+			if !u.closed && s.gen == gen && s.renewal >= renewExchange {
+				u.renewFailed(errors.New("no answer to the re-authentication within the upstream's timeout"))
+			}
+			return nil
+		}))
+	})
 	u.write([][]byte{s.auth.Begin()})
 }
 
@@ -366,4 +382,11 @@ func (e *Engine) updateUpstreams(snap *configs.Snapshot) error {
 		}
 	}
 	return nil
+}
+
+// upstreamRefused reports whether the brokers of upstream name refuse the
+// gateway's credentials at the moment (upstream.Upstream.Refused).
+func (e *Engine) upstreamRefused(name string) bool {
+	u := e.upstreams[name]
+	return u != nil && u.Refused()
 }

@@ -599,3 +599,56 @@ func TestPauseBrokerConnectionTLS(t *testing.T) {
 	})
 	servedOrders(t, r)
 }
+
+// KIP-368 against Apache Kafka (make test-kafka, FLEXWAY_TEST_KAFKA_SECURITY
+// =sasl_ssl: the SASL_SSL listener's sessions last 30 s): a producer's
+// connections held across more than two sessions, busy and idle, lose
+// nothing, in order, and the broker never closes a broker connection for a
+// session that ended.
+func TestRealKafkaReauthentication(t *testing.T) {
+	if _, real := realKafka(); !real || os.Getenv(envKafkaSecurity) != "sasl_ssl" {
+		t.Skip("against Apache Kafka's SASL_SSL listener only (make test-kafka)")
+	}
+	env := newTestEnv(t, "")
+	p := env.client("acme-app", kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	produced := 0
+	end := time.Now().Add(70 * time.Second)
+	for i := 0; time.Now().Before(end); i++ {
+		if err := p.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+		produced++
+		if i%20 == 19 {
+			time.Sleep(12 * time.Second) // idle past a renewal point
+		} else {
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	c := env.client("acme-app", kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	next := 0
+	for _, r := range consumeAll(t, c, produced, 30*time.Second) {
+		if r.Partition != 0 {
+			continue
+		}
+		if string(r.Value) != strconv.Itoa(next) {
+			t.Fatalf("record %d reads %q", next, r.Value)
+		}
+		next++
+	}
+	if next != produced {
+		t.Fatalf("read %d records of %d", next, produced)
+	}
+	for {
+		select {
+		case line := <-env.logs.ch:
+			if strings.Contains(line, "broker connection ended") || strings.Contains(line, "kafka upstream authentication failed") {
+				t.Fatalf("a broker connection ended: %s", line)
+			}
+			continue
+		default:
+		}
+		break
+	}
+}

@@ -652,3 +652,49 @@ func TestRealKafkaReauthentication(t *testing.T) {
 		break
 	}
 }
+
+// A wrong password against Apache Kafka (make test-kafka, the SASL modes):
+// after a reload reads the wrong one, the client is closed at once and the
+// gateway logs "kafka upstream authentication failed", then clients are
+// told SASL_AUTHENTICATION_FAILED; the right one back, a client is served.
+func TestRealKafkaWrongPassword(t *testing.T) {
+	sec := os.Getenv(envKafkaSecurity)
+	if _, real := realKafka(); !real || (sec != "sasl_ssl" && sec != "sasl_plaintext") {
+		t.Skip("against Apache Kafka's SASL listeners only (make test-kafka)")
+	}
+	env := newTestEnv(t, "")
+	pwFile := filepath.Join(env.dir, "kafka-password")
+	good, err := os.ReadFile(pwFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reload := func(pw []byte) {
+		must(t, os.WriteFile(pwFile, pw, 0o600))
+		snap, err := configs.Load(filepath.Join(env.dir, "flexway.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.e.Reload(context.Background(), snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const wrong = "not-the-password"
+	reload([]byte(wrong + "\n"))
+	node := env.nodes()[0]
+	addr := fmt.Sprintf("127.0.0.1:%d", env.nodePort(node))
+	r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
+	metadataOrders(r)
+	r.closedWithoutAnswer(15 * time.Second)
+	line := env.waitLog(15*time.Second, "kafka upstream authentication failed", "upstream=events")
+	if strings.Contains(line, wrong) || strings.Contains(line, strings.TrimSpace(string(good))) {
+		t.Fatalf("the log line holds a password: %s", line)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	if _, err := req.RequestWith(ctx, env.client("acme-app")); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("Metadata with the gateway's password refused: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+	reload(good)
+	servedOrders(t, dialRaw(t, addr, "acme-app", env.keys["acme-app"]))
+}

@@ -368,12 +368,16 @@ func TestLoadRefused(t *testing.T) {
 		{"U1 a broker that is not host:port", func(t *testing.T) fixture {
 			return base().apply(t, edit{"flexway", "kafka-2.kafka:9093]", "kafka-2.kafka]"})
 		}, []string{`upstreams.events.brokers[2]: "kafka-2.kafka": not host:port`}},
-		{"U1 an unknown SASL mechanism (not served yet: its checks)", func(t *testing.T) fixture {
-			return base().withUpstreamAuth().unbuilt().apply(t, edit{"flexway", "mechanism: SCRAM-SHA-512", "mechanism: GSSAPI"})
+		{"U1 an unknown SASL mechanism", func(t *testing.T) fixture {
+			return base().withUpstreamAuth().apply(t, edit{"flexway", "mechanism: SCRAM-SHA-512", "mechanism: GSSAPI"})
 		}, []string{`upstreams.events.sasl.mechanism: "GSSAPI" is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512`}},
-		{"U1 a password file that cannot be read (not served yet: its checks)", func(t *testing.T) fixture {
-			return base().withUpstreamAuth().unbuilt().apply(t, edit{"flexway", "file:./kafka-password", "file:./missing-password"})
+		{"U1 a password file that cannot be read", func(t *testing.T) fixture {
+			return base().withUpstreamAuth().apply(t, edit{"flexway", "file:./kafka-password", "file:./missing-password"})
 		}, []string{"upstreams.events.sasl.password: cannot read the secret's file", "missing-password: no such file or directory"}},
+		{"U1 tls and sasl towards the embedded upstream", func(t *testing.T) fixture {
+			return base().withUpstreamAuth().apply(t,
+				edit{"flexway", "    brokers: [kafka-0.kafka:9093, kafka-1.kafka:9093, kafka-2.kafka:9093]\n", "    embedded: { brokers: 1 }\n"})
+		}, []string{"upstreams.events.tls: the embedded upstream is reached in clear text", "upstreams.events.sasl: the embedded upstream asks no SASL"}},
 
 		// ---- quotas (seed 001 "Quotas"; SPEC Q3), not served yet: their checks ----
 		{"Q3 quotas.quota naming no policy", func(t *testing.T) fixture {

@@ -44,6 +44,7 @@ export FLEXWAY_TEST_UPSTREAM=kafka FLEXWAY_TEST_KAFKA="$KAFKA_BOOTSTRAP" \
   FLEXWAY_TEST_KAFKA_PASSWORD="$KAFKA_SASL_PASSWORD"
 status=0
 summary=()
+t_setup=$(date +%s)
 for sec in ${KAFKA_TEST_SECURITY:-plaintext sasl_ssl sasl_plaintext}; do
   t1=$(date +%s)
   echo "test-kafka: FLEXWAY_TEST_KAFKA_SECURITY=$sec FLEXWAY_TEST_UPSTREAM=kafka FLEXWAY_TEST_KAFKA=$KAFKA_BOOTSTRAP $GO test -count=1 -timeout 15m $* ./engine/"
@@ -54,5 +55,5 @@ for sec in ${KAFKA_TEST_SECURITY:-plaintext sasl_ssl sasl_plaintext}; do
   [ $s = 0 ] || status=$s
 done
 for line in "${summary[@]}"; do echo "test-kafka: $line"; done
-echo "test-kafka: tests $( [ $status = 0 ] && echo passed || echo "FAILED (exit $status)" ) against Apache Kafka $KAFKA_VERSION (set-up $((t1 - t0)) s)"
+echo "test-kafka: tests $( [ $status = 0 ] && echo passed || echo "FAILED (exit $status)" ) against Apache Kafka $KAFKA_VERSION (set-up $((t_setup - t0)) s)"
 exit "$status"

@@ -47,6 +47,7 @@ type upSecure struct {
 	auth    *upstream.Auth // the renewal's exchange
 	since   time.Time      // the renewal's start
 	gen     int            // counts the exchanges: a timer knows its own
+	renews  int            // renewals done (tests read it on the loop)
 }
 
 type renewalPhase uint8
@@ -195,6 +196,7 @@ func (u *upstreamConn) authStep(next []byte, done bool, err error) {
 		u.renewFailed(err)
 	case done:
 		s.renewBy = s.auth.RenewBy()
+		s.renews++
 		u.renewed()
 	default:
 		s.renewal = renewExchange

@@ -614,12 +614,33 @@ func TestRealKafkaReauthentication(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	produced := 0
+	// The renewals done on the gateway's broker connections, and whether
+	// the broker announced a lifetime at all (else none is needed).
+	renewals := func() (n int, announced bool) {
+		var mu sync.Mutex
+		onLoops(t, env.e, func(l *loop) {
+			mu.Lock()
+			defer mu.Unlock()
+			for cl := range l.clients {
+				if cl.up != nil && cl.up.sec != nil {
+					n += cl.up.sec.renews
+					announced = announced || !cl.up.sec.renewBy.IsZero()
+				}
+			}
+		})
+		return n, announced
+	}
 	end := time.Now().Add(70 * time.Second)
 	for i := 0; time.Now().Before(end); i++ {
 		if err := p.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
 			t.Fatalf("produce %d: %v", i, err)
 		}
 		produced++
+		if i == 5 {
+			if _, announced := renewals(); !announced {
+				t.Fatal("the broker announced no session lifetime: the listener's connections.max.reauth.ms is not in force")
+			}
+		}
 		if i%20 == 19 {
 			time.Sleep(12 * time.Second) // idle past a renewal point
 		} else {
@@ -639,6 +660,9 @@ func TestRealKafkaReauthentication(t *testing.T) {
 	}
 	if next != produced {
 		t.Fatalf("read %d records of %d", next, produced)
+	}
+	if n, _ := renewals(); n < 2 {
+		t.Fatalf("%d sessions renewed on the producer's broker connections in 70 s of 30 s sessions", n)
 	}
 	for {
 		select {

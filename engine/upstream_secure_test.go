@@ -661,8 +661,10 @@ func TestRealKafkaReauthentication(t *testing.T) {
 	if next != produced {
 		t.Fatalf("read %d records of %d", next, produced)
 	}
-	if n, _ := renewals(); n < 2 {
-		t.Fatalf("%d sessions renewed on the producer's broker connections in 70 s of 30 s sessions", n)
+	// A connection renews at its first request past its renewal point
+	// (26 s here): with the idle gaps, once or twice in 70 s.
+	if n, _ := renewals(); n < 1 {
+		t.Fatalf("no session renewed on the producer's broker connections in 70 s of 30 s sessions")
 	}
 	for {
 		select {

@@ -377,12 +377,16 @@ func TestLoadRefused(t *testing.T) {
 		{"U1 a broker that is not host:port", func(t *testing.T) fixture {
 			return base().apply(t, edit{"flexway", "kafka-2.kafka:9093]", "kafka-2.kafka]"})
 		}, []string{`upstreams.events.brokers[2]: "kafka-2.kafka": not host:port`}},
-		{"U1 an unknown SASL mechanism (not served yet: its checks)", func(t *testing.T) fixture {
-			return base().withUpstreamAuth().unbuilt().apply(t, edit{"flexway", "mechanism: SCRAM-SHA-512", "mechanism: GSSAPI"})
+		{"U1 an unknown SASL mechanism", func(t *testing.T) fixture {
+			return base().withUpstreamAuth().apply(t, edit{"flexway", "mechanism: SCRAM-SHA-512", "mechanism: GSSAPI"})
 		}, []string{`upstreams.events.sasl.mechanism: "GSSAPI" is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512`}},
-		{"U1 a password file that cannot be read (not served yet: its checks)", func(t *testing.T) fixture {
-			return base().withUpstreamAuth().unbuilt().apply(t, edit{"flexway", "file:./kafka-password", "file:./missing-password"})
+		{"U1 a password file that cannot be read", func(t *testing.T) fixture {
+			return base().withUpstreamAuth().apply(t, edit{"flexway", "file:./kafka-password", "file:./missing-password"})
 		}, []string{"upstreams.events.sasl.password: cannot read the secret's file", "missing-password: no such file or directory"}},
+		{"U1 tls and sasl towards the embedded upstream", func(t *testing.T) fixture {
+			return base().withUpstreamAuth().apply(t,
+				edit{"flexway", "    brokers: [kafka-0.kafka:9093, kafka-1.kafka:9093, kafka-2.kafka:9093]\n", "    embedded: { brokers: 1 }\n"})
+		}, []string{"upstreams.events.tls: the embedded upstream is reached in clear text", "upstreams.events.sasl: the embedded upstream asks no SASL"}},
 
 		// ---- quotas (seed 001 "Quotas"; SPEC Q3), not served yet: their checks ----
 		{"Q3 quotas.quota naming no policy", func(t *testing.T) fixture {
@@ -469,7 +473,7 @@ func TestLoadRefused(t *testing.T) {
 func TestLoadReportsAllAtOnce(t *testing.T) {
 	f := base().withUpstreamAuth().apply(t,
 		edit{"flexway", "    timeout: 5s\n", "    timeout: 5s\n    retries: 3\n"},         // line 11: unknown key
-		edit{"flexway", "mechanism: SCRAM-SHA-512", "mechanism: SCRAM-SHA-1"},             // line 9: refused whole, its mechanism not judged
+		edit{"flexway", "mechanism: SCRAM-SHA-512", "mechanism: SCRAM-SHA-1"},             // line 9
 		edit{"flexway", "  kafka:\n", "  kafka:\n    max_session_lifetime: 30s\n"},        // line 22
 		edit{"flexway", "      mesh_only: true\n", "      mesh_only: false\n"},            // line 24
 		edit{"asyncapi", "{ cluster: shop, transactions: true }", "{ cluster: shop.eu }"}, // line 15
@@ -478,8 +482,7 @@ func TestLoadReportsAllAtOnce(t *testing.T) {
 	)
 	_, errs := f.load(t)
 	want := []string{
-		`flexway.yaml:8: upstreams.events.tls: not served by this version (TLS towards the brokers is not built yet: they are reached in clear text): remove it`,
-		`flexway.yaml:9: upstreams.events.sasl: not served by this version (SASL towards the brokers is not built yet: the gateway connects without a principal): remove it`,
+		`flexway.yaml:9: upstreams.events.sasl.mechanism: "SCRAM-SHA-1" is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512`,
 		`flexway.yaml:11: upstreams.events.retries: unknown key`,
 		`flexway.yaml:22: listeners.kafka.max_session_lifetime: 30s is outside 1m..24h`,
 		`flexway.yaml:24: listeners.kafka.plaintext.mesh_only: clear text is refused without mesh_only: true`,
@@ -650,15 +653,6 @@ func TestLoadNotServed(t *testing.T) {
 		want   string // the whole report
 		served string // in the report were the key served ("": it loads)
 	}{
-		{"upstreams.<name>.tls", "upstreams.events.tls: { server_name: kafka.internal }",
-			"flexway.yaml:8: " + notBuilt("upstreams.events.tls", "TLS towards the brokers is not built yet: they are reached in clear text"), ""},
-		{"upstreams.<name>.tls empty", "upstreams.events.tls: {}",
-			"flexway.yaml:8: " + notBuilt("upstreams.events.tls", "TLS towards the brokers is not built yet: they are reached in clear text"), ""},
-		{"upstreams.<name>.sasl", `upstreams.events.sasl: { mechanism: PLAIN, username: flexway, password: "file:./kafka-password" }`,
-			"flexway.yaml:8: " + notBuilt("upstreams.events.sasl", "SASL towards the brokers is not built yet: the gateway connects without a principal"), ""},
-		{"upstreams.<name>.sasl with a mechanism it would refuse", `upstreams.events.sasl: { mechanism: GSSAPI }`,
-			"flexway.yaml:8: " + notBuilt("upstreams.events.sasl", "SASL towards the brokers is not built yet: the gateway connects without a principal"),
-			`upstreams.events.sasl.mechanism: "GSSAPI" is not one of`},
 		{"listeners.kafka.quotas.tenant", "    quotas: { tenant: { producer_byte_rate: 10MiB } }\n",
 			"flexway.yaml:19: " + notBuilt("listeners.kafka.quotas.tenant", "KIP-219 quotas are not built yet"), ""},
 		{"listeners.kafka.quotas.client", "    quotas:\n      client: { request_rate: 10 }\n",
@@ -714,7 +708,7 @@ func TestNotServedAll(t *testing.T) {
 	for _, ns := range notServed {
 		got = append(got, ns.key.String())
 	}
-	want := []string{"upstreams.*.tls", "upstreams.*.sasl", "listeners.kafka.quotas.client", "listeners.kafka.quotas.tenant",
+	want := []string{"listeners.kafka.quotas.client", "listeners.kafka.quotas.tenant",
 		"listeners.kafka.quotas.window", "listeners.kafka.quotas.max_throttle"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("notServed = %q, want %q", got, want)

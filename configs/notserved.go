@@ -6,8 +6,7 @@ package configs
 // encrypted link to the brokers or an audit that does not exist.
 //
 // Their types and checks stay, for the version that serves them: serving one
-// is deleting its row here (and the engine's own guard, for the upstream's tls
-// and sasl). A key is refused when it is written, whatever its value (even
+// is deleting its row here. A key is refused when it is written, whatever its value (even
 // empty): the defaults of what it configures are what runs.
 
 // notServed is the one list of those keys.
@@ -18,16 +17,6 @@ var notServed = []struct {
 	// judges a value that is refused whole (name is the "*" segment's match).
 	drop func(f *File, name string)
 }{
-	{path{"upstreams", "*", "tls"}, "TLS towards the brokers is not built yet: they are reached in clear text", func(f *File, name string) {
-		if u := f.Upstreams[name]; u != nil {
-			u.TLS = nil
-		}
-	}},
-	{path{"upstreams", "*", "sasl"}, "SASL towards the brokers is not built yet: the gateway connects without a principal", func(f *File, name string) {
-		if u := f.Upstreams[name]; u != nil {
-			u.SASL = nil
-		}
-	}},
 	// listeners.kafka.quotas.quota (the day/month budget), server.counters
 	// and policies are served (issue 8 item 4); the rate buckets are not yet.
 	{path{"listeners", "kafka", "quotas", "client"}, "KIP-219 quotas are not built yet", func(f *File, _ string) {

@@ -13,37 +13,30 @@ import (
 )
 
 // seedUpstreamAuth are the seed 001 example's lines of the upstream's TLS and
-// SASL towards the brokers, which this version does not serve.
+// SASL towards the brokers.
 const seedUpstreamAuth = `    tls: { server_name: kafka.internal }
     sasl: { mechanism: SCRAM-SHA-512, username: flexway, password: "file:./secrets/kafka-password" }   # testdata: was file:/etc/flexway-secrets/kafka/password
 `
 
-// TestSeedExampleRefused: seed 001's full example (testdata/seed001) sets the
-// upstream's tls and sasl, which this version does not serve: Load refuses it
-// with exactly these two lines, each key named, rather than the engine at
-// start (issue 13.7). Without them, the same files load.
-func TestSeedExampleRefused(t *testing.T) {
-	_, err := Load("testdata/seed001/flexway.yaml")
-	want := "testdata/seed001/flexway.yaml:12: upstreams.events.tls: not served by this version (TLS towards the brokers is not built yet: they are reached in clear text): remove it\n" +
-		"testdata/seed001/flexway.yaml:13: upstreams.events.sasl: not served by this version (SASL towards the brokers is not built yet: the gateway connects without a principal): remove it"
-	if err == nil || err.Error() != want {
-		t.Fatalf("Load = %v\nwant:\n%s", err, want)
-	}
-
-	dir := t.TempDir()
+// TestSeedExampleUpstreamAuth: seed 001's full example (testdata/seed001)
+// sets the upstream's tls and sasl, served (issue 9): Load keeps them, the
+// password read from its file (never the "file:" reference).
+func TestSeedExampleUpstreamAuth(t *testing.T) {
 	yml := readFile(t, "testdata/seed001/flexway.yaml")
 	if !strings.Contains(yml, seedUpstreamAuth) {
 		t.Fatal("the seed's upstream lines moved")
 	}
-	writeFile(t, filepath.Join(dir, "flexway.yaml"), strings.Replace(yml, seedUpstreamAuth, "", 1))
-	writeFile(t, filepath.Join(dir, "asyncapi.yaml"), readFile(t, "testdata/seed001/asyncapi.yaml"))
-	writeFile(t, filepath.Join(dir, "api-keys.yaml"), readFile(t, "testdata/seed001/api-keys.yaml"))
-	s, err := Load(filepath.Join(dir, "flexway.yaml"))
+	s, err := Load("testdata/seed001/flexway.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if up := s.Upstreams["events"]; up.TLS != nil || up.SASL != nil || len(up.Brokers) != 3 {
-		t.Errorf("upstream = %+v", up)
+	up := s.Upstreams["events"]
+	if up.TLS == nil || up.TLS.ServerName != "kafka.internal" || up.SASL == nil || up.SASL.Mechanism != "SCRAM-SHA-512" || up.SASL.Username != "flexway" {
+		t.Fatalf("upstream = %+v", up)
+	}
+	want := strings.TrimRight(readFile(t, "testdata/seed001/secrets/kafka-password"), "\r\n")
+	if string(up.SASL.Password) != want || strings.HasPrefix(string(up.SASL.Password), "file:") {
+		t.Errorf("the password is not the file's content")
 	}
 }
 
@@ -107,7 +100,6 @@ func TestSeedSnippetsLoad(t *testing.T) {
 	notServedBy := map[string][]string{
 		"quotas-client.yaml": {"listeners.kafka.quotas.client", "listeners.kafka.quotas.max_throttle", "listeners.kafka.quotas.tenant", "listeners.kafka.quotas.window"},
 		"quotas-tenant.yaml": {"listeners.kafka.quotas.tenant"},
-		"upstreams.yaml":     {"upstreams.events.tls", "upstreams.events.sasl", "upstreams.events-redpanda.tls"},
 	}
 	baseYAML := strings.Replace(readFile(t, "testdata/seed001/flexway.yaml"), seedUpstreamAuth, "", 1)
 	for _, sn := range snippets {

@@ -78,6 +78,12 @@ func (l *loader) checkUpstream(name string, u *Upstream) {
 	if u.Timeout <= 0 {
 		d.errorf(p.at("timeout"), "%s: must be positive", u.Timeout)
 	}
+	if u.Embedded != nil && u.TLS != nil {
+		d.errorf(p.at("tls"), "the embedded upstream is reached in clear text: remove tls, or embedded")
+	}
+	if u.Embedded != nil && u.SASL != nil {
+		d.errorf(p.at("sasl"), "the embedded upstream asks no SASL: remove sasl, or embedded")
+	}
 	if e := u.Embedded; e != nil {
 		ep := p.at("embedded")
 		if e.Brokers < 1 || e.Brokers > 64 {

@@ -157,6 +157,9 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 			}
 		}
 	}
+	if res.ID != nil && cl.e.upstreamRefused(cl.route.cluster.Upstream) { // the gateway's own credentials (upstream_secure.go)
+		res.Cause, res.ID = "the upstream refuses the gateway's credentials", nil
+	}
 	if res.ID != nil {
 		// B1: the tenant's connections and new connections a second.
 		l := snap.Listener

@@ -429,6 +429,9 @@ func (cl *client) admit(key int16) (int64, bool) {
 		cl.dial()
 		return 0, false
 	}
+	if cl.up.mustRenew() { // KIP-368 towards the broker (upstream_secure.go)
+		return 0, false
+	}
 	ask := relay.Ask{
 		Outbound:      int64(cl.c.OutboundBuffered()),
 		Want:          decide.AnswerReserve,

@@ -50,6 +50,7 @@ const (
 	closeAnswerOutOfOrder
 	closeAnswerMalformed
 	closeBrokerClosed
+	closeUpstreamAuth
 
 	closeInternal // a panic in a callback (recoverConn logs it with its stack)
 	closeDrained  // U4: the engine stops and nothing is owed (drain.go logs the summary)
@@ -117,6 +118,7 @@ var closeCauses = [numCloseCauses]closeLine{
 	closeAnswerOutOfOrder: {name: "answer out of order", msg: "kafka connection closed: broker answer out of order", level: slog.LevelWarn},
 	closeAnswerMalformed:  {name: "malformed answer", msg: "kafka connection closed: malformed broker answer", level: slog.LevelWarn},
 	closeBrokerClosed:     {name: "upstream closed", msg: "kafka connection closed: broker connection ended", level: slog.LevelInfo},
+	closeUpstreamAuth:     {name: "upstream authentication", msg: "kafka upstream authentication failed", level: slog.LevelError},
 
 	closeInternal: {name: "internal error", msg: loggedByCall},
 	closeDrained:  {name: "shutdown", msg: loggedByCall},

@@ -89,7 +89,7 @@ func newAdminEnv(t *testing.T) *oauthEnv {
 		env.real = true
 		env.prefix = "t" + randomHex(t, 5) + "."
 		env.direct = []string{kafkaAddr}
-		upstream = fmt.Sprintf("    brokers: [%q]\n", kafkaAddr)
+		upstream = realUpstream(t, dir, kafkaAddr)
 		firstNode = realKafkaNodeID
 		env.createTopics()
 	}

@@ -50,7 +50,7 @@ func newOAuthEnvWith(t *testing.T, edit func(contract string) string, nkeys int)
 		env.real = true
 		env.prefix = "t" + randomHex(t, 5) + "."
 		env.direct = []string{kafkaAddr}
-		upstream = fmt.Sprintf("    brokers: [%q]\n", kafkaAddr)
+		upstream = realUpstream(t, dir, kafkaAddr)
 		firstNode = realKafkaNodeID
 		env.createTopics()
 	}

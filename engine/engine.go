@@ -116,11 +116,6 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		}
 		e.tlsConfig = cfg
 	}
-	for name, u := range snap.Upstreams {
-		if u.TLS != nil || u.SASL != nil {
-			return nil, fmt.Errorf("%w: upstreams.%s: tls and sasl towards the brokers are not served by this version", ErrEngineConfig, name)
-		}
-	}
 	e.snap.Store(snap)
 	e.m = newMetricsFor(snap)
 	maxConns := l.MaxConnections

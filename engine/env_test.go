@@ -48,7 +48,45 @@ type testEnv struct {
 const (
 	envUpstream = "FLEXWAY_TEST_UPSTREAM" // "kafka": a real broker; unset or "kfake": embedded
 	envKafka    = "FLEXWAY_TEST_KAFKA"    // the real broker's PLAINTEXT address
+	// How the gateway reaches the real broker (issue 9): "plaintext" (the
+	// default), "sasl_ssl" (SCRAM-SHA-512 over TLS) or "sasl_plaintext"
+	// (PLAIN). The tests' own direct clients always use envKafka.
+	envKafkaSecurity = "FLEXWAY_TEST_KAFKA_SECURITY"
+	envKafkaSASLSSL  = "FLEXWAY_TEST_KAFKA_SASL_SSL" // its SASL_SSL address, default 127.0.0.1:18095
+	envKafkaSASL     = "FLEXWAY_TEST_KAFKA_SASL"     // its SASL_PLAINTEXT address, default 127.0.0.1:18093
+	envKafkaCA       = "FLEXWAY_TEST_KAFKA_CA"       // the SASL_SSL listener's CA, default /tmp/flexway-kafka/tls/ca.crt
+	envKafkaUser     = "FLEXWAY_TEST_KAFKA_USER"     // default flexway
+	envKafkaPassword = "FLEXWAY_TEST_KAFKA_PASSWORD" // default flexway-secret
 )
+
+// realUpstream is the lines of upstreams.events that reach the real
+// broker as envKafkaSecurity says (the defaults are scripts/kafka-env.sh's);
+// a password goes to a file of dir, as an operator's would.
+func realUpstream(t *testing.T, dir, plaintext string) string {
+	env := func(k, def string) string {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	user, pass := env(envKafkaUser, "flexway"), env(envKafkaPassword, "flexway-secret")
+	sasl := func(mech string) string {
+		pw := filepath.Join(dir, "kafka-password")
+		must(t, os.WriteFile(pw, []byte(pass+"\n"), 0o600))
+		return fmt.Sprintf("    sasl: { mechanism: %s, username: %q, password: %q }\n", mech, user, "file:"+pw)
+	}
+	switch v := os.Getenv(envKafkaSecurity); v {
+	case "", "plaintext":
+		return fmt.Sprintf("    brokers: [%q]\n", plaintext)
+	case "sasl_ssl":
+		return fmt.Sprintf("    brokers: [%q]\n    tls: { ca_file: %q }\n", env(envKafkaSASLSSL, "127.0.0.1:18095"),
+			env(envKafkaCA, "/tmp/flexway-kafka/tls/ca.crt")) + sasl("SCRAM-SHA-512")
+	case "sasl_plaintext":
+		return fmt.Sprintf("    brokers: [%q]\n", env(envKafkaSASL, "127.0.0.1:18093")) + sasl("PLAIN")
+	default:
+		panic(fmt.Sprintf("%s=%q: want plaintext, sasl_ssl or sasl_plaintext", envKafkaSecurity, v))
+	}
+}
 
 // realKafka reports whether the tests run against a real Kafka broker, and its address.
 func realKafka() (string, bool) {
@@ -232,7 +270,7 @@ func newTestEnvWith(t *testing.T, ec envConfig, opt ...Option) *testEnv {
 		env.real = true
 		env.prefix = "t" + randomHex(t, 5) + "."
 		env.direct = []string{kafkaAddr}
-		upstream = fmt.Sprintf("    brokers: [%q]\n", kafkaAddr)
+		upstream = realUpstream(t, dir, kafkaAddr)
 		firstNode = realKafkaNodeID
 		env.createTopics()
 	}

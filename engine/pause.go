@@ -135,6 +135,9 @@ func (u *upstreamConn) pauseReads() *pausedConn {
 	if u.closed || u.c == nil {
 		return nil
 	}
+	if u.sec != nil && u.sec.tls != nil {
+		return u.pauseReadsTLS() // the socket under the TLS stand-in
+	}
 	p := u.cl.e.pauseRead(u.c)
 	u.c = p
 	return p

@@ -37,6 +37,9 @@ func (e *Engine) Reload(ctx context.Context, snap *configs.Snapshot) error {
 			return fmt.Errorf("%w: cluster %s is new: restart to serve it", configs.ErrStartOnly, cl.Name)
 		}
 	}
+	if err := e.updateUpstreams(snap); err != nil {
+		return err
+	}
 	oauth := e.oauth.Load()
 	if !reflect.DeepEqual(old.File.Auth.Issuers, snap.File.Auth.Issuers) {
 		oauth = nil

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/relay"
+	"github.com/flexway/flexway/upstream"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -33,6 +35,9 @@ type upstreamConn struct {
 	// drainHeld: not read until the client reads (whyDrain, flow.go), since flowSince
 	drainHeld bool
 	flowSince time.Time
+	// sec: TLS and SASL towards the broker (upstream_secure.go); nil
+	// in clear text without SASL.
+	sec *upSecure
 }
 
 // streamMinFrame: a Fetch answer longer than this that is not whole in the
@@ -73,18 +78,26 @@ func (cl *client) dial() {
 	fail := func(err error) {
 		cl.e.m.upstream(cluster, broker, false)
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			if !cl.closed {
-				cl.close(closeDialFailed, "cluster", cluster, "broker", broker, "error", err.Error())
+			if cl.closed {
+				return nil
 			}
+			if upstream.IsAuthError(err) {
+				cl.upAuthFailed(err, "dial", "broker", broker)
+				return nil
+			}
+			cl.close(closeDialFailed, "upstream", u.Name(), "cluster", cluster, "broker", broker, "error", err.Error())
 			return nil
 		}))
 	}
 	go func() {
-		nc, err := u.Dial(context.Background(), addr)
+		conn, err := u.Dial(context.Background(), addr)
 		if err != nil {
 			fail(err)
 			return
 		}
+		// Read on the loop only after the enrollment below.
+		up.sec = newUpSecure(conn, addr)
+		nc := conn.Socket()
 		ch, err := el.Enroll(gnet.NewContext(context.Background(), up), nc)
 		if err != nil {
 			_ = nc.Close()
@@ -101,7 +114,7 @@ func (cl *client) dial() {
 
 // opened runs on the loop when the enrolled broker connection opens.
 func (u *upstreamConn) opened(c gnet.Conn) {
-	u.c = c
+	u.c = u.attach(c)
 	if u.draining {
 		u.ready = true
 		u.drainOrphans()
@@ -129,6 +142,9 @@ func (u *upstreamConn) write(bs [][]byte) {
 // the client's queue, by the correlation id the gateway gave it, rewrites
 // it and writes it to the client at once (answers go back in order).
 func (u *upstreamConn) onTraffic() {
+	if u.authTraffic() { // a KIP-368 renewal's answers
+		return
+	}
 	cl := u.cl
 	if cl.closed {
 		if u.draining { // answers to nobody
@@ -194,6 +210,7 @@ func (u *upstreamConn) onTraffic() {
 		cl.resume()
 	}
 	u.flowCheck()
+	u.renewIfIdle()
 }
 
 // begin starts relaying the answer of size bytes at the head of the buffer
@@ -278,6 +295,9 @@ func (u *upstreamConn) feed() bool {
 // drainOrphans forwards the Produce requests of a client that closed, then
 // closes once the broker has been written to (or the sweep gives up).
 func (u *upstreamConn) drainOrphans() {
+	if u.sec != nil && u.sec.renewal >= renewExchange {
+		return // after the renewal (renewed): its answers are on the wire
+	}
 	cl := u.cl
 	buf := cl.orphan
 	cl.orphan = nil
@@ -339,6 +359,10 @@ func (u *upstreamConn) onClose(err error) {
 		msg := "closed by the broker"
 		if err != nil {
 			msg = err.Error()
+		}
+		if u.sec != nil && u.sec.renewal >= renewExchange { // a refusal, by some brokers
+			u.cl.upAuthFailed(errors.New(msg), "renewal")
+			return
 		}
 		u.cl.close(closeBrokerClosed, "cluster", u.cl.route.cluster.Name, "error", msg)
 	}

@@ -25,6 +25,7 @@ KAFKA_HOST="${KAFKA_HOST:-127.0.0.1}"
 KAFKA_PLAINTEXT_PORT="${KAFKA_PLAINTEXT_PORT:-18092}"
 KAFKA_SASL_PORT="${KAFKA_SASL_PORT:-18093}"
 KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-18094}"
+KAFKA_SASL_SSL_PORT="${KAFKA_SASL_SSL_PORT:-18095}"
 KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"
 KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
 
@@ -36,6 +37,15 @@ KAFKA_ADMIN_PASSWORD="${KAFKA_ADMIN_PASSWORD:-admin-secret}"
 
 KAFKA_BOOTSTRAP="$KAFKA_HOST:$KAFKA_PLAINTEXT_PORT"
 KAFKA_SASL_BOOTSTRAP="$KAFKA_HOST:$KAFKA_SASL_PORT"
+KAFKA_SASL_SSL_BOOTSTRAP="$KAFKA_HOST:$KAFKA_SASL_SSL_PORT"
+# The SASL_SSL listener's own test CA and certificate, made by kafka-start.sh
+# (openssl) in the state dir: clients trust $KAFKA_CA_FILE.
+KAFKA_TLS_DIR="$KAFKA_STATE_DIR/tls"
+KAFKA_CA_FILE="$KAFKA_TLS_DIR/ca.crt"
+KAFKA_TLS_PASSWORD="${KAFKA_TLS_PASSWORD:-flexway-test-keystore}"
+# KIP-368 on the SASL_SSL listener: sessions end after this, and a client
+# (the gateway) must re-authenticate before it.
+KAFKA_SASL_SSL_REAUTH_MS="${KAFKA_SASL_SSL_REAUTH_MS:-30000}"
 KAFKA_PID_FILE="$KAFKA_STATE_DIR/kafka.pid"
 KAFKA_LOG_DIR="$KAFKA_STATE_DIR/logs"
 KAFKA_LOG_FILE="$KAFKA_LOG_DIR/server.log"
@@ -50,6 +60,7 @@ esac
 export FLEXWAY_ROOT KAFKA_POM KAFKA_VERSION KAFKA_HOME_DIR KAFKA_LIBS KAFKA_CLASSPATH \
   KAFKA_STATE_DIR KAFKA_HOST KAFKA_PLAINTEXT_PORT KAFKA_SASL_PORT KAFKA_CONTROLLER_PORT \
   KAFKA_BOOTSTRAP KAFKA_SASL_BOOTSTRAP KAFKA_SASL_USER KAFKA_SASL_PASSWORD \
+  KAFKA_SASL_SSL_PORT KAFKA_SASL_SSL_BOOTSTRAP KAFKA_TLS_DIR KAFKA_CA_FILE KAFKA_SASL_SSL_REAUTH_MS \
   KAFKA_PERF_PROPS_FLAG KAFKA_PERF_CONFIG_FLAG
 
 kafka_installed() {
@@ -96,7 +107,7 @@ port_users() {
 kafka_check_ports() {
   local var p users lo hi taken=0
   read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || { lo=32768; hi=60999; }
-  for var in KAFKA_PLAINTEXT_PORT KAFKA_SASL_PORT KAFKA_CONTROLLER_PORT; do
+  for var in KAFKA_PLAINTEXT_PORT KAFKA_SASL_PORT KAFKA_CONTROLLER_PORT KAFKA_SASL_SSL_PORT; do
     p="${!var}"
     if [ "$p" -ge "$lo" ] && [ "$p" -le "$hi" ]; then
       echo "kafka-start: warning: $var=$p lies in the ephemeral range $lo-$hi: a client socket of any process may hold it when the broker binds" >&2
@@ -109,7 +120,7 @@ kafka_check_ports() {
   done
   if [ "$taken" = 1 ]; then
     echo "kafka-start: stop what holds it (a broker of these scripts with another KAFKA_STATE_DIR: KAFKA_STATE_DIR=... scripts/kafka-stop.sh)," >&2
-    echo "  or choose free ports below $lo: KAFKA_PLAINTEXT_PORT=... KAFKA_SASL_PORT=... KAFKA_CONTROLLER_PORT=... (now $KAFKA_PLAINTEXT_PORT, $KAFKA_SASL_PORT, $KAFKA_CONTROLLER_PORT)" >&2
+    echo "  or choose free ports below $lo: KAFKA_PLAINTEXT_PORT=... KAFKA_SASL_PORT=... KAFKA_CONTROLLER_PORT=... KAFKA_SASL_SSL_PORT=... (now $KAFKA_PLAINTEXT_PORT, $KAFKA_SASL_PORT, $KAFKA_CONTROLLER_PORT, $KAFKA_SASL_SSL_PORT)" >&2
     return 1
   fi
 }

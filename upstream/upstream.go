@@ -29,6 +29,7 @@ type Upstream struct {
 	cfg      *configs.Upstream
 	seeds    []string
 	embedded *kfake.Cluster
+	sec      securityHolder // TLS and SASL towards the brokers (secure.go)
 
 	mu       sync.RWMutex
 	nodes    map[int32]string // node id -> host:port
@@ -49,6 +50,9 @@ func Start(ctx context.Context, name string, cfg *configs.Upstream, seedTopics [
 		return nil, fmt.Errorf("%s: timeout %s: must be positive", name, cfg.Timeout)
 	}
 	u := &Upstream{name: name, cfg: cfg, nodes: map[int32]string{}}
+	if err := u.Update(cfg); err != nil {
+		return nil, err
+	}
 	if em := cfg.Embedded; em != nil {
 		c, err := startEmbedded(name, em, seedTopics)
 		if err != nil {
@@ -92,9 +96,9 @@ func startEmbedded(name string, em *configs.Embedded, seedTopics []string) (*kfa
 // client of the gateway's own, within three times the upstream's timeout.
 func (u *Upstream) Refresh(ctx context.Context) error {
 	timeout := u.cfg.Timeout.D()
-	// TLS and SASL towards the brokers (issue 9) are options of this
-	// client as well as steps of Dial; configs refuses them until then.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(u.seeds...), kgo.DialTimeout(timeout), kgo.ClientID("flexway"))
+	// TLS and SASL towards the brokers are options of this client as
+	// well as steps of Dial (secure.go).
+	cl, err := kgo.NewClient(append(u.clientOpts(), kgo.SeedBrokers(u.seeds...), kgo.DialTimeout(timeout), kgo.ClientID("flexway"))...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", u.name, err)
 	}

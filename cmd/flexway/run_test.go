@@ -369,12 +369,10 @@ func TestRunCheckConfigs(t *testing.T) {
 	cases := []checkCase{
 		{"the quickstart (make check, make run)", "../../configs/quickstart/flexway.yaml", 0,
 			"../../configs/quickstart/flexway.yaml: configuration valid\n", ""},
-		// Seed 001's full example asks for TLS and SASL towards its brokers,
-		// which this version does not serve: refused at -check, each key
-		// named, rather than at start (issue 13.7).
-		{"seed 001's full example", "../../configs/testdata/seed001/flexway.yaml", 1, "",
-			"../../configs/testdata/seed001/flexway.yaml:12: upstreams.events.tls: not served by this version (TLS towards the brokers is not built yet: they are reached in clear text): remove it\n" +
-				"../../configs/testdata/seed001/flexway.yaml:13: upstreams.events.sasl: not served by this version (SASL towards the brokers is not built yet: the gateway connects without a principal): remove it\n"},
+		// Seed 001's full example, TLS and SASL towards its brokers included
+		// (issue 9).
+		{"seed 001's full example", "../../configs/testdata/seed001/flexway.yaml", 0,
+			"../../configs/testdata/seed001/flexway.yaml: configuration valid\n", ""},
 	}
 	// Each example is checked as a user does after making its demo
 	// certificates (its comment says so): a copy, with make-demo-certs.sh run.

@@ -324,8 +324,8 @@ func TestLoadRefused(t *testing.T) {
 		{"S3 max_session_lifetime above 24h", func(t *testing.T) fixture {
 			return base().apply(t, edit{"flexway", "  kafka:\n", "  kafka:\n    max_session_lifetime: 25h\n"})
 		}, []string{"listeners.kafka.max_session_lifetime: 25h is outside 1m..24h"}},
-		{"Q1 window and max_throttle outside their ranges (not served yet: its checks)", func(t *testing.T) fixture {
-			return base().unbuilt().apply(t, edit{"flexway", "  kafka:\n", "  kafka:\n    quotas: { window: 50ms, max_throttle: 31s }\n"})
+		{"Q1 window and max_throttle outside their ranges", func(t *testing.T) fixture {
+			return base().apply(t, edit{"flexway", "  kafka:\n", "  kafka:\n    quotas: { window: 50ms, max_throttle: 31s }\n"})
 		}, []string{"listeners.kafka.quotas.window: 50ms is outside 100ms..10s", "listeners.kafka.quotas.max_throttle: 31s is outside 100ms..30s"}},
 		{"B2 max_tenant_in_flight_bytes outside max_in_flight_bytes..max_total_in_flight_bytes", func(t *testing.T) fixture {
 			return base().apply(t, edit{"flexway", "  kafka:\n", "  kafka:\n    max_tenant_in_flight_bytes: 32MiB\n"})
@@ -510,9 +510,7 @@ func TestLoadSchemesNotVerified(t *testing.T) {
 }
 
 // TestLoadDefaults: the seeds' defaults, applied to a minimal file (seed 002
-// "Listener bounds", seed 001 "Quotas"; SPEC L3, S3, B1, B2, Q1, U1). The
-// quotas' are those of a key not served yet: their defaults are kept for
-// the version that serves it.
+// "Listener bounds", seed 001 "Quotas"; SPEC L3, S3, B1, B2, Q1, U1).
 func TestLoadDefaults(t *testing.T) {
 	f := base().unbuilt().apply(t,
 		edit{"flexway", "    timeout: 5s\n", ""},
@@ -649,10 +647,11 @@ func TestLoadNotServed(t *testing.T) {
 		{"upstreams.<name>.sasl with a mechanism it would refuse", `upstreams.events.sasl: { mechanism: GSSAPI }`,
 			"flexway.yaml:8: " + notBuilt("upstreams.events.sasl", "SASL towards the brokers is not built yet: the gateway connects without a principal"),
 			`upstreams.events.sasl.mechanism: "GSSAPI" is not one of`},
-		{"listeners.kafka.quotas", "    quotas: { tenant: { producer_byte_rate: 10MiB } }\n",
-			"flexway.yaml:19: " + notBuilt("listeners.kafka.quotas", "KIP-219 quotas are not built yet"), ""},
-		{"listeners.kafka.quotas empty", "    quotas: {}\n",
-			"flexway.yaml:19: " + notBuilt("listeners.kafka.quotas", "KIP-219 quotas are not built yet"), ""},
+		{"listeners.kafka.quotas.quota", "    quotas:\n      client: { request_rate: 200 }\n      quota: plans\n",
+			"flexway.yaml:21: " + notBuilt("listeners.kafka.quotas.quota", "the day and month budgets of quota policies are not built yet"),
+			`listeners.kafka.quotas.quota: "plans" names no policies.definitions entry`},
+		{"listeners.kafka.quotas is served", "    quotas: { tenant: { producer_byte_rate: 10MiB } }\n", "", ""},
+		{"listeners.kafka.quotas empty is served", "    quotas: {}\n", "", ""},
 		{"server.counters", "server: { counters: { store: \"${COUNTERS_URL}\" } }\n",
 			"flexway.yaml:17: " + notBuilt("server.counters", "the shared counter store is not built yet"), ""},
 		{"server.counters beside server.admin", "server:\n  admin: { address: \"127.0.0.1:0\" }\n  counters: { store: \"${COUNTERS_URL}\" }\n",
@@ -707,7 +706,7 @@ func TestNotServedAll(t *testing.T) {
 	for _, ns := range notServed {
 		got = append(got, ns.key.String())
 	}
-	want := []string{"upstreams.*.tls", "upstreams.*.sasl", "listeners.kafka.quotas", "server.counters", "policies", "audit", "observability.kafka"}
+	want := []string{"upstreams.*.tls", "upstreams.*.sasl", "listeners.kafka.quotas.quota", "server.counters", "policies", "audit", "observability.kafka"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("notServed = %q, want %q", got, want)
 	}

@@ -28,9 +28,9 @@ var notServed = []struct {
 			u.SASL = nil
 		}
 	}},
-	{path{"listeners", "kafka", "quotas"}, "KIP-219 quotas are not built yet", func(f *File, _ string) {
-		if k := f.Listeners.Kafka; k != nil {
-			k.Quotas = nil
+	{path{"listeners", "kafka", "quotas", "quota"}, "the day and month budgets of quota policies are not built yet", func(f *File, _ string) {
+		if k := f.Listeners.Kafka; k != nil && k.Quotas != nil {
+			k.Quotas.Quota = ""
 		}
 	}},
 	{path{"server", "counters"}, "the shared counter store is not built yet", func(f *File, _ string) {

@@ -105,9 +105,8 @@ func TestSeedSnippetsLoad(t *testing.T) {
 	}
 	// The keys each snippet sets that are not served, in the report's order.
 	notServedBy := map[string][]string{
-		"quotas-budget.yaml": {"listeners.kafka.quotas", "policies", "server.counters"},
-		"quotas-client.yaml": {"listeners.kafka.quotas", "server.counters"},
-		"quotas-tenant.yaml": {"listeners.kafka.quotas"},
+		"quotas-budget.yaml": {"listeners.kafka.quotas.quota", "policies", "server.counters"},
+		"quotas-client.yaml": {"server.counters"},
 		"observability.yaml": {"observability.kafka"},
 		"upstreams.yaml":     {"upstreams.events.tls", "upstreams.events.sasl", "upstreams.events-redpanda.tls"},
 	}

@@ -80,6 +80,9 @@ type client struct {
 	outLast    int
 	outSince   time.Time
 	scratch    []byte
+
+	q        *quotaConn // the quotas (quota.go); nil until the first request under quotas
+	pauseWhy uint8      // the reasons its reads are paused (pause_why.go)
 }
 
 func newClient(e *Engine, c gnet.Conn, route portRoute) *client {
@@ -214,7 +217,7 @@ func (cl *client) writev(bs [][]byte) {
 // waitsOnGateway: the frame at the head of the input is whole and waits
 // for the gateway (its budget, its broker connection, a re-authentication).
 func (cl *client) waitsOnGateway() bool {
-	return cl.held || cl.upSt == upDialing || cl.reauthing
+	return cl.held || cl.upSt == upDialing || cl.reauthing || cl.muted()
 }
 
 // process handles every whole frame the connection holds, in order, until
@@ -222,7 +225,7 @@ func (cl *client) waitsOnGateway() bool {
 // budget. gnet keeps reading while we wait; what a client may pipeline is
 // bounded by its own in-flight limit (and closed past a bound, see limits).
 func (cl *client) process() {
-	for !cl.closed && !cl.held && cl.state != stAuthing && !cl.reauthing && cl.upSt != upDialing {
+	for !cl.closed && !cl.held && cl.state != stAuthing && !cl.reauthing && cl.upSt != upDialing && !cl.muted() {
 		n := cl.inBuffered()
 		if n < codec.SizeLen {
 			return
@@ -256,6 +259,9 @@ func (cl *client) process() {
 			return
 		}
 		cl.discard(total)
+		if cl.muted() {
+			cl.quotaPause() // a throttle: the client is not read for its time
+		}
 		if cl.inBuffered() == 0 {
 			cl.frameSince = time.Time{}
 		} else {
@@ -296,14 +302,22 @@ func (cl *client) handle(frame []byte) bool {
 		cl.handlePreAuth(&h, frame)
 		return true
 	}
-	if !cl.checkSession() || cl.answerLocally(&h, frame) {
+	if !cl.checkSession() {
+		return true
+	}
+	if cl.answerLocally(&h, frame) {
+		cl.quotaLocal()
 		return true
 	}
 	grant, ok := cl.admit(h.Key)
 	if !ok {
 		return cl.closed // else it waits
 	}
+	if cl.quotaGate(&h, frame) {
+		return true // a Fetch in debt, answered empty
+	}
 	p := cl.queue.Get()
+	cl.quotaPending(p)
 	cl.apply(&h, p, cl.judge(&h, frame, grant, p))
 	return true
 }
@@ -360,7 +374,7 @@ func (cl *client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Ou
 			cl.queue.Push(p)
 			cl.lp.pending.Add(1)
 		}
-		cl.e.m.request(h.Key, decAllowed)
+		cl.e.m.request(h.Key, cl.forwardDecision(p))
 	case decide.Answer:
 		cl.e.m.request(h.Key, decRefused)
 		cl.answerPending(p)
@@ -566,6 +580,7 @@ func (cl *client) releaseAs(peerClosed bool) {
 	if cl.tenant != nil {
 		cl.e.tenants.Release(cl.tenant, time.Now())
 	}
+	cl.quotaRelease()
 	if cl.up != nil {
 		if peerClosed && cl.state == stAuthed && cl.keepForDrain() {
 			cl.e.m.connClosed()

@@ -21,6 +21,7 @@ import (
 	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/quota"
 	"github.com/flexway/flexway/relay"
 	"github.com/flexway/flexway/upstream"
 	"github.com/panjf2000/ants/v2"
@@ -60,6 +61,8 @@ type Engine struct {
 	unmappedSeen sync.Map
 	m            *metricsSet
 	unauth       atomic.Int64
+	quotas       *quota.Registry // the KIP-219 buckets (quota.go)
+	qm           quotaMetricsSet
 }
 
 // portRoute says what a listener port serves.
@@ -110,6 +113,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 	}
 	e.snap.Store(snap)
 	e.m = newMetrics()
+	e.quotas = quota.NewRegistry(e.opts.QuotaStore, nil)
 	maxConns := l.MaxConnections
 	if maxConns <= 0 {
 		maxConns = configs.DefaultMaxConnections

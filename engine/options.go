@@ -3,6 +3,8 @@ package engine
 import (
 	"log/slog"
 	"time"
+
+	"github.com/flexway/flexway/quota"
 )
 
 // Options tune the engine beyond flexway.yaml; tests use them, production
@@ -21,6 +23,8 @@ type Options struct {
 	AuthWorkers int
 	// SessionLifetime, if set, caps max_session_lifetime (tests).
 	SessionLifetime time.Duration
+	// QuotaStore shares the quota buckets between replicas (nil: local).
+	QuotaStore quota.Store
 }
 
 // Option sets an option.

@@ -169,6 +169,7 @@ func (u *upstreamConn) onTraffic() {
 			cl.close(closeAnswerOutOfOrder, "cluster", cl.route.cluster.Name, "cause", bad.String())
 			return
 		}
+		cl.quotaAnswer(p, total)
 		if err := cl.sess.Response(p, frame); err != nil {
 			cl.close(closeAnswerMalformed, "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
 			return
@@ -181,8 +182,10 @@ func (u *upstreamConn) onTraffic() {
 		cl.queue.Pop()
 		cl.lp.pending.Add(-1)
 		cl.budget.Release(p.Reserve)
+		cl.brokerThrottle(p)
 		cl.queue.Put(p)
 		cl.flushLocal()
+		cl.quotaPause()
 	}
 	if cl.held {
 		cl.resume()
@@ -204,6 +207,7 @@ func (u *upstreamConn) begin(size int32) bool {
 	if p.Key != codec.KeyFetch {
 		return false
 	}
+	cl.quotaAnswer(p, codec.SizeLen+int(size))
 	fs, err := cl.sess.FetchStream(p, int(size))
 	if err != nil {
 		cl.close(closeAnswerMalformed, "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
@@ -251,8 +255,11 @@ func (u *upstreamConn) feed() bool {
 			cl.queue.Pop()
 			cl.lp.pending.Add(-1)
 			cl.budget.Release(p.Reserve)
+			p.BrokerThrottle = u.fs.BrokerThrottle()
+			cl.brokerThrottle(p)
 			cl.queue.Put(p)
 			cl.flushLocal()
+			cl.quotaPause()
 			return true
 		}
 		if used > 0 { // feed again: the buffer may hold more

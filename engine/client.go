@@ -317,8 +317,9 @@ func (cl *client) handle(frame []byte) bool {
 		return true // a Fetch in debt, answered empty
 	}
 	p := cl.queue.Get()
+	out := cl.judge(&h, frame, grant, p)
 	cl.quotaPending(p)
-	cl.apply(&h, p, cl.judge(&h, frame, grant, p))
+	cl.apply(&h, p, out)
 	return true
 }
 

@@ -251,11 +251,11 @@ func (u *upstreamConn) feed() bool {
 		}
 		if u.fs.Done() {
 			p := u.fp
+			p.BrokerThrottle = u.fs.BrokerThrottle()
 			u.fs, u.fp, u.carry = nil, nil, 0
 			cl.queue.Pop()
 			cl.lp.pending.Add(-1)
 			cl.budget.Release(p.Reserve)
-			p.BrokerThrottle = u.fs.BrokerThrottle()
 			cl.brokerThrottle(p)
 			cl.queue.Put(p)
 			cl.flushLocal()

@@ -1,0 +1,270 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/configs"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// rawProduce is a Produce of n bytes of records (never decoded by the
+// gateway) to the tenant's orders, partition 0, acks=1.
+func rawProduce(n int) *kmsg.ProduceRequest {
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Version, pr.Acks, pr.TimeoutMillis = 9, 1, 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "orders"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = bytes.Repeat([]byte{1}, n)
+	pt.Partitions = append(pt.Partitions, pp)
+	pr.Topics = append(pr.Topics, pt)
+	return pr
+}
+
+func produceAnswer() *kmsg.ProduceResponse {
+	r := kmsg.NewPtrProduceResponse()
+	r.Version = 9
+	return r
+}
+
+// rawFetch asks the tenant's orders, partitions 0 and 1, from offset 0.
+func rawFetch(maxBytes int32) *kmsg.FetchRequest {
+	fr := kmsg.NewPtrFetchRequest()
+	fr.Version, fr.ReplicaID, fr.MaxWaitMillis, fr.MaxBytes = 12, -1, 100, maxBytes
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "orders"
+	for p := int32(0); p < 2; p++ {
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.PartitionMaxBytes = p, maxBytes
+		ft.Partitions = append(ft.Partitions, fp)
+	}
+	fr.Topics = append(fr.Topics, ft)
+	return fr
+}
+
+func fetchAnswer() *kmsg.FetchResponse {
+	r := kmsg.NewPtrFetchResponse()
+	r.Version = 12
+	return r
+}
+
+// reloadQuotas rewrites the env's listeners.kafka.quotas (the lines given,
+// 4 spaces of indent, "" for none) and reloads.
+func reloadQuotas(t *testing.T, env *testEnv, quotas string) {
+	t.Helper()
+	path := filepath.Join(env.dir, "flexway.yaml")
+	b, err := os.ReadFile(path)
+	must(t, err)
+	s := string(b)
+	if i := strings.Index(s, "    quotas:\n"); i >= 0 {
+		j := strings.Index(s[i:], "    plaintext:\n")
+		s = s[:i] + s[i+j:]
+	}
+	s = strings.Replace(s, "    plaintext:\n", quotas+"    plaintext:\n", 1)
+	must(t, os.WriteFile(path, []byte(s), 0o600))
+	snap, err := configs.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.e.Reload(context.Background(), snap); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Q2: past producer_byte_rate the answer comes at once carrying
+// throttle_time_ms, then the connection is not read for that long: a
+// client that ignores the field (it sends again at once) waits anyway.
+func TestQuotaThrottleThenMute(t *testing.T) {
+	env := newTestEnv(t, "    quotas:\n      client: { producer_byte_rate: 100KiB }\n      window: 1s\n")
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	// 300 KiB: 200 KiB past the bucket, 2 s at 100 KiB/s.
+	start := time.Now()
+	r.send(rawProduce(300 << 10))
+	a := produceAnswer()
+	r.recv(a)
+	if took := time.Since(start); took > 1500*time.Millisecond {
+		t.Errorf("the throttled answer took %v: it must leave at once", took)
+	}
+	if a.ThrottleMillis < 1800 || a.ThrottleMillis > 2200 {
+		t.Fatalf("throttle_time_ms = %d, want about 2000", a.ThrottleMillis)
+	}
+	// Ignoring the field: a Metadata at once waits the throttle out.
+	sent := time.Now()
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 4
+	r.send(md)
+	mr := kmsg.NewPtrMetadataResponse()
+	mr.Version = 4
+	r.recv(mr)
+	if waited := time.Since(sent); waited < 1700*time.Millisecond {
+		t.Errorf("answered after %v: the connection must not be read during the throttle (2 s)", waited)
+	}
+	body := metricsText(t, env.e)
+	for _, want := range []string{
+		`flexway_kafka_throttle_seconds_count{cluster="shop",tenant="acme",quota="producer_byte_rate",scope="client"} 1`,
+		`flexway_kafka_requests_total{api="Produce",decision="throttled"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if !strings.Contains(body, `flexway_kafka_bytes_total{cluster="shop",tenant="acme",direction="produce"} 3`) {
+		t.Errorf("metrics lack the produced bytes")
+	}
+}
+
+// metricsText is the engine's exposition.
+func metricsText(t *testing.T, e *Engine) string {
+	t.Helper()
+	var b bytes.Buffer
+	e.m.set.WritePrometheus(&b)
+	return b.String()
+}
+
+// Q1: a reload that lowers a rate applies at the next request; what the
+// principal spent and has not paid yet is kept.
+func TestQuotaReloadLowersRate(t *testing.T) {
+	env := newTestEnv(t, "    quotas:\n      client: { producer_byte_rate: 1MiB }\n")
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	r.send(rawProduce(900 << 10)) // within the 1 s bucket: not throttled
+	a := produceAnswer()
+	r.recv(a)
+	if a.ThrottleMillis != 0 {
+		t.Fatalf("throttled within the bucket: %d ms", a.ThrottleMillis)
+	}
+	reloadQuotas(t, env, "    quotas:\n      client: { producer_byte_rate: 100KiB }\n      max_throttle: 30s\n")
+	r.send(rawProduce(100 << 10))
+	a = produceAnswer()
+	r.recv(a)
+	// At the old rate this is within the bucket (0); forgetting what was
+	// spent, 100 KiB at 100 KiB/s fills the new bucket (0). Kept and
+	// counted at the new rate: about 900 KiB still owed, 9 s, less what
+	// was paid during the reload.
+	if a.ThrottleMillis < 5000 || a.ThrottleMillis > 9500 {
+		t.Errorf("throttle_time_ms after the reload = %d, want about 9000", a.ThrottleMillis)
+	}
+}
+
+// Q2: a Fetch of a principal in debt gets an empty answer at once with
+// throttle_time_ms, and the broker is not asked.
+func TestQuotaFetchInDebtNotForwarded(t *testing.T) {
+	skipOnRealKafka(t)
+	// One broker: the bootstrap's connection reaches the partitions' leader.
+	env := newTestEnvWith(t, envConfig{
+		listenerExtra: "    quotas:\n      client: { consumer_byte_rate: 100KiB }\n      max_throttle: 300ms\n",
+		upstream:      "    embedded: { brokers: 1, partitions: 2 }\n",
+	})
+	var fetches atomic.Int64
+	kf := kfakeOf(t, env)
+	kf.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		fetches.Add(1)
+		return nil, nil, false
+	})
+	prod := env.client("acme-app", kgo.ProducerBatchCompression(kgo.NoCompression()))
+	for i := 0; i < 8; i++ {
+		produceN(t, prod, "orders", 1, strings.Repeat("x", 100<<10))
+	}
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	r.send(rawFetch(1 << 20))
+	a := fetchAnswer()
+	r.recv(a)
+	got := 0
+	for _, tp := range a.Topics {
+		for _, p := range tp.Partitions {
+			got += len(p.RecordBatches)
+		}
+	}
+	if got < 400<<10 || a.ThrottleMillis != 300 {
+		t.Fatalf("first answer: %d bytes of records, throttle %d ms (want > 400 KiB, 300 ms capped)", got, a.ThrottleMillis)
+	}
+	before := fetches.Load()
+	// Still in debt (about 7 s) after the capped 300 ms: empty answers,
+	// each at once after the silence, none forwarded.
+	for i := 0; i < 3; i++ {
+		r.send(rawFetch(1 << 20))
+		a = fetchAnswer()
+		r.recv(a)
+		if len(a.Topics) != 0 || a.ErrorCode != 0 || a.ThrottleMillis != 300 {
+			t.Fatalf("answer in debt: %d topics, error %d, throttle %d ms: want an empty answer, NONE, 300 ms", len(a.Topics), a.ErrorCode, a.ThrottleMillis)
+		}
+	}
+	if n := fetches.Load(); n != before {
+		t.Errorf("the broker saw %d Fetches in debt", n-before)
+	}
+	if body := metricsText(t, env.e); !strings.Contains(body, `flexway_kafka_throttle_seconds_count{cluster="shop",tenant="acme",quota="consumer_byte_rate",scope="client"} 4`) {
+		t.Errorf("throttle histogram:\n%s", grepLines(body, "throttle_seconds_count"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// Q2: a broker that throttles the gateway: the client gets the larger of
+// the two delays, and nothing reaches that broker connection before the
+// broker's delay ends.
+func TestQuotaBrokerThrottle(t *testing.T) {
+	skipOnRealKafka(t)
+	env := newTestEnv(t, "    quotas:\n      client: { producer_byte_rate: 100KiB }\n")
+	kf := kfakeOf(t, env)
+	var mu sync.Mutex
+	var seen []time.Time
+	kf.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		mu.Lock()
+		seen = append(seen, time.Now())
+		mu.Unlock()
+		pr := req.(*kmsg.ProduceRequest)
+		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+		for _, t := range pr.Topics {
+			rt := kmsg.NewProduceResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewProduceResponseTopicPartition()
+				rp.Partition = p.Partition
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		resp.ThrottleMillis = 1500 // the broker's quota on the gateway's principal
+		return resp, nil, true
+	})
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	r.send(rawProduce(150 << 10)) // the gateway's own throttle: about 500 ms
+	a := produceAnswer()
+	r.recv(a)
+	got := time.Now()
+	if a.ThrottleMillis != 1500 {
+		t.Fatalf("throttle_time_ms = %d, want the broker's 1500 (the larger)", a.ThrottleMillis)
+	}
+	r.send(rawProduce(100)) // at once: it must not reach the broker before 1.5 s
+	a = produceAnswer()
+	r.recv(a)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 {
+		t.Fatalf("the broker saw %d Produce requests, want 2", len(seen))
+	}
+	if gap := seen[1].Sub(got); gap < 1400*time.Millisecond {
+		t.Errorf("the next request reached the broker %v after the throttled answer, before the broker's 1.5 s", gap)
+	}
+	if body := metricsText(t, env.e); !strings.Contains(body, `flexway_kafka_throttle_seconds_count{cluster="shop",tenant="acme",quota="broker",scope="broker"}`) {
+		t.Errorf("no broker throttle counted:\n%s", grepLines(body, "throttle_seconds_count"))
+	}
+}

@@ -268,3 +268,194 @@ func TestQuotaBrokerThrottle(t *testing.T) {
 		t.Errorf("no broker throttle counted:\n%s", grepLines(body, "throttle_seconds_count"))
 	}
 }
+
+// meter counts bytes over time, from any goroutine.
+type meter struct {
+	mu     sync.Mutex
+	start  time.Time
+	events []meterEvent
+}
+
+type meterEvent struct {
+	at time.Duration
+	n  int
+}
+
+func newMeter() *meter { return &meter{start: time.Now()} }
+
+func (m *meter) add(n int) {
+	m.mu.Lock()
+	m.events = append(m.events, meterEvent{time.Since(m.start), n})
+	m.mu.Unlock()
+}
+
+// rate is the bytes per second counted between from and to (after start).
+func (m *meter) rate(from, to time.Duration) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	total := 0
+	for _, e := range m.events {
+		if e.at >= from && e.at < to {
+			total += e.n
+		}
+	}
+	return float64(total) / (to - from).Seconds()
+}
+
+// throttleHook counts the throttles a franz-go client read.
+type throttleHook struct{ n atomic.Int64 }
+
+func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	if d > 0 {
+		h.n.Add(1)
+	}
+}
+
+// produceFlatOut produces records of size bytes as fast as the client
+// goes, until ctx ends; each acknowledged record is counted by m, each
+// failed one by errs.
+func produceFlatOut(ctx context.Context, cl *kgo.Client, size int, m *meter, errs *atomic.Int64) {
+	val := make([]byte, size)
+	for i := range val {
+		val[i] = byte(i * 7)
+	}
+	for ctx.Err() == nil {
+		cl.Produce(ctx, &kgo.Record{Topic: "orders", Value: val}, func(r *kgo.Record, err error) {
+			switch {
+			case err == nil:
+				m.add(len(r.Value))
+			case ctx.Err() == nil:
+				errs.Add(1)
+			}
+		})
+	}
+}
+
+// producerOpts make small requests (a throttle per 64 KiB, not per MiB),
+// uncompressed (the bytes counted are the bytes sent), with a client
+// request timeout above max_throttle.
+func producerOpts(h *throttleHook) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.ProducerBatchMaxBytes(64 << 10),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.MaxBufferedRecords(64),
+		kgo.RequestTimeoutOverhead(4 * time.Second),
+		kgo.WithHooks(h),
+	}
+}
+
+func within(got, want, tol float64) bool { return got >= want*(1-tol) && got <= want*(1+tol) }
+
+// Q1, Q2, the seed's "Par client": a franz-go producer with
+// client.producer_byte_rate 1MiB is held to 1 MiB/s ±10 % (measured over
+// 10 s after the first window's burst), reads throttle_time_ms, and no
+// request times out with max_throttle (2 s) below its timeout (4 s).
+func TestQuotaProducerHeldToRate(t *testing.T) {
+	env := newTestEnv(t, "    quotas:\n      client: { producer_byte_rate: 1MiB }\n      max_throttle: 2s\n")
+	h := &throttleHook{}
+	cl := env.client("acme-app", producerOpts(h)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 13*time.Second)
+	defer cancel()
+	m := newMeter()
+	var errs atomic.Int64
+	produceFlatOut(ctx, cl, 8<<10, m, &errs)
+	got := m.rate(2*time.Second, 12*time.Second)
+	t.Logf("held to %.0f B/s (%.3f MiB/s), %d throttles read", got, got/(1<<20), h.n.Load())
+	if !within(got, 1<<20, 0.10) {
+		t.Errorf("rate %.3f MiB/s, want 1 MiB/s ±10 %%", got/(1<<20))
+	}
+	if h.n.Load() == 0 {
+		t.Error("the client read no throttle_time_ms")
+	}
+	if errs.Load() != 0 {
+		t.Errorf("%d records failed (a request timed out?)", errs.Load())
+	}
+}
+
+// Q1, the seed's "Par tenant": two keys of acme together are held to the
+// tenant's rate, while globex (its own bucket, under it) keeps its
+// throughput and is never throttled.
+func TestQuotaTenantHeldOthersKeepThroughput(t *testing.T) {
+	env := newTestEnv(t, "    quotas:\n      tenant: { producer_byte_rate: 1MiB }\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 13*time.Second)
+	defer cancel()
+	acme := newMeter()
+	var errs atomic.Int64
+	var wg sync.WaitGroup
+	for _, id := range []string{"acme-app", "acme-orders-producer"} {
+		cl := env.client(id, producerOpts(&throttleHook{})...)
+		wg.Add(1)
+		go func() { defer wg.Done(); produceFlatOut(ctx, cl, 8<<10, acme, &errs) }()
+	}
+	// globex: paced at 512 KiB/s (8 KiB every 15.6 ms), under its quota.
+	gh := &throttleHook{}
+	gcl := env.client("globex-app", producerOpts(gh)...)
+	globex := newMeter()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		val := make([]byte, 8<<10)
+		tick := time.NewTicker(time.Second / 64)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				gcl.Produce(ctx, &kgo.Record{Topic: "orders", Value: val}, func(r *kgo.Record, err error) {
+					if err == nil {
+						globex.add(len(r.Value))
+					}
+				})
+			}
+		}
+	}()
+	wg.Wait()
+	a := acme.rate(2*time.Second, 12*time.Second)
+	g := globex.rate(2*time.Second, 12*time.Second)
+	t.Logf("acme (two keys) %.3f MiB/s, globex %.3f MiB/s", a/(1<<20), g/(1<<20))
+	if !within(a, 1<<20, 0.10) {
+		t.Errorf("acme's two keys together: %.3f MiB/s, want the tenant's 1 MiB/s ±10 %%", a/(1<<20))
+	}
+	if !within(g, 512<<10, 0.10) {
+		t.Errorf("globex: %.3f MiB/s, want its 0.5 MiB/s ±10 %%", g/(1<<20))
+	}
+	if gh.n.Load() != 0 {
+		t.Errorf("globex was throttled %d times", gh.n.Load())
+	}
+	if errs.Load() != 0 {
+		t.Errorf("%d acme records failed", errs.Load())
+	}
+}
+
+// Q1, Q2: a consumer past consumer_byte_rate is held to it (the Fetch
+// answers' bytes, measured over 10 s).
+func TestQuotaConsumerHeldToRate(t *testing.T) {
+	env := newTestEnv(t, "    quotas:\n      client: { consumer_byte_rate: 1MiB }\n")
+	// 16 MiB to read, written at the broker directly in batches of 64 KiB
+	// (an answer holds whole batches: small ones, a fine-grained rate).
+	direct := env.directClient(kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(64<<10))
+	val := make([]byte, 16<<10)
+	var recs []*kgo.Record
+	for i := 0; i < 1024; i++ {
+		recs = append(recs, &kgo.Record{Topic: env.phys("acme", "orders"), Value: val})
+	}
+	if err := direct.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	h := &throttleHook{}
+	cons := env.client("acme-app", kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(128<<10), kgo.FetchMaxPartitionBytes(64<<10), kgo.WithHooks(h))
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
+	defer cancel()
+	m := newMeter()
+	for ctx.Err() == nil {
+		fs := cons.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { m.add(len(r.Value)) })
+	}
+	got := m.rate(2*time.Second, 12*time.Second)
+	t.Logf("consumer held to %.3f MiB/s, %d throttles read", got/(1<<20), h.n.Load())
+	if !within(got, 1<<20, 0.10) {
+		t.Errorf("rate %.3f MiB/s, want 1 MiB/s ±10 %%", got/(1<<20))
+	}
+}

@@ -28,7 +28,7 @@ var notServed = []struct {
 			u.SASL = nil
 		}
 	}},
-	{path{"listeners", "kafka", "quotas", "quota"}, "the day and month budgets of quota policies are not built yet", func(f *File, _ string) {
+	{path{"listeners", "kafka", "quotas", "quota"}, "the day and month budgets are counted in server.counters, not served yet", func(f *File, _ string) {
 		if k := f.Listeners.Kafka; k != nil && k.Quotas != nil {
 			k.Quotas.Quota = ""
 		}
@@ -36,7 +36,7 @@ var notServed = []struct {
 	{path{"server", "counters"}, "the shared counter store is not built yet", func(f *File, _ string) {
 		f.Server.Counters = nil
 	}},
-	{path{"policies"}, "quota policies are not built yet", func(f *File, _ string) {
+	{path{"policies"}, "quota policies are counted in server.counters, not served yet", func(f *File, _ string) {
 		f.Policies = Policies{}
 	}},
 	{path{"audit"}, "the audit of decisions is not built yet", func(f *File, _ string) {

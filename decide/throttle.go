@@ -52,3 +52,17 @@ func (s *Session) ThrottledFetch(h *codec.RequestHeader, p *Pending, throttleMs 
 	}
 	return s.RW.FetchResponse(p.Version, p.ClientCorr, empty[:n], s.View, nil, throttleMs) == nil
 }
+
+// RefuseProduce answers every partition of a Produce with code (the
+// tenant's day/month budget spent: POLICY_VIOLATION), nothing forwarded;
+// an acks=0 Produce is dropped. p is filled as Request would.
+func (s *Session) RefuseProduce(h *codec.RequestHeader, frame []byte, p *Pending, code int16) Outcome {
+	p.reset()
+	p.Key, p.Version, p.ClientCorr = h.Key, h.Version, h.Correlation
+	if h.Key != codec.KeyProduce || !s.Versions.Has(h.Key, h.Version) {
+		p.Cause = "version not announced"
+		return Disconnect
+	}
+	p.Cause = "the tenant's quota is spent"
+	return produceRefuseAll(s, h, frame[h.BodyOffset:], p, code)
+}

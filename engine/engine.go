@@ -62,6 +62,7 @@ type Engine struct {
 	m            *metricsSet
 	unauth       atomic.Int64
 	quotas       *quota.Registry // the KIP-219 buckets (quota.go)
+	budgets      quota.Store     // the day/month budgets' counters: server.counters, or this replica's
 	qm           quotaMetricsSet
 }
 
@@ -114,6 +115,10 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 	e.snap.Store(snap)
 	e.m = newMetrics()
 	e.quotas = quota.NewRegistry(e.opts.QuotaStore, nil)
+	e.budgets = e.opts.QuotaStore
+	if e.budgets == nil {
+		e.budgets = quota.NewLocal()
+	}
 	maxConns := l.MaxConnections
 	if maxConns <= 0 {
 		maxConns = configs.DefaultMaxConnections

@@ -12,6 +12,7 @@ import (
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/quota"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // WithQuotaStore shares the tenants' rate buckets between the replicas
@@ -35,6 +36,13 @@ type quotaConn struct {
 	muted     bool      // no request is handled until muteUntil
 	muteUntil time.Time // the end of the silence (KIP-219)
 	listed    bool      // in lp.muted
+
+	// The tenant's day/month budget of Produce requests (quotas.quota):
+	// the policy's limits and its counters (nil: no policy).
+	budget      *configs.QuotaLimits
+	policy      string
+	day, month  quota.Counter
+	lastRefusal time.Time // its log line: once a minute per connection
 }
 
 // limitsOf reads the rates in force from a snapshot.
@@ -75,7 +83,8 @@ func (cl *client) quotaOn() *quotaConn {
 	}
 	q.snap = cl.snap
 	q.lim = limitsOf(cl.snap.Listener.Quotas)
-	if !q.lim.Any() {
+	cl.budgetOf(q)
+	if !q.lim.Any() && q.budget == nil {
 		// Kept while muted: a throttle already decided runs its course.
 		return nil
 	}
@@ -123,6 +132,9 @@ func (cl *client) quotaGate(h *codec.RequestHeader, frame []byte) bool {
 	q.nextKind = quota.Requests
 	switch h.Key {
 	case codec.KeyProduce:
+		if q.budget != nil && cl.budgetSpent(q, h, frame, now) {
+			return true
+		}
 		n := int64(len(frame) + codec.SizeLen)
 		q.m.bytes(quota.ProduceBytes, n)
 		if d, s := q.p.Spend(quota.ProduceBytes, n, now, &q.lim); d > q.next {
@@ -276,4 +288,53 @@ func (e *Engine) sweepMuted(l *loop) {
 			cl.process()
 		}
 	}
+}
+
+// budgetOf resolves the tenant's day/month budget in force (quotas.quota
+// naming a policy of type quota) and its counters in the store, once per
+// snapshot.
+func (cl *client) budgetOf(q *quotaConn) {
+	q.budget = nil
+	qs := cl.snap.Listener.Quotas
+	if qs == nil || qs.Quota == "" || cl.snap.File == nil {
+		return
+	}
+	pol := cl.snap.File.Policies.Definitions[qs.Quota]
+	if pol == nil || pol.Type != "quota" || pol.Config.Limits == nil {
+		return
+	}
+	q.budget = pol.Config.Limits
+	if q.policy != qs.Quota || q.day == nil {
+		q.policy = qs.Quota
+		name := quota.BudgetName(qs.Quota, cl.ident.Tenant)
+		q.day = cl.e.budgets.Counter(name, quota.Day)
+		q.month = cl.e.budgets.Counter(name, quota.Month)
+	}
+}
+
+// budgetSpent counts a Produce against the tenant's day and month budget;
+// spent, the Produce is refused POLICY_VIOLATION (44), nothing written,
+// and it reports true. Between loops the check and the count are not one
+// step: a few Produce may pass the limit at the same instant.
+func (cl *client) budgetSpent(q *quotaConn, h *codec.RequestHeader, frame []byte, now time.Time) bool {
+	b := q.budget
+	window, limit := "", int64(0)
+	switch {
+	case b.Day > 0 && q.day.Total(now) >= b.Day:
+		window, limit = "day", b.Day
+	case b.Month > 0 && q.month.Total(now) >= b.Month:
+		window, limit = "month", b.Month
+	default:
+		q.day.Add(now, 1)
+		q.month.Add(now, 1)
+		return false
+	}
+	if now.Sub(q.lastRefusal) >= time.Minute {
+		q.lastRefusal = now
+		cl.e.log.Warn("kafka produce refused: the tenant's quota is spent", "cluster", cl.route.cluster.Name,
+			"tenant", cl.ident.Tenant, "policy", q.policy, "window", window, "limit", limit)
+	}
+	p := cl.queue.Get()
+	cl.apply(h, p, cl.sess.RefuseProduce(h, frame, p, kerr.PolicyViolation.Code))
+	return true
 }

@@ -197,3 +197,31 @@ func BenchmarkSpendShared(b *testing.B) {
 		}
 	})
 }
+
+// The local store counts per UTC window: a new day starts at zero.
+func TestLocalStoreWindows(t *testing.T) {
+	s := NewLocal()
+	day := s.Counter("plans:acme", Day)
+	if s.Counter("plans:acme", Day) != day {
+		t.Fatal("the same name gives another counter")
+	}
+	noon := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	day.Add(noon, 3)
+	day.Add(noon.Add(time.Hour), 2)
+	if got := day.Total(noon.Add(2 * time.Hour)); got != 5 {
+		t.Errorf("day total %d, want 5", got)
+	}
+	next := noon.Add(12 * time.Hour)
+	if got := day.Total(next); got != 0 {
+		t.Errorf("next day starts at %d", got)
+	}
+	day.Add(next, 1)
+	if got := day.Total(next); got != 1 {
+		t.Errorf("next day total %d, want 1", got)
+	}
+	month := s.Counter("plans:acme", Month)
+	month.Add(noon, 7)
+	if month.Total(next) != 7 || month.Total(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)) != 0 {
+		t.Error("month window")
+	}
+}

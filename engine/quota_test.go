@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -518,5 +519,41 @@ func TestQuotaDayBudgetRefusesProduce(t *testing.T) {
 	g := env.client("globex-app")
 	if err := g.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("x")}).FirstErr(); err != nil {
 		t.Errorf("globex refused: %v", err)
+	}
+}
+
+// Q2, the seed's librdkafka case: kcat ignores throttle_time_ms (it sends
+// again at once) and is held to client.producer_byte_rate all the same,
+// ±10 %: 11 MiB past the first window's burst take 11 s.
+func TestQuotaKcatHeldToRate(t *testing.T) {
+	needBin(t, "/usr/bin/kcat")
+	env := newTestEnv(t, "    quotas:\n      client: { producer_byte_rate: 1MiB }\n")
+	var in strings.Builder
+	line := make([]byte, 8<<10-1)
+	for i := range line {
+		line[i] = 'a' + byte(i%26)
+	}
+	for i := 0; i < 12*128; i++ { // 12 MiB
+		in.Write(line)
+		in.WriteByte('\n')
+	}
+	args := env.kcatArgs("acme-app", "-P", "-t", "orders", "-p", "0", "-X", "linger.ms=5", "-X", "batch.size=65536", "-X", "message.timeout.ms=60000")
+	start := time.Now()
+	if _, stderr, err := runExt(t, 30*time.Second, in.String(), "/usr/bin/kcat", args...); err != nil {
+		t.Fatalf("kcat: %v\n%s", err, stderr)
+	}
+	took := time.Since(start)
+	// The bytes the quota counted (whole Produce frames), less the burst.
+	body := metricsText(t, env.e)
+	var sent float64
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, `flexway_kafka_bytes_total{cluster="shop",tenant="acme",direction="produce"} `) {
+			_, _ = fmt.Sscan(strings.Fields(l)[1], &sent)
+		}
+	}
+	want := time.Duration((sent - (1 << 20)) / (1 << 20) * float64(time.Second))
+	t.Logf("kcat: %.1f MiB in %v, want about %v", sent/(1<<20), took, want)
+	if sent < 12<<20 || !within(took.Seconds(), want.Seconds(), 0.10) {
+		t.Errorf("kcat took %v for %.1f MiB: want %v ±10 %%", took, sent/(1<<20), want)
 	}
 }

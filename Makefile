@@ -51,6 +51,9 @@ fuzz:
 bench:
 	$(GO) test ./codec -run '^$$' -bench . -benchmem
 	$(GO) test ./bench -run '^$$' -bench . -benchtime 1x -timeout 10m
+	$(GO) test ./quota -run '^$$' -bench . -benchmem
+	$(GO) test ./engine -run '^$$' -bench QuotaRequestPath -benchmem
+	$(GO) test ./engine -run '^$$' -bench QuotaThroughput -benchtime 1x -timeout 10m
 
 vet:
 	$(GO) vet ./...

@@ -51,6 +51,7 @@ func (w *Rewriter) FetchResponse(version int16, corr int32, body []byte, j Fetch
 	if len(r.Src) != 0 {
 		return ErrCodecTrailing
 	}
+	w.BrokerThrottle = throttle
 	if throttleMs > throttle {
 		throttle = throttleMs
 	}

@@ -75,6 +75,8 @@ type FetchResponseStream struct {
 	size   int // output after the size prefix, -1 until known
 	out    int // output bytes produced, size prefix included
 
+	brokerThr int32 // the broker's throttle_time_ms, once the head is read
+
 	asked   [][]byte
 	deltas  []int
 	seen    []bool
@@ -155,6 +157,10 @@ func strLen(flex bool, n int) int {
 	}
 	return 2 + n
 }
+
+// BrokerThrottle is the broker's throttle_time_ms, once the answer's head
+// is read (0 before).
+func (s *FetchResponseStream) BrokerThrottle() int32 { return s.brokerThr }
 
 // Size is the length of the output frame after its size prefix, known once
 // the first piece is produced (-1 before).
@@ -341,6 +347,7 @@ func (s *FetchResponseStream) unit(avail []byte) (int, error) {
 			return s.short(avail)
 		}
 		s.topics = n
+		s.brokerThr = throttle
 		if s.thr > throttle {
 			throttle = s.thr
 		}

@@ -13,9 +13,10 @@ type BrokerNamer interface {
 // words (error messages, record error messages) dropped, the current
 // leader tag kept without nested unknown tags, node endpoints renamed by b,
 // every other tagged field dropped, and the request's dropped topics
-// appended with their codes. It replaces a kmsg decode, a reflective scrub
+// appended with their codes, throttle_time_ms raised to at least
+// throttleMs (the broker's is kept in w.BrokerThrottle). It replaces a kmsg decode, a reflective scrub
 // and an encode on the hottest answer.
-func (w *Rewriter) ProduceResponse(version int16, corr int32, body []byte, j FetchJudge, b BrokerNamer, dropped *Dropped) error {
+func (w *Rewriter) ProduceResponse(version int16, corr int32, body []byte, j FetchJudge, b BrokerNamer, dropped *Dropped, throttleMs int32) error {
 	w.names = w.names[:0]
 	v := version
 	if v < 0 || v > 12 {
@@ -47,6 +48,10 @@ func (w *Rewriter) ProduceResponse(version int16, corr int32, body []byte, j Fet
 	var throttle int32
 	if v >= 1 {
 		throttle = r.Int32()
+	}
+	w.BrokerThrottle = throttle
+	if throttleMs > throttle {
+		throttle = throttleMs
 	}
 	tagsStart := r.Src
 	if flex {

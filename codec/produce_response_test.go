@@ -52,7 +52,7 @@ func TestProduceResponseRewriteAllVersions(t *testing.T) {
 		var d Dropped
 		d.add([]byte("deny"), kerr.TopicAuthorizationFailed.Code).Partitions = []int32{0}
 		var w Rewriter
-		if err := w.ProduceResponse(v, 99, body, &prefixJudge{}, renamer{}, &d); err != nil {
+		if err := w.ProduceResponse(v, 99, body, &prefixJudge{}, renamer{}, &d, 0); err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
 		out := joined(&w.Vec)
@@ -111,7 +111,7 @@ func TestProduceResponseAllocs(t *testing.T) {
 	var w Rewriter
 	j := mapJudge{}
 	n := testing.AllocsPerRun(200, func() {
-		w.ProduceResponse(9, 1, body, j, nil, nil)
+		w.ProduceResponse(9, 1, body, j, nil, nil, 0)
 		w.Vec.Slices()
 	})
 	if n != 0 {

@@ -120,7 +120,7 @@ func BenchmarkProduceResponseRewrite(b *testing.B) {
 	j := mapJudge{}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		w.ProduceResponse(9, 1, body, j, nil, nil)
+		w.ProduceResponse(9, 1, body, j, nil, nil, 0)
 		w.Vec.Slices()
 	}
 }

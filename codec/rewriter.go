@@ -8,6 +8,11 @@ type Rewriter struct {
 	Dropped Dropped
 	names   [][]byte
 	codes   []int16
+
+	// BrokerThrottle is the throttle_time_ms the broker wrote in the last
+	// Produce or Fetch answer rewritten (0 before v1): its own quota on the
+	// gateway's principal (issue 8).
+	BrokerThrottle int32
 }
 
 // Dropped lists the topics a rewriter left out of a forwarded request, with

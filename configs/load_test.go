@@ -327,8 +327,8 @@ func TestLoadRefused(t *testing.T) {
 		{"U4 server.shutdown_timeout outside 1s..10m", func(t *testing.T) fixture {
 			return base().apply(t, edit{"flexway", "auth:\n", "server:\n  shutdown_timeout: 500ms\nauth:\n"})
 		}, []string{"server.shutdown_timeout: 500ms is outside 1s..10m"}},
-		{"Q1 window and max_throttle outside their ranges (not served yet: its checks)", func(t *testing.T) fixture {
-			return base().unbuilt().apply(t, edit{"flexway", "  kafka:\n", "  kafka:\n    quotas: { window: 50ms, max_throttle: 31s }\n"})
+		{"Q1 window and max_throttle outside their ranges", func(t *testing.T) fixture {
+			return base().apply(t, edit{"flexway", "  kafka:\n", "  kafka:\n    quotas: { window: 50ms, max_throttle: 31s }\n"})
 		}, []string{"listeners.kafka.quotas.window: 50ms is outside 100ms..10s", "listeners.kafka.quotas.max_throttle: 31s is outside 100ms..30s"}},
 		{"B2 max_tenant_in_flight_bytes outside max_in_flight_bytes..max_total_in_flight_bytes", func(t *testing.T) fixture {
 			return base().apply(t, edit{"flexway", "  kafka:\n", "  kafka:\n    max_tenant_in_flight_bytes: 32MiB\n"})
@@ -522,9 +522,7 @@ func TestLoadSchemesNotVerified(t *testing.T) {
 }
 
 // TestLoadDefaults: the seeds' defaults, applied to a minimal file (seed 002
-// "Listener bounds", seed 001 "Quotas"; SPEC L3, S3, B1, B2, Q1, U1). The
-// quotas' are those of a key not served yet: their defaults are kept for
-// the version that serves it.
+// "Listener bounds", seed 001 "Quotas"; SPEC L3, S3, B1, B2, Q1, U1).
 func TestLoadDefaults(t *testing.T) {
 	f := base().unbuilt().apply(t,
 		edit{"flexway", "    timeout: 5s\n", ""},
@@ -641,27 +639,17 @@ func TestLoadSecretFile(t *testing.T) {
 
 // TestLoadNotServed: each key whose feature this version does not serve is
 // refused at load, at its line, named, with nothing else said (issue 13.7):
-// never accepted and ignored. server.admin, our own key, still loads.
+// never accepted and ignored. Every key is served now: the rows are the keys
+// once refused, which load (and load the same with notServed bypassed).
 func TestLoadNotServed(t *testing.T) {
 	t.Setenv("COUNTERS_URL", "redis://redis:6379/0")
-	notBuilt := func(key, why string) string {
-		return key + ": not served by this version (" + why + "): remove it"
-	}
 	for _, tc := range []struct {
 		name   string
 		yaml   string // flexway.yaml's lines put before listeners:, or in listeners.kafka after "  kafka:\n" when they start with four spaces
 		want   string // the whole report
 		served string // in the report were the key served ("": it loads)
 	}{
-		{"listeners.kafka.quotas.tenant", "    quotas: { tenant: { producer_byte_rate: 10MiB } }\n",
-			"flexway.yaml:19: " + notBuilt("listeners.kafka.quotas.tenant", "KIP-219 quotas are not built yet"), ""},
-		{"listeners.kafka.quotas.client", "    quotas:\n      client: { request_rate: 10 }\n",
-			"flexway.yaml:20: " + notBuilt("listeners.kafka.quotas.client", "KIP-219 quotas are not built yet"), ""},
-		{"listeners.kafka.quotas.window", "    quotas: { window: 20s }\n",
-			"flexway.yaml:19: " + notBuilt("listeners.kafka.quotas.window", "KIP-219 quotas are not built yet"),
-			"listeners.kafka.quotas.window: 20s"},
-		{"listeners.kafka.quotas.max_throttle", "    quotas: { max_throttle: 5s }\n",
-			"flexway.yaml:19: " + notBuilt("listeners.kafka.quotas.max_throttle", "KIP-219 quotas are not built yet"), ""},
+		{"listeners.kafka.quotas is served", "    quotas: { tenant: { producer_byte_rate: 10MiB }, client: { request_rate: 10 }, window: 2s, max_throttle: 5s }\n", "", ""},
 		// Served (issue 8 item 4): the day/month budget and its store.
 		{"listeners.kafka.quotas empty is served", "    quotas: {}\n", "", ""},
 		{"server.counters is served", "server: { counters: { store: \"${COUNTERS_URL}\" } }\n", "", ""},
@@ -708,8 +696,7 @@ func TestNotServedAll(t *testing.T) {
 	for _, ns := range notServed {
 		got = append(got, ns.key.String())
 	}
-	want := []string{"listeners.kafka.quotas.client", "listeners.kafka.quotas.tenant",
-		"listeners.kafka.quotas.window", "listeners.kafka.quotas.max_throttle"}
+	var want []string // every key read is served (issues 8-10)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("notServed = %q, want %q", got, want)
 	}

@@ -17,28 +17,7 @@ var notServed = []struct {
 	// judges a value that is refused whole (name is the "*" segment's match).
 	drop func(f *File, name string)
 }{
-	// listeners.kafka.quotas.quota (the day/month budget), server.counters
-	// and policies are served (issue 8 item 4); the rate buckets are not yet.
-	{path{"listeners", "kafka", "quotas", "client"}, "KIP-219 quotas are not built yet", func(f *File, _ string) {
-		if k := f.Listeners.Kafka; k != nil && k.Quotas != nil {
-			k.Quotas.Client = nil
-		}
-	}},
-	{path{"listeners", "kafka", "quotas", "tenant"}, "KIP-219 quotas are not built yet", func(f *File, _ string) {
-		if k := f.Listeners.Kafka; k != nil && k.Quotas != nil {
-			k.Quotas.Tenant = nil
-		}
-	}},
-	{path{"listeners", "kafka", "quotas", "window"}, "KIP-219 quotas are not built yet", func(f *File, _ string) {
-		if k := f.Listeners.Kafka; k != nil && k.Quotas != nil {
-			k.Quotas.Window = 0
-		}
-	}},
-	{path{"listeners", "kafka", "quotas", "max_throttle"}, "KIP-219 quotas are not built yet", func(f *File, _ string) {
-		if k := f.Listeners.Kafka; k != nil && k.Quotas != nil {
-			k.Quotas.MaxThrottle = 0
-		}
-	}},
+	// Empty: every key this version reads is served (issues 8, 9, 10).
 }
 
 // refuseNotServed reports each key of notServed written in flexway.yaml and

@@ -83,5 +83,7 @@ func produceRefused(topic string, partitions []int32, code int16) kmsg.ProduceRe
 // kmsg decode, no reflective scrub on the hottest answer (D9 is the
 // walker's: words, foreign topics and unknown tags dropped).
 func produceResponse(s *Session, p *Pending, body []byte) error {
-	return s.RW.ProduceResponse(p.Version, p.ClientCorr, body, s.View, s.Brokers, &p.Dropped)
+	err := s.RW.ProduceResponse(p.Version, p.ClientCorr, body, s.View, s.Brokers, &p.Dropped, p.Throttle)
+	p.BrokerThrottle = s.RW.BrokerThrottle
+	return err
 }

@@ -53,5 +53,7 @@ func fetchAnswerLocal(s *Session, p *Pending) Outcome {
 }
 
 func fetchResponse(s *Session, p *Pending, body []byte) error {
-	return s.RW.FetchResponse(p.Version, p.ClientCorr, body, s.View, &p.Dropped, 0)
+	err := s.RW.FetchResponse(p.Version, p.ClientCorr, body, s.View, &p.Dropped, p.Throttle)
+	p.BrokerThrottle = s.RW.BrokerThrottle
+	return err
 }

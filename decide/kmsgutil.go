@@ -117,6 +117,9 @@ func rewriteAnswer[T any, PT response[T]](rewrite func(*Session, *Pending, PT)) 
 		if err := resp.ReadFrom(body); err != nil {
 			return err
 		}
+		if t, ok := any(resp).(kmsg.ThrottleResponse); ok {
+			p.BrokerThrottle, _ = t.Throttle()
+		}
 		rewrite(s, p, resp)
 		s.answerKmsg(p, resp)
 		return nil
@@ -162,6 +165,7 @@ func answerAlone[T any, PT response[T]](s *Session, p *Pending, rewrite func(*Se
 // answerKmsg encodes resp as the answer to the client's correlation id into s.RW.Vec.
 func (s *Session) answerKmsg(p *Pending, resp kmsg.Response) {
 	scrub(resp, true)
+	raiseThrottle(resp, p.Throttle)
 	s.RW.Vec.Reset()
 	o := codec.AppendResponseHeader(s.RW.Vec.Own, p.Key, p.Version, p.ClientCorr)
 	s.RW.Vec.Own = resp.AppendTo(o)

@@ -74,6 +74,12 @@ type Pending struct {
 	Local []byte
 	// Cause: why a request was refused or disconnected, for the log.
 	Cause string
+	// Throttle is the gateway's throttle_time_ms for the answer (quotas,
+	// issue 8): the answer carries the larger of it and the broker's.
+	Throttle int32
+	// BrokerThrottle is the broker's own throttle_time_ms, read in its
+	// answer (0 when the answer has none).
+	BrokerThrottle int32
 
 	// What the APIs rewritten with kmsg keep for their answer:
 	// refused holds what the gateway answers itself (refused.go);
@@ -156,7 +162,7 @@ func (s *Session) FetchStream(p *Pending, frameLen int) (*codec.FetchResponseStr
 	if p.Key != codec.KeyFetch {
 		return nil, codec.ErrCodecVersion
 	}
-	if err := s.stream.Begin(p.Version, p.ClientCorr, frameLen, p.asked, s.View, &p.Dropped, 0); err != nil {
+	if err := s.stream.Begin(p.Version, p.ClientCorr, frameLen, p.asked, s.View, &p.Dropped, p.Throttle); err != nil {
 		return nil, err
 	}
 	return &s.stream, nil

@@ -97,6 +97,8 @@ type client struct {
 	// when the drain began, the last requests it is owed answers for.
 	draining  bool
 	drainLeft int
+
+	q *quotaConn // the quotas (quota.go); nil until the first request under quotas
 }
 
 func newClient(e *Engine, c gnet.Conn, route portRoute) *client {
@@ -235,7 +237,7 @@ func (cl *client) writev(bs [][]byte) {
 // waitsOnGateway: the frame at the head of the input is whole and waits
 // for the gateway (its budget, its broker connection, a re-authentication).
 func (cl *client) waitsOnGateway() bool {
-	return cl.held || cl.upSt == upDialing || cl.reauthing
+	return cl.held || cl.upSt == upDialing || cl.reauthing || cl.muted()
 }
 
 // process handles every whole frame the connection holds, in order, until
@@ -245,7 +247,7 @@ func (cl *client) waitsOnGateway() bool {
 // kernel.
 func (cl *client) process() {
 	defer cl.syncReads()
-	for !cl.closed && !cl.held && cl.state != stAuthing && !cl.reauthing && cl.upSt != upDialing {
+	for !cl.closed && !cl.held && cl.state != stAuthing && !cl.reauthing && cl.upSt != upDialing && (!cl.muted() || cl.ps.s != nil) {
 		if cl.ps.s != nil {
 			if !cl.feedProduce() {
 				return
@@ -295,6 +297,9 @@ func (cl *client) process() {
 		if cl.draining {
 			cl.drainLeft -= total
 		}
+		if cl.muted() {
+			cl.quotaPause() // a throttle: the client is not read for its time
+		}
 		if cl.inBuffered() == 0 {
 			cl.frameSince = time.Time{}
 		} else {
@@ -335,18 +340,26 @@ func (cl *client) handle(frame []byte) bool {
 		cl.handlePreAuth(&h, frame)
 		return true
 	}
-	if !cl.checkSession() || cl.answerLocally(&h, frame) {
+	if !cl.checkSession() {
+		return true
+	}
+	if cl.answerLocally(&h, frame) {
+		cl.quotaLocal()
 		return true
 	}
 	grant, ok := cl.admit(h.Key)
 	if !ok {
 		return cl.closed // else it waits
 	}
+	if cl.quotaGate(&h, len(frame)) {
+		return true // a Fetch in debt, answered empty
+	}
 	p := cl.queue.Get()
 	out := cl.judge(&h, frame, grant, p)
 	if out == decide.Forward && h.Key == codec.KeyProduce {
 		cl.ts.produced(len(frame))
 	}
+	cl.quotaPending(p)
 	cl.auditRequest(&h, frame, p, out) // O3, audit.go
 	cl.apply(&h, p, out)
 	return true
@@ -613,6 +626,7 @@ func (cl *client) releaseAs(peerClosed bool) {
 	if cl.tenant != nil {
 		cl.e.tenants.Release(cl.tenant, time.Now())
 	}
+	cl.quotaRelease()
 	if cl.up != nil {
 		if peerClosed && cl.state == stAuthed && cl.keepForDrain() {
 			cl.e.m.connClosed(cl.ts, cl.connMech)

@@ -71,8 +71,9 @@ type Engine struct {
 	// without one; ownCounters: opened here, closed when the engine stops.
 	counters    quota.Store
 	ownCounters bool
-	quotaLog    rateLimiter  // "kafka produce refused: the tenant's quota is spent"
-	auditTrail  *audit.Trail // O3 (audit.go)
+	quotaLog    rateLimiter     // "kafka produce refused: the tenant's quota is spent"
+	auditTrail  *audit.Trail    // O3 (audit.go)
+	quotas      *quota.Registry // the KIP-219 buckets (quota.go)
 }
 
 // portRoute says what a listener port serves.
@@ -227,6 +228,9 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		e.closeUpstreams()
 		return nil, err
 	}
+	// The KIP-219 buckets: a tenant's spending shared through
+	// server.counters when there is one (quota.Second counters).
+	e.quotas = quota.NewRegistry(e.counters, nil)
 	e.startAudit()
 	return e, nil
 }

@@ -24,6 +24,9 @@ type loop struct {
 	pauses   pauseSet
 	pending  atomic.Int64
 	lastFull time.Time
+
+	// muted: clients throttled by a quota until their time (quota.go)
+	muted map[*client]struct{}
 }
 
 // OnOpen implements gnet.EventHandler: a client connection the acceptor
@@ -123,6 +126,7 @@ func (e *Engine) OnTick() (time.Duration, gnet.Action) {
 			defer e.recoverConn(nil, "sweep")
 			e.sweep(l)
 			e.sweepPaused(l)
+			e.sweepMuted(l)
 			return nil
 		}))
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/decide"
 )
 
 // produceStream is a client's large Produce request relayed to its broker
@@ -67,6 +68,8 @@ func (cl *client) beginProduce(size int32, n int) bool {
 		cl.queue.Put(p) // while it waits, the client is not read (syncReads, flow.go)
 		return false
 	}
+	cl.quotaGate(&h, int(size)) // the request and its bytes spent (never true for a Produce)
+	cl.quotaPending(p)          // its answer carries the throttle; the mute waits for the stream's end
 	cl.upCorr++
 	cl.discard(codec.SizeLen)
 	cl.ps.s, cl.ps.carry, cl.ps.version = ps, 0, h.Version
@@ -77,7 +80,7 @@ func (cl *client) beginProduce(size int32, n int) bool {
 		cl.queue.Push(p)
 		cl.lp.pending.Add(1)
 	}
-	cl.ts.request(h.Key, decAllowed, causeNone)
+	cl.countRequest(h.Key, p, decide.Forward) // allowed, or throttled (quotaPending)
 	cl.ts.produced(int(size))
 	return true
 }

@@ -188,6 +188,7 @@ func (u *upstreamConn) onTraffic() {
 			cl.close(closeAnswerOutOfOrder, "cluster", cl.route.cluster.Name, "cause", bad.String())
 			return
 		}
+		cl.quotaAnswer(p, total)
 		if err := cl.sess.Response(p, frame); err != nil {
 			cl.close(closeAnswerMalformed, "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
 			return
@@ -203,8 +204,10 @@ func (u *upstreamConn) onTraffic() {
 		cl.queue.Pop()
 		cl.lp.pending.Add(-1)
 		cl.budget.Release(p.Reserve)
+		cl.brokerThrottle(p)
 		cl.queue.Put(p)
 		cl.flushLocal()
+		cl.quotaPause()
 	}
 	if cl.held {
 		cl.resume()
@@ -228,6 +231,7 @@ func (u *upstreamConn) begin(size int32) bool {
 	if p.Key != codec.KeyFetch {
 		return false
 	}
+	cl.quotaAnswer(p, codec.SizeLen+int(size))
 	fs, err := cl.sess.FetchStream(p, int(size))
 	if err != nil {
 		cl.close(closeAnswerMalformed, "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
@@ -272,12 +276,15 @@ func (u *upstreamConn) feed() bool {
 		}
 		if u.fs.Done() {
 			p := u.fp
+			p.BrokerThrottle = u.fs.BrokerThrottle()
 			u.fs, u.fp, u.carry = nil, nil, 0
 			cl.queue.Pop()
 			cl.lp.pending.Add(-1)
 			cl.budget.Release(p.Reserve)
+			cl.brokerThrottle(p)
 			cl.queue.Put(p)
 			cl.flushLocal()
+			cl.quotaPause()
 			return true
 		}
 		if used > 0 { // feed again: the buffer may hold more

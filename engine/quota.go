@@ -1,0 +1,277 @@
+package engine
+
+// KIP-219 throttling (issue 8, SPEC Q1-Q2): the quotas of
+// listeners.kafka.quotas spent inline on the loop, the throttle set in the
+// answer, then the client's reads paused for that long (invariant 20), so
+// a client that ignores throttle_time_ms is held to the rate all the same.
+
+import (
+	"time"
+
+	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/quota"
+)
+
+// quotaConn is a client's part of the quotas, from its first request
+// under quotas to its close.
+type quotaConn struct {
+	p    *quota.Principal
+	lim  quota.Limits
+	snap *configs.Snapshot // lim is this snapshot's
+
+	// next is the throttle decided for the request being handled (its
+	// answer carries it); broker is the broker's own, read in an answer.
+	next      time.Duration
+	nextKind  quota.Kind
+	nextScope quota.Scope
+
+	muted     bool      // no request is handled until muteUntil
+	muteUntil time.Time // the end of the silence (KIP-219)
+	listed    bool      // in lp.muted
+
+}
+
+// limitsOf reads the rates in force from a snapshot.
+func limitsOf(q *configs.Quotas) quota.Limits {
+	var l quota.Limits
+	if q == nil {
+		return l
+	}
+	set := func(dst *[quota.NumKinds]int64, r *configs.Rates) {
+		if r == nil {
+			return
+		}
+		dst[quota.ProduceBytes] = int64(r.ProducerByteRate)
+		dst[quota.FetchBytes] = int64(r.ConsumerByteRate)
+		dst[quota.Requests] = int64(r.RequestRate)
+	}
+	set(&l.Client, q.Client)
+	set(&l.Tenant, q.Tenant)
+	l.Window, l.MaxThrottle = q.Window.D(), q.MaxThrottle.D()
+	return l
+}
+
+// quotaOn returns the client's quota state when some rate is bounded in
+// the snapshot in force (nil otherwise: nothing is counted). The buckets
+// are taken at the first request under quotas (a reload may add them);
+// a reload's rates apply at the next request.
+func (cl *client) quotaOn() *quotaConn {
+	q := cl.q
+	if q != nil && q.snap == cl.snap {
+		if q.p == nil {
+			return nil
+		}
+		return q
+	}
+	if q == nil {
+		q = &quotaConn{}
+		cl.q = q
+	}
+	q.snap = cl.snap
+	q.lim = limitsOf(cl.snap.Listener.Quotas)
+	if !q.lim.Any() {
+		// Kept while muted: a throttle already decided runs its course.
+		return nil
+	}
+	if q.p == nil {
+		q.p = cl.e.quotas.Acquire(cl.ident.Tenant, string(cl.ident.Mechanism)+":"+cl.ident.Principal, time.Now())
+	}
+	return q
+}
+
+// quotaRelease gives the buckets back at the client's close.
+func (cl *client) quotaRelease() {
+	if q := cl.q; q != nil && q.p != nil {
+		cl.e.quotas.Release(q.p, time.Now())
+		q.p = nil
+	}
+}
+
+// quotaLocal counts a request the gateway answers itself (ApiVersions, a
+// re-authentication) against request_rate.
+func (cl *client) quotaLocal() {
+	q := cl.quotaOn()
+	if q == nil || cl.closed {
+		return
+	}
+	now := time.Now()
+	if d, s := q.p.Spend(quota.Requests, 1, now, &q.lim); d > 0 {
+		cl.throttled(quota.Requests, s, d)
+		cl.mute(q, now.Add(d))
+	}
+}
+
+// quotaGate spends a request about to be judged: one request, and for a
+// Produce its whole frame. A Fetch of a principal or tenant in debt is
+// answered at once, empty, with its throttle, the broker not asked: true
+// then (the request is done with). Otherwise the throttle decided waits in
+// q.next for quotaPending.
+func (cl *client) quotaGate(h *codec.RequestHeader, size int) bool {
+	q := cl.quotaOn()
+	if q == nil {
+		return false
+	}
+	now := time.Now()
+	q.next, q.nextScope = q.p.Spend(quota.Requests, 1, now, &q.lim)
+	q.nextKind = quota.Requests
+	switch h.Key {
+	case codec.KeyProduce:
+		n := int64(size + codec.SizeLen)
+		if d, s := q.p.Spend(quota.ProduceBytes, n, now, &q.lim); d > q.next {
+			q.next, q.nextKind, q.nextScope = d, quota.ProduceBytes, s
+		}
+	case codec.KeyFetch:
+		d, s := q.p.Debt(quota.FetchBytes, now, &q.lim)
+		if d <= 0 {
+			break
+		}
+		if q.next > d {
+			d, s = q.next, q.nextScope
+		}
+		p := cl.queue.Get()
+		if !cl.sess.ThrottledFetch(h, p, throttleMs(d)) {
+			cl.queue.Put(p)
+			break
+		}
+		q.next = 0
+		cl.throttled(quota.FetchBytes, s, d)
+		cl.ts.request(h.Key, decThrottled, causeQuota)
+		cl.answerPending(p)
+		cl.mute(q, now.Add(d))
+		return true
+	}
+	return false
+}
+
+// quotaPending gives the request's answer its throttle, counted; the
+// client is muted from now for as long.
+func (cl *client) quotaPending(p *decide.Pending) {
+	q := cl.q
+	if q == nil || q.next <= 0 {
+		return
+	}
+	d := q.next
+	q.next = 0
+	p.Throttle = throttleMs(d)
+	cl.throttling = true // counted decision="throttled", cause="quota" (countRequest)
+	cl.throttled(q.nextKind, q.nextScope, d)
+	cl.mute(q, time.Now().Add(d))
+}
+
+// quotaAnswer spends a Fetch answer of n bytes (its whole frame) before it
+// is rewritten: past consumer_byte_rate, the answer carries the throttle
+// and the client is muted.
+func (cl *client) quotaAnswer(p *decide.Pending, n int) {
+	if p.Key != codec.KeyFetch {
+		return
+	}
+	q := cl.quotaOn()
+	if q == nil {
+		return
+	}
+	now := time.Now()
+	d, s := q.p.Spend(quota.FetchBytes, int64(n), now, &q.lim)
+	if d <= 0 {
+		return
+	}
+	if ms := throttleMs(d); ms > p.Throttle {
+		p.Throttle = ms
+	}
+	cl.throttled(quota.FetchBytes, s, d)
+	cl.mute(q, now.Add(d))
+}
+
+// brokerThrottle applies the broker's own throttle_time_ms read in an
+// answer: the client got the larger of the two delays in that answer; the
+// client is not read (so nothing is sent on its broker connection, which
+// only carries its requests) before the broker's delay ends.
+func (cl *client) brokerThrottle(p *decide.Pending) {
+	if p.BrokerThrottle <= 0 || cl.closed {
+		return
+	}
+	d := time.Duration(p.BrokerThrottle) * time.Millisecond
+	cl.ts.throttled(quotaBroker, scopeBroker, d)
+	if cl.q == nil {
+		cl.q = &quotaConn{}
+	}
+	cl.mute(cl.q, time.Now().Add(d))
+}
+
+func throttleMs(d time.Duration) int32 {
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	return int32(min(ms, 1<<31-1))
+}
+
+// mute stops handling the client's requests until until; its reads are
+// paused once the frame at hand is done with (quotaPause).
+func (cl *client) mute(q *quotaConn, until time.Time) {
+	if until.After(q.muteUntil) {
+		q.muteUntil = until
+	}
+	q.muted = true
+	if !q.listed {
+		q.listed = true
+		if cl.lp.muted == nil {
+			cl.lp.muted = map[*client]struct{}{}
+		}
+		cl.lp.muted[cl] = struct{}{}
+	}
+}
+
+// muted reports whether requests wait for the end of a throttle.
+func (cl *client) muted() bool { return cl.q != nil && cl.q.muted }
+
+// quotaPause pauses a muted client's reads: called between frames (the
+// frame handled is discarded), never while slices of the input are held.
+func (cl *client) quotaPause() {
+	if cl.muted() && !cl.closed && cl.ps.s == nil { // a streamed Produce goes on to its end first
+		cl.holdReads(whyQuota)
+	}
+}
+
+// sweepMuted runs at each tick on loop l: a client whose throttle has
+// run out is read again and its waiting requests handled.
+func (e *Engine) sweepMuted(l *loop) {
+	if len(l.muted) == 0 {
+		return
+	}
+	now := time.Now()
+	for cl := range l.muted {
+		q := cl.q
+		if cl.closed {
+			delete(l.muted, cl)
+			continue
+		}
+		if now.Before(q.muteUntil) {
+			if p, ok := cl.c.(*pausedConn); q.muted && (!ok || p.why&whyQuota == 0) {
+				cl.quotaPause() // muted outside process (an answer): pause now
+			}
+			continue
+		}
+		delete(l.muted, cl)
+		q.listed, q.muted = false, false
+		cl.releaseReads(whyQuota)
+		if !cl.closed {
+			cl.process()
+		}
+	}
+}
+
+// throttled records a throttle of the quotas in the tenant's series
+// (flexway_kafka_throttle_seconds, quota and scope).
+func (cl *client) throttled(k quota.Kind, s quota.Scope, d time.Duration) {
+	q := quotaRequestRate
+	switch k {
+	case quota.ProduceBytes:
+		q = quotaProducerByteRate
+	case quota.FetchBytes:
+		q = quotaConsumerByteRate
+	}
+	sc := scopeClient
+	if s == quota.ScopeTenant {
+		sc = scopeTenant
+	}
+	cl.ts.throttled(q, sc, d)
+}

@@ -1,0 +1,201 @@
+package quota
+
+import (
+	"sync"
+	"time"
+)
+
+// Scope says which bucket throttled: the principal's or its tenant's.
+type Scope uint8
+
+const (
+	ScopeNone Scope = iota
+	ScopeClient
+	ScopeTenant
+)
+
+// Limits are the rates in force (listeners.kafka.quotas), by Kind, for one
+// principal (Client) and for a whole tenant (Tenant); 0 is no bound. Window
+// is a bucket's depth in time, MaxThrottle the cap of a throttle. A plain
+// value: the engine makes it once per snapshot.
+type Limits struct {
+	Client, Tenant [NumKinds]int64
+	Window         time.Duration
+	MaxThrottle    time.Duration
+}
+
+// Any reports whether some rate is bounded.
+func (l *Limits) Any() bool {
+	for k := range NumKinds {
+		if l.Client[k] > 0 || l.Tenant[k] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Tenant is one tenant's buckets, shared by its principals (on every loop).
+type Tenant struct {
+	Name    string
+	Buckets [NumKinds]Bucket
+	// Data is the caller's, set once when the tenant is made (the engine's
+	// per-tenant series): found with the tenant, never by name.
+	Data any
+
+	refs       int // principals held (Registry.mu)
+	principals map[string]*Principal
+}
+
+// Principal is one verified principal's buckets (the key id, the token's
+// subject, the certificate's id; never a client.id), under its tenant.
+type Principal struct {
+	Tenant  *Tenant
+	Buckets [NumKinds]Bucket
+
+	key  string
+	refs int // connections (Registry.mu)
+}
+
+// Spend charges n of kind to the principal's bucket and its tenant's at
+// the rates of l, and returns the throttle (capped at l.MaxThrottle, 0:
+// none) and the scope that set it. Lock-free, no allocation.
+func (p *Principal) Spend(k Kind, n int64, now time.Time, l *Limits) (time.Duration, Scope) {
+	w := int64(l.Window)
+	c := p.Buckets[k].Spend(now, n, l.Client[k], w)
+	t := p.Tenant.Buckets[k].Spend(now, n, l.Tenant[k], w)
+	return throttle(c, t, l)
+}
+
+// Debt is how long the principal or its tenant is past its depth for kind
+// (capped, 0: neither), and which.
+func (p *Principal) Debt(k Kind, now time.Time, l *Limits) (time.Duration, Scope) {
+	w := int64(l.Window)
+	c := p.Buckets[k].Debt(now, l.Client[k], w)
+	t := p.Tenant.Buckets[k].Debt(now, l.Tenant[k], w)
+	return throttle(c, t, l)
+}
+
+func throttle(c, t int64, l *Limits) (time.Duration, Scope) {
+	d, s := c, ScopeClient
+	if t > c {
+		d, s = t, ScopeTenant
+	}
+	if d <= 0 {
+		return 0, ScopeNone
+	}
+	return min(time.Duration(d), l.MaxThrottle), s
+}
+
+// Registry holds the buckets of the principals with connections, and of
+// those that still owe (a principal that reconnects keeps its debt). Its
+// lock is taken when a connection takes or gives back its principal, never
+// per request.
+type Registry struct {
+	store   Store
+	newData func(tenant string) any
+
+	mu        sync.Mutex
+	tenants   map[string]*Tenant
+	lastSweep time.Time
+}
+
+// NewRegistry returns an empty registry. store (nil: none) shares the
+// tenants' rate buckets between replicas (Store.Counter over Second);
+// newData (nil: none) makes a tenant's Data when it is first seen.
+func NewRegistry(store Store, newData func(tenant string) any) *Registry {
+	return &Registry{store: store, newData: newData, tenants: map[string]*Tenant{}}
+}
+
+// CounterName is the shared counter's name of a tenant's rate bucket.
+func CounterName(tenant string, k Kind) string {
+	return "kafka:rate:" + tenant + ":" + KindNames[k]
+}
+
+// Acquire returns the principal's buckets (made at its first connection),
+// held until Release.
+func (r *Registry) Acquire(tenant, principal string, now time.Time) *Principal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweep(now)
+	t := r.tenants[tenant]
+	if t == nil {
+		t = &Tenant{Name: tenant, principals: map[string]*Principal{}}
+		if r.store != nil {
+			for k := range NumKinds {
+				t.Buckets[k].SetCounter(r.store.Counter(CounterName(tenant, k), Second))
+			}
+		}
+		if r.newData != nil {
+			t.Data = r.newData(tenant)
+		}
+		r.tenants[tenant] = t
+	}
+	p := t.principals[principal]
+	if p == nil {
+		p = &Principal{Tenant: t, key: principal}
+		t.principals[principal] = p
+	}
+	p.refs++
+	t.refs++
+	return p
+}
+
+// Release gives back a principal Acquire returned. A principal (and a
+// tenant) with no connection left is forgotten once it owes nothing.
+func (r *Registry) Release(p *Principal, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p.refs--
+	p.Tenant.refs--
+	r.forget(p, now)
+	r.sweep(now)
+}
+
+func (r *Registry) forget(p *Principal, now time.Time) {
+	if p.refs > 0 || !paid(&p.Buckets, now) {
+		return
+	}
+	t := p.Tenant
+	delete(t.principals, p.key)
+	if t.refs == 0 && len(t.principals) == 0 && paid(&t.Buckets, now) {
+		delete(r.tenants, t.Name)
+	}
+}
+
+// sweep forgets, once a second at most, what has no connection and has
+// paid its debt since its last release.
+func (r *Registry) sweep(now time.Time) {
+	if now.Sub(r.lastSweep) < time.Second {
+		return
+	}
+	r.lastSweep = now
+	for _, t := range r.tenants {
+		for _, p := range t.principals {
+			if p.refs == 0 {
+				r.forget(p, now)
+			}
+		}
+		if t.refs == 0 && len(t.principals) == 0 && paid(&t.Buckets, now) {
+			delete(r.tenants, t.Name)
+		}
+	}
+}
+
+// Len is the number of tenants and principals held (tests).
+func (r *Registry) Len() (tenants, principals int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.tenants {
+		principals += len(t.principals)
+	}
+	return len(r.tenants), principals
+}
+
+func paid(bs *[NumKinds]Bucket, now time.Time) bool {
+	for i := range bs {
+		if !bs[i].Paid(now) {
+			return false
+		}
+	}
+	return true
+}

@@ -113,7 +113,7 @@ func TestQuotaThrottleThenMute(t *testing.T) {
 	body := metricsText(t, env.e)
 	for _, want := range []string{
 		`flexway_kafka_throttle_seconds_count{cluster="shop",tenant="acme",quota="producer_byte_rate",scope="client"} 1`,
-		`flexway_kafka_requests_total{api="Produce",decision="throttled"} 1`,
+		`flexway_kafka_requests_total{cluster="shop",tenant="acme",api="Produce",decision="throttled",cause="quota"} 1`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)

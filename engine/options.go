@@ -21,6 +21,10 @@ type Options struct {
 	AuthWorkers int
 	// SessionLifetime, if set, caps max_session_lifetime (tests).
 	SessionLifetime time.Duration
+	// lockLoops locks each event loop to its OS thread (gnet's
+	// WithLockOSThread): the system-call measurement counts a loop's
+	// thread (syscalls_test.go).
+	lockLoops bool
 }
 
 // Option sets an option.

@@ -177,6 +177,10 @@ func (cl *client) discard(n int) {
 }
 
 func (cl *client) write(b []byte) {
+	var v [1][]byte
+	if cl.batchClient(one(&v, b)) {
+		return
+	}
 	if t := cl.tls; t != nil {
 		_, _ = t.conn.Write(b)
 	} else {
@@ -204,6 +208,9 @@ func (cl *client) syncOut() {
 // writev writes one frame given as slices: one vectored write in clear, one
 // TLS write (records coalesced) over TLS.
 func (cl *client) writev(bs [][]byte) {
+	if cl.batchClient(bs) {
+		return
+	}
 	if t := cl.tls; t != nil {
 		t.out = t.out[:0]
 		for _, b := range bs {
@@ -538,6 +545,7 @@ func (cl *client) close(why closeCause, attrs ...any) {
 		return
 	}
 	cl.e.closingFor(why, cl.ts, attrs)
+	cl.flushOwn(false)
 	_ = cl.c.Close()
 	cl.release()
 }
@@ -551,6 +559,7 @@ func (cl *client) releaseAs(peerClosed bool) {
 	if cl.closed {
 		return
 	}
+	cl.flushOwn(true)
 	cl.closed = true
 	if cl.tlsHS != nil {
 		_ = cl.tlsHS.Close()

@@ -88,15 +88,16 @@ func TestSyscallsPerProduceRoundTrip(t *testing.T) {
 	per := func(n int64) float64 { return float64(n) / float64(rts) }
 	t.Logf("%d Produce round trips: per round trip %.2f reads, %.2f writes, %.2f read+write, %.2f wake-ups (voluntary switches), %.2f preemptions",
 		rts, per(d.syscr), per(d.syscw), per(d.syscr+d.syscw), per(d.vol), per(d.invol))
-	// Without coalescing a round trip is at least 2 reads (the request,
-	// the answer) and 2 writes (to the broker, to the client).
-	if got := per(d.syscr + d.syscw); got > maxSyscallsPerProduce {
-		t.Errorf("%.2f read and write system calls per Produce round trip, want at most %.2f", got, maxSyscallsPerProduce)
+	// Writes are coalesced per traffic event (coalesce.go): a read of the
+	// client's socket is followed by at most one write to the broker, a
+	// read of the broker's by at most one write to the client, however
+	// many frames the read brought. Without it, every frame is a write:
+	// 2 per round trip, whatever the reads. (The margin: the sweep's
+	// resumes and the producer's other requests.)
+	if d.syscw > d.syscr+d.syscr/20+10 {
+		t.Errorf("%d writes for %d reads: the frames of one read are not written in one call", d.syscw, d.syscr)
 	}
 }
-
-// maxSyscallsPerProduce: the bound TestSyscallsPerProduceRoundTrip holds the loops to.
-const maxSyscallsPerProduce = 4.0
 
 func withLockedLoops() Option { return func(o *Options) { o.lockLoops = true } }
 

@@ -74,14 +74,17 @@ func TestSyscallsPerProduceRoundTrip(t *testing.T) {
 	}
 	before := threadCounters(t, tids)
 	rt0 := counter.n.Load()
-	const records = 40_000 // 40 MiB: about 2,600 Produce round trips
+	records := 40_000 // 40 MiB: about 2,600 Produce round trips
+	if n, err := strconv.Atoi(os.Getenv("FLEXWAY_SYSCALL_RECORDS")); err == nil && n > 0 {
+		records = n // more, for a CPU profile of the loops (-cpuprofile)
+	}
 	send(records)
 	after := threadCounters(t, tids)
 	rts := counter.n.Load() - rt0
 	if trace != nil {
 		t.Logf("strace -c of the loops' threads:\n%s", trace.stop(t))
 	}
-	if rts < records/16 {
+	if rts < int64(records/16) {
 		t.Fatalf("%d Produce round trips for %d records of 1 KiB in 16 KiB batches, want at least %d", rts, records, records/16)
 	}
 	d := after.sub(before)

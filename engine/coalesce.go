@@ -26,7 +26,7 @@ const coalesceMax = 32 << 10
 const batchMax = 256 << 10
 
 // outBatch is the bytes an event owes one connection: the client cl (in
-// clear) or the broker connection up, one of them at a time.
+// clear or over TLS) or the broker connection up, one of them at a time.
 type outBatch struct {
 	cl  *client
 	up  *upstreamConn
@@ -58,7 +58,11 @@ func (o *outBatch) flush() {
 	}
 	switch {
 	case o.cl != nil && !o.cl.closed:
-		_, _ = o.cl.c.Write(o.buf)
+		if t := o.cl.tls; t != nil {
+			_, _ = t.conn.Write(o.buf) // one record for the batch
+		} else {
+			_, _ = o.cl.c.Write(o.buf)
+		}
 		o.cl.syncOut()
 	case o.up != nil && !o.up.closed && o.up.c != nil:
 		_, _ = o.up.c.Write(o.buf)
@@ -101,11 +105,11 @@ func (o *outBatch) add(cl *client, up *upstreamConn, bs [][]byte) bool {
 }
 
 // batchClient takes a frame for the client into the loop's batch; false:
-// write it now (no event under way, TLS, or too large; the batch was
-// flushed before).
+// write it now (no event under way, or too large; the batch was flushed
+// before). Over TLS the batch is one record rather than one per frame.
 func (cl *client) batchClient(bs [][]byte) bool {
 	b := &cl.lp.out
-	if !b.on || cl.tls != nil {
+	if !b.on {
 		return false
 	}
 	return b.toClient.add(cl, nil, bs)

@@ -51,23 +51,25 @@ func (b *batches) end() {
 }
 
 // flush writes what the batch holds, once, unless its connection is gone.
+// The batch is emptied first: a failed write closes the connection at
+// once, and that close flushes (or drops) this batch again, re-entrantly.
 func (o *outBatch) flush() {
-	if len(o.buf) == 0 {
-		o.cl, o.up = nil, nil
+	cl, up, buf := o.cl, o.up, o.buf
+	o.drop()
+	if len(buf) == 0 {
 		return
 	}
 	switch {
-	case o.cl != nil && !o.cl.closed:
-		if t := o.cl.tls; t != nil {
-			_, _ = t.conn.Write(o.buf) // one record for the batch
+	case cl != nil && !cl.closed:
+		if t := cl.tls; t != nil {
+			_, _ = t.conn.Write(buf) // one record for the batch
 		} else {
-			_, _ = o.cl.c.Write(o.buf)
+			_, _ = cl.c.Write(buf)
 		}
-		o.cl.syncOut()
-	case o.up != nil && !o.up.closed && o.up.c != nil:
-		_, _ = o.up.c.Write(o.buf)
+		cl.syncOut()
+	case up != nil && !up.closed && up.c != nil:
+		_, _ = up.c.Write(buf)
 	}
-	o.drop()
 }
 
 // drop forgets what the batch holds (its connection is gone).

@@ -11,11 +11,15 @@ import (
 // real connection would make).
 type recConn struct {
 	gnet.Conn
-	writes [][]byte
+	writes  [][]byte
+	onWrite func() // a write that fails: gnet closes at once, inside Write
 }
 
 func (r *recConn) Write(b []byte) (int, error) {
 	r.writes = append(r.writes, append([]byte(nil), b...))
+	if r.onWrite != nil {
+		r.onWrite()
+	}
 	return len(b), nil
 }
 
@@ -98,6 +102,28 @@ func TestCoalescedWritesOnePerEvent(t *testing.T) {
 		t.Fatalf("closing client: %d writes before the close, want 1", len(cc.writes))
 	}
 	lp.out.end()
+
+	// A flush whose write fails: gnet closes the client inside the write,
+	// and its release flushes the same batch again.
+	cc.writes = nil
+	cc.onWrite = func() {
+		cl.flushOwn(true)
+		cl.closed = true
+	}
+	lp.out.begin()
+	cl.write(frameOf('f', 8))
+	lp.out.end()
+	if len(cc.writes) != 1 {
+		t.Fatalf("failed flush: %d writes, want 1", len(cc.writes))
+	}
+	cl.closed = false
+	cc.onWrite = nil
+	lp.out.begin()
+	cl.write(frameOf('g', 8))
+	lp.out.end()
+	if len(cc.writes) != 2 || string(cc.writes[1]) != string(frameOf('g', 8)) {
+		t.Fatalf("after a failed flush, the batch holds something else: %q", cc.writes[len(cc.writes)-1])
+	}
 }
 
 // Issue 11.4, 11.5: batching a frame allocates nothing once the loop's

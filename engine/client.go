@@ -190,6 +190,10 @@ func (cl *client) discard(n int) {
 
 func (cl *client) write(b []byte) {
 	cl.own()
+	var v [1][]byte
+	if cl.batchClient(one(&v, b)) {
+		return
+	}
 	if t := cl.tls; t != nil {
 		_, _ = t.conn.Write(b)
 	} else {
@@ -219,6 +223,9 @@ func (cl *client) syncOut() {
 // TLS write (records coalesced) over TLS.
 func (cl *client) writev(bs [][]byte) {
 	cl.own()
+	if cl.batchClient(bs) {
+		return
+	}
 	if t := cl.tls; t != nil {
 		t.out = t.out[:0]
 		for _, b := range bs {
@@ -589,6 +596,7 @@ func (cl *client) close(why closeCause, attrs ...any) {
 		return
 	}
 	cl.e.closingFor(why, cl.ts, attrs)
+	cl.flushOwn(false)
 	_ = cl.c.Close()
 	cl.release()
 }
@@ -602,6 +610,7 @@ func (cl *client) releaseAs(peerClosed bool) {
 	if cl.closed {
 		return
 	}
+	cl.flushOwn(true)
 	cl.closed = true
 	if cl.tlsHS != nil {
 		_ = cl.tlsHS.Close()

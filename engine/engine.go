@@ -318,6 +318,7 @@ func (e *Engine) Serve() error {
 		gnet.WithReadBufferCap(e.opts.ReadBufferCap),
 		gnet.WithWriteBufferCap(e.opts.ReadBufferCap),
 		gnet.WithTicker(true),
+		gnet.WithLockOSThread(e.opts.lockLoops),
 		gnet.WithReuseAddr(true),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{e.log}),

@@ -27,6 +27,8 @@ type loop struct {
 
 	// muted: clients throttled by a quota until their time (quota.go)
 	muted map[*client]struct{}
+	// out: the writes of the traffic event under way (coalesce.go)
+	out batches
 }
 
 // OnOpen implements gnet.EventHandler: a client connection the acceptor
@@ -58,11 +60,19 @@ func (e *Engine) OnTraffic(c gnet.Conn) gnet.Action {
 	defer e.recoverConn(c, "traffic")
 	switch x := c.Context().(type) {
 	case *client:
+		x.lp.out.begin()
+		defer x.lp.out.end()
 		x.onTraffic()
 	case *upstreamConn:
+		x.cl.lp.out.begin()
+		defer x.cl.lp.out.end()
 		x.onTraffic()
 	case *pausedConn: // paused once: its owner's (pause.go)
 		if o, ok := x.ctx.(interface{ onTraffic() }); ok {
+			if lp := ownerLoop(x.ctx); lp != nil {
+				lp.out.begin()
+				defer lp.out.end()
+			}
 			o.onTraffic()
 			return gnet.None
 		}

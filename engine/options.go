@@ -26,6 +26,10 @@ type Options struct {
 	// Counters, if set, is the shared counter store instead of the one
 	// server.counters names (tests); the engine does not close it.
 	Counters quota.Store
+	// lockLoops locks each event loop to its OS thread (gnet's
+	// WithLockOSThread): the system-call measurement counts a loop's
+	// thread (syscalls_test.go).
+	lockLoops bool
 }
 
 // Option sets an option.

@@ -132,7 +132,7 @@ func (u *upstreamConn) opened(c gnet.Conn) {
 
 // write sends a frame to the broker.
 func (u *upstreamConn) write(bs [][]byte) {
-	if u.closed {
+	if u.closed || u.batchBroker(bs) {
 		return
 	}
 	_, _ = u.c.Writev(bs)
@@ -326,6 +326,7 @@ func (u *upstreamConn) drainOrphans() {
 		}
 		cl.queue.Put(p)
 	}
+	cl.flushOwn(true) // written before the flushed check
 	u.closeIfFlushed(false)
 }
 

@@ -107,9 +107,10 @@ func (cl *client) setHandle(p *pausedConn) {
 // own makes the client's handle a stand-in before its first answer, so
 // that what its socket does not take is the engine's (outq): counted,
 // watched, and dropped at a write timeout. Not during a TLS handshake (a
-// worker writes through the adapter then).
+// worker writes through the adapter then). A client without an engine (the
+// write path's unit tests, coalesce_test.go) keeps its handle.
 func (cl *client) own() {
-	if _, ok := cl.c.(*pausedConn); ok || cl.closed || cl.tlsHS != nil {
+	if _, ok := cl.c.(*pausedConn); ok || cl.closed || cl.tlsHS != nil || cl.e == nil {
 		return
 	}
 	cl.setHandle(cl.e.standIn(cl.c))

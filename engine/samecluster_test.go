@@ -49,8 +49,9 @@ components:
 
 // twoUpstreams boots a gateway whose upstreams a and b reach brokersA and
 // brokersB (one broker each, node 0): cluster shop on a at base (bootstrap)
-// and base+1, cluster bank on b at base+2 and base+3.
-func twoUpstreams(t *testing.T, brokersA, brokersB string) (shop, bank string, key string, logs *syncBuf) {
+// and base+1, cluster bank on b at base+2 and base+3; opt are given to the
+// engine after the test's own (a logger there replaces the one of logs).
+func twoUpstreams(t *testing.T, brokersA, brokersB string, opt ...Option) (shop, bank string, key string, logs *syncBuf) {
 	t.Helper()
 	dir := t.TempDir()
 	base := freeRange(t, 4)
@@ -89,7 +90,7 @@ listeners:
 		t.Fatal(err)
 	}
 	env := &testEnv{t: t, logs: &syncBuf{ch: make(chan string, 4096)}}
-	env.start(snap)
+	env.start(snap, opt...)
 	return fmt.Sprintf("127.0.0.1:%d", base), fmt.Sprintf("127.0.0.1:%d", base+2), key, env.logs
 }
 

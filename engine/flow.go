@@ -149,8 +149,30 @@ func (u *upstreamConn) flowCheck() {
 		flowPauses.Add(1)
 		u.flowSince = time.Now()
 		u.drainHeld = true
-		u.c = cl.e.holdReads(u.c, whyDrain)
+		u.holdReads(whyDrain)
 	}
+}
+
+// holdReads pauses the broker connection's reads for why: its socket, or
+// under TLS the socket below the TLS stand-in (whose handle stays the
+// connection's own).
+func (u *upstreamConn) holdReads(why pauseWhy) {
+	if u.sec != nil && u.sec.tls != nil {
+		t := u.sec.tls
+		p := u.cl.e.holdReads(t.Conn, why)
+		t.Conn, t.lio.gc = p, p
+		return
+	}
+	u.c = u.cl.e.holdReads(u.c, why)
+}
+
+// socket is the broker connection's socket handle: its own, or under TLS
+// the one below the TLS stand-in (a *pausedConn once paused).
+func (u *upstreamConn) socket() gnet.Conn {
+	if u.sec != nil && u.sec.tls != nil {
+		return u.sec.tls.Conn
+	}
+	return u.c
 }
 
 // flowResume resumes the broker connection once the client has read down
@@ -162,7 +184,7 @@ func (cl *client) flowResume(out int) {
 	}
 	u.drainHeld = false
 	flowPausedNs.Add(int64(time.Since(u.flowSince)))
-	if p, ok := u.c.(*pausedConn); ok && !u.closed {
+	if p, ok := u.socket().(*pausedConn); ok && !u.closed {
 		p.releaseReads(whyDrain)
 	}
 }

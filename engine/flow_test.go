@@ -83,7 +83,7 @@ func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
 		var p bool
 		onLoopOf(t, cl, func() {
 			held = cl.heldBytes()
-			if up, ok := cl.up.c.(*pausedConn); ok && cl.up.drainHeld {
+			if up, ok := cl.up.socket().(*pausedConn); ok && cl.up.drainHeld {
 				p = up.paused()
 			}
 		})
@@ -112,7 +112,7 @@ func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
 	for {
 		var again bool
 		onLoopOf(t, cl, func() {
-			up, ok := cl.up.c.(*pausedConn)
+			up, ok := cl.up.socket().(*pausedConn)
 			again = !cl.up.drainHeld && ok && up.st == rpAttached
 		})
 		if again {

@@ -604,8 +604,7 @@ func TestPauseBrokerConnection(t *testing.T) {
 	r.recv(&resp)
 	var p *pausedConn
 	onLoopOf(t, cl, func() {
-		p = cl.e.pauseRead(cl.up.c)
-		cl.up.c = p
+		p = cl.up.pauseReads() // under TLS, the socket below the TLS stand-in
 	})
 	waitState(t, cl, p, rpPaused)
 	r.send(emptyFetch(0))
@@ -728,8 +727,7 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 	// paused first, so the answer comes once the client is.
 	var up *pausedConn
 	onLoopOf(t, cl, func() {
-		up = cl.e.pauseRead(cl.up.c)
-		cl.up.c = up
+		up = cl.up.pauseReads()
 	})
 	waitState(t, cl, up, rpPaused)
 	for i := 0; i < fetches; i++ {

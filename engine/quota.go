@@ -6,12 +6,14 @@ package engine
 // a client that ignores throttle_time_ms is held to the rate all the same.
 
 import (
+	"context"
 	"time"
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/quota"
+	"github.com/panjf2000/gnet/v2"
 )
 
 // quotaConn is a client's part of the quotas, from its first request
@@ -31,6 +33,12 @@ type quotaConn struct {
 	muteUntil time.Time // the end of the silence (KIP-219)
 	listed    bool      // in lp.muted
 
+	// timer ends the silence on time: it posts wake to the client's loop
+	// at muteUntil (both made at the first mute, then reset); the tick
+	// is the fallback. A silence that ends up to a tick late costs a
+	// consumer throttled ten times a second a tenth of its rate.
+	timer *time.Timer
+	wake  gnet.Runnable
 }
 
 // limitsOf reads the rates in force from a snapshot.
@@ -86,6 +94,9 @@ func (cl *client) quotaRelease() {
 	if q := cl.q; q != nil && q.p != nil {
 		cl.e.quotas.Release(q.p, time.Now())
 		q.p = nil
+	}
+	if q := cl.q; q != nil && q.timer != nil {
+		q.timer.Stop()
 	}
 }
 
@@ -209,6 +220,7 @@ func throttleMs(d time.Duration) int32 {
 func (cl *client) mute(q *quotaConn, until time.Time) {
 	if until.After(q.muteUntil) {
 		q.muteUntil = until
+		cl.armUnmute(q)
 	}
 	q.muted = true
 	if !q.listed {
@@ -218,6 +230,27 @@ func (cl *client) mute(q *quotaConn, until time.Time) {
 		}
 		cl.lp.muted[cl] = struct{}{}
 	}
+}
+
+// armUnmute sets the client's timer to the end of its silence. The timer
+// and its task are made once per connection (no allocation per throttle
+// but gnet's queueing of the task); a client without a loop (unit tests)
+// is left to the tick.
+func (cl *client) armUnmute(q *quotaConn) {
+	if cl.lp == nil || cl.lp.el == nil {
+		return
+	}
+	d := time.Until(q.muteUntil)
+	if q.timer != nil {
+		q.timer.Reset(d)
+		return
+	}
+	el := cl.lp.el
+	q.wake = gnet.RunnableFunc(func(context.Context) error {
+		cl.e.unmute(cl.lp, cl, time.Now())
+		return nil
+	})
+	q.timer = time.AfterFunc(d, func() { _ = el.Execute(context.Background(), q.wake) })
 }
 
 // muted reports whether requests wait for the end of a throttle.
@@ -239,23 +272,33 @@ func (e *Engine) sweepMuted(l *loop) {
 	}
 	now := time.Now()
 	for cl := range l.muted {
-		q := cl.q
-		if cl.closed {
-			delete(l.muted, cl)
-			continue
-		}
-		if now.Before(q.muteUntil) {
-			if p, ok := cl.c.(*pausedConn); q.muted && (!ok || p.why&whyQuota == 0) {
-				cl.quotaPause() // muted outside process (an answer): pause now
-			}
-			continue
-		}
+		e.unmute(l, cl, now)
+	}
+}
+
+// unmute ends a client's silence once its time has come (on its loop: at
+// its timer, or at a tick); before, it pauses the reads of a client muted
+// outside process (by an answer).
+func (e *Engine) unmute(l *loop, cl *client, now time.Time) {
+	q := cl.q
+	if _, listed := l.muted[cl]; !listed || q == nil {
+		return
+	}
+	if cl.closed {
 		delete(l.muted, cl)
-		q.listed, q.muted = false, false
-		cl.releaseReads(whyQuota)
-		if !cl.closed {
-			cl.process()
+		return
+	}
+	if now.Before(q.muteUntil) {
+		if p, ok := cl.c.(*pausedConn); q.muted && (!ok || p.why&whyQuota == 0) {
+			cl.quotaPause() // muted outside process (an answer): pause now
 		}
+		return
+	}
+	delete(l.muted, cl)
+	q.listed, q.muted = false, false
+	cl.releaseReads(whyQuota)
+	if !cl.closed {
+		cl.process()
 	}
 }
 

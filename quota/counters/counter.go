@@ -58,13 +58,22 @@ type slot struct {
 type counter struct {
 	name   string
 	window quota.Window
-	slots  [2]slot
+	slots  [2]slot // Day, Month
+
+	// Running: this replica's spending ever, and the others' as learned
+	// (both only grow; unsigned: a wrap is a difference like another).
+	mine, others atomic.Uint64
+	run          *running // the reconciliation's own bookkeeping
 }
 
 var _ quota.Counter = (*counter)(nil)
 
 func (c *counter) Add(now time.Time, n int64) {
 	if n <= 0 {
+		return
+	}
+	if c.window == quota.Running {
+		c.mine.Add(uint64(n))
 		return
 	}
 	w := windowOf(c.window, now)
@@ -93,6 +102,9 @@ func (c *counter) Add(now time.Time, n int64) {
 }
 
 func (c *counter) Total(now time.Time) int64 {
+	if c.window == quota.Running {
+		return int64(c.mine.Load() + c.others.Load())
+	}
 	w := windowOf(c.window, now)
 	t := tagOf(w)
 	s := &c.slots[w&1]

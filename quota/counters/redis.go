@@ -4,9 +4,11 @@
 //
 // A replica decides alone: a Counter's Add and Total are atomics on this
 // replica's memory. One goroutine reconciles every `sync`: in one pipeline,
-// it adds each counter's unsent delta to the window's key (INCRBY, then
-// EXPIREAT a little after the window's end) and reads back the total, from
-// which it learns what the other replicas spent. Redis unreachable: the
+// it adds each day or month counter's unsent delta to the window's key
+// (INCRBY, then EXPIREAT a little after the window's end) and reads back
+// the total, from which it learns what the other replicas spent; a Running
+// counter (a rate bucket's) is one hash, learned whatever the second
+// (running.go). Redis unreachable: the
 // replica keeps deciding on what it knows, logs once a minute, and sends
 // the deltas it kept when Redis is back.
 package counters

@@ -476,3 +476,42 @@ func TestRunningNewStartAndLostHash(t *testing.T) {
 		t.Fatalf("after more syncs: %d, %d, want 1015, 15 (nothing learned twice)", ta, tb)
 	}
 }
+
+// Redis down under Running counters: nothing blocks, one line, and once it
+// is back a replica sends only its last sync's spending: what it spent
+// alone during the outage is over with its time, not charged to the others
+// at once.
+func TestRunningRedisDownGivesUpTheOld(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	const every = 500 * time.Millisecond
+	logA, bufA := newLog()
+	a := openT(t, srv.URL(), every, logA, nil)
+	b := openT(t, srv.URL(), every, nil, nil)
+	ca, cb := a.Counter("r", quota.Running), b.Counter("r", quota.Running)
+	// b's first read is a new start: a spends until b has learned some.
+	eventually(t, 20*every, "b learns a's spending", func() bool {
+		ca.Add(time.Now(), 1)
+		return cb.Total(time.Now()) > 0
+	})
+	time.Sleep(3 * every) // the last of it learned
+	base, mine := cb.Total(time.Now()), ca.Total(time.Now())
+
+	srv.Kill()
+	t0 := time.Now()
+	ca.Add(t0, 10000) // spent alone, during the outage
+	if total := ca.Total(t0); total != mine+10000 || time.Since(t0) > 250*time.Millisecond {
+		t.Fatalf("Add+Total while redis is down: total %d after %v", total, time.Since(t0))
+	}
+	eventually(t, 5*time.Second, "the unreachable line", func() bool { return bufA.count("shared counter store unreachable") == 1 })
+	time.Sleep(3 * every) // more failed syncs (each may take a while): the outage's spending given up
+	srv.Restart()
+	ca.Add(time.Now(), 5)
+	eventually(t, 20*every, "b learns a's spending after the outage", func() bool { return cb.Total(time.Now()) >= base+5 })
+	time.Sleep(3 * every)
+	if got := cb.Total(time.Now()); got != base+5 {
+		t.Fatalf("b's total grew by %d, want 5: a's 10000 spent alone during the outage is not b's to charge", got-base)
+	}
+	if got := ca.Total(time.Now()); got != mine+10005 {
+		t.Fatalf("a's own total %d, want %d (its own count is exact)", got, mine+10005)
+	}
+}

@@ -229,7 +229,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		return nil, err
 	}
 	// The KIP-219 buckets: a tenant's spending shared through
-	// server.counters when there is one (quota.Second counters).
+	// server.counters when there is one (quota.Running counters).
 	e.quotas = quota.NewRegistry(e.counters, nil)
 	e.startAudit()
 	return e, nil

@@ -41,15 +41,23 @@ type Bucket struct {
 	tat  atomic.Int64 // Unix ns: when the debt is paid
 	rate atomic.Int64 // the rate tat was last moved at (0: never)
 	ctr  Counter      // nil: local only
-	// acc, with ctr: the second (24 low bits, <<40) and the shared total
-	// (40 bits) already charged to tat by any loop.
-	acc atomic.Uint64
+	// With ctr: the counter's Total already charged to tat by any loop
+	// (it only grows; unsigned, so a wrap is a difference like another),
+	// and when (Unix ns) a loop last charged its growth.
+	seen atomic.Uint64
+	look atomic.Int64
 }
 
-// SetCounter makes b count through c (a Store's Counter over Second): what
-// the other replicas spend is charged to b as it is seen. Call it before b
-// is shared.
-func (b *Bucket) SetCounter(c Counter) { b.ctr = c }
+// SetCounter makes b count through c (a Store's Counter over Running):
+// what the other replicas spend is charged to b as it is learned, from the
+// moment b last looked (what they spent before now is not b's). Call it
+// before b is shared.
+func (b *Bucket) SetCounter(c Counter) {
+	b.ctr = c
+	now := time.Now()
+	b.seen.Store(uint64(c.Total(now)))
+	b.look.Store(now.UnixNano())
+}
 
 // Spend charges n units at rate per second with a depth of window (ns),
 // and returns the excess: how long (ns) the spender must wait for the
@@ -63,16 +71,21 @@ func (b *Bucket) Spend(now time.Time, n, rate, window int64) int64 {
 	if b.rate.Load() != rate {
 		b.rerate(t, rate)
 	}
+	var others, from int64
 	if b.ctr != nil {
-		n = b.shared(now, n)
+		n, others, from = b.shared(now, t, n)
 	}
-	cost := n * int64(time.Second) / rate
-	if n > 0 && cost == 0 {
-		cost = 1
-	}
+	cost, ocost := units(n, rate), units(others, rate)
 	for {
 		old := b.tat.Load()
-		nt := max(old, t) + cost
+		nt := old
+		if ocost > 0 {
+			// The others' spending learned since the last look is charged
+			// from then: a bucket idle here while they spent is not
+			// charged at once for all of it, only for what is not paid.
+			nt = max(nt, from) + ocost
+		}
+		nt = max(nt, t) + cost
 		if nt-t > maxDebt {
 			nt = t + maxDebt
 		}
@@ -80,6 +93,15 @@ func (b *Bucket) Spend(now time.Time, n, rate, window int64) int64 {
 			return nt - t - window
 		}
 	}
+}
+
+// units is the time (ns) n units take at rate; a unit spent costs 1 ns at
+// least.
+func units(n, rate int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	return max(n*int64(time.Second)/rate, 1)
 }
 
 // Debt is how long (ns) b stays past its depth if nothing more is spent
@@ -116,26 +138,22 @@ func (b *Bucket) rerate(t, rate int64) {
 	}
 }
 
-const accBits = 40
-
-// shared adds n to the shared counter and returns what is to be charged
-// locally: the growth of the replicas' total since any loop last charged
-// it (n among it), so that every unit counted anywhere is charged once.
-func (b *Bucket) shared(now time.Time, n int64) int64 {
+// shared adds n to the shared counter and returns what is to be charged:
+// the growth of the replicas' total since any loop last charged it, split
+// into this spending (own, at most n) and the others' (learned since from,
+// the previous look), so that every unit counted anywhere is charged once.
+func (b *Bucket) shared(now time.Time, t, n int64) (own, others, from int64) {
 	b.ctr.Add(now, n)
-	tot := uint64(max(b.ctr.Total(now), 0)) & (1<<accBits - 1)
-	sec := uint64(now.Unix()) & (1<<(64-accBits) - 1)
+	tot := uint64(b.ctr.Total(now))
 	for {
-		a := b.acc.Load()
-		seen := a & (1<<accBits - 1)
-		if a>>accBits != sec {
-			seen = 0
+		seen := b.seen.Load()
+		g := int64(tot - seen)
+		if g <= 0 {
+			return 0, 0, 0
 		}
-		if tot <= seen {
-			return 0
-		}
-		if b.acc.CompareAndSwap(a, sec<<accBits|tot) {
-			return int64(tot - seen)
+		if b.seen.CompareAndSwap(seen, tot) {
+			own = min(max(n, 0), g)
+			return own, g - own, b.look.Swap(t)
 		}
 	}
 }

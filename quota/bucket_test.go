@@ -105,12 +105,52 @@ func TestBucketSharedCounter(t *testing.T) {
 	if d := b.Spend(t0, 500, 1000, w); d > 0 {
 		t.Fatalf("throttled within the depth: %v", time.Duration(d))
 	}
-	c.others.Add(1000) // another replica spent 1000 in this second
+	c.others.Add(1000) // another replica spent 1000, learned now
 	if d := b.Spend(t0, 100, 1000, w); time.Duration(d) != 600*time.Millisecond {
 		t.Errorf("excess with the other replica's spending: %v, want 600ms", time.Duration(d))
 	}
 	if c.mine.Load() != 600 {
 		t.Errorf("the counter holds %d of ours, want 600", c.mine.Load())
+	}
+}
+
+// The others' spending is charged as it is learned, whatever second it was
+// spent in, from the bucket's last look: a bucket idle here while the
+// others spent at the rate owes nothing for it; one that learns, a moment
+// after its last spend, of more than the rate allows owes it at once.
+func TestBucketSharedChargedFromLastLook(t *testing.T) {
+	const rate, w = 1000, int64(time.Second)
+	var idle Bucket
+	ci := &fakeCounter{}
+	idle.SetCounter(ci)
+	idle.Spend(t0, 100, rate, w)
+	ci.others.Add(10 * rate) // spent elsewhere over the next 10 s, learned late
+	if d := idle.Spend(t0.Add(10*time.Second), 100, rate, w); d > 0 {
+		t.Errorf("idle here for 10 s while the others spent the rate: throttled %v", time.Duration(d))
+	}
+	var busy Bucket
+	cb := &fakeCounter{}
+	busy.SetCounter(cb)
+	busy.Spend(t0, 100, rate, w)
+	cb.others.Add(10 * rate) // learned 100 ms after the last spend
+	d := busy.Spend(t0.Add(100*time.Millisecond), 100, rate, w)
+	if want := 9100 * time.Millisecond; time.Duration(d) != want {
+		t.Errorf("10 s of the others' spending learned at once: excess %v, want %v", time.Duration(d), want)
+	}
+	if cb.mine.Load() != 200 {
+		t.Errorf("the counter holds %d of ours, want 200", cb.mine.Load())
+	}
+}
+
+// A counter's history before SetCounter is not the bucket's: a tenant made
+// again (forgotten once paid) starts from what the counter holds then.
+func TestBucketSetCounterStartsFromTotal(t *testing.T) {
+	c := &fakeCounter{}
+	c.others.Add(1 << 40) // what the replicas spent before
+	var b Bucket
+	b.SetCounter(c)
+	if d := b.Spend(time.Now(), 100, 1000, int64(time.Second)); d > 0 {
+		t.Errorf("a new bucket charged the counter's past: throttled %v", time.Duration(d))
 	}
 }
 
@@ -218,6 +258,12 @@ func TestLocalStoreWindows(t *testing.T) {
 	day.Add(next, 1)
 	if got := day.Total(next); got != 1 {
 		t.Errorf("next day total %d, want 1", got)
+	}
+	run := s.Counter("kafka:rate:acme", Running)
+	run.Add(noon, 3)
+	run.Add(next, 4)
+	if got := run.Total(next.Add(48 * time.Hour)); got != 7 {
+		t.Errorf("running total %d, want 7 (it never starts again)", got)
 	}
 	month := s.Counter("plans:acme", Month)
 	month.Add(noon, 7)

@@ -40,7 +40,7 @@ func (l *Local) Close() error { return nil }
 
 // localCounter is one count over its window: the window's index (24 low
 // bits, <<40) and the count (40 bits) in one word, reset by the first Add
-// of a new window.
+// of a new window. A Running count is the whole word, never reset.
 type localCounter struct {
 	w Window
 	v atomic.Uint64
@@ -49,22 +49,26 @@ type localCounter struct {
 const countBits = 40
 
 // WindowIndex numbers the UTC window of w holding now (days and months
-// since the epoch, seconds), 24 bits: only equality matters.
+// since the epoch), 24 bits: only equality matters.
 func WindowIndex(w Window, now time.Time) uint64 {
 	u := now.UTC()
 	var i int64
 	switch w {
-	case Day:
-		i = u.Unix() / 86400
 	case Month:
 		i = int64(u.Year())*12 + int64(u.Month())
-	default:
-		i = u.Unix()
+	default: // Day (Running has no window)
+		i = u.Unix() / 86400
 	}
 	return uint64(i) & (1<<(64-countBits) - 1)
 }
 
 func (c *localCounter) Add(now time.Time, n int64) {
+	if c.w == Running {
+		if n > 0 {
+			c.v.Add(uint64(n))
+		}
+		return
+	}
 	idx := WindowIndex(c.w, now)
 	for {
 		v := c.v.Load()
@@ -81,6 +85,9 @@ func (c *localCounter) Add(now time.Time, n int64) {
 
 func (c *localCounter) Total(now time.Time) int64 {
 	v := c.v.Load()
+	if c.w == Running {
+		return int64(v)
+	}
 	if v>>countBits != WindowIndex(c.w, now) {
 		return 0
 	}

@@ -100,7 +100,7 @@ type Registry struct {
 }
 
 // NewRegistry returns an empty registry. store (nil: none) shares the
-// tenants' rate buckets between replicas (Store.Counter over Second);
+// tenants' rate buckets between replicas (Store.Counter over Running);
 // newData (nil: none) makes a tenant's Data when it is first seen.
 func NewRegistry(store Store, newData func(tenant string) any) *Registry {
 	return &Registry{store: store, newData: newData, tenants: map[string]*Tenant{}}
@@ -122,7 +122,7 @@ func (r *Registry) Acquire(tenant, principal string, now time.Time) *Principal {
 		t = &Tenant{Name: tenant, principals: map[string]*Principal{}}
 		if r.store != nil {
 			for k := range NumKinds {
-				t.Buckets[k].SetCounter(r.store.Counter(CounterName(tenant, k), Second))
+				t.Buckets[k].SetCounter(r.store.Counter(CounterName(tenant, k), Running))
 			}
 		}
 		if r.newData != nil {

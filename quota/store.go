@@ -9,8 +9,8 @@ package quota
 
 import "time"
 
-// Window is the span a Counter counts over; a count starts again at zero
-// with each new window.
+// Window is the span a Counter counts over; a Day or Month count starts
+// again at zero with each new window, a Running count never does.
 type Window uint8
 
 const (
@@ -18,9 +18,13 @@ const (
 	Day Window = iota
 	// Month is the UTC month (the policy's limits.month).
 	Month
-	// Second is one second: the spending of a rate bucket, shared so that the
-	// replicas hold a rate together.
-	Second
+	// Running is no window: the spending of a rate bucket, shared so that
+	// the replicas hold a rate together. Its Total only grows (the time is
+	// not read): this replica's spending, exact, plus the others' as the
+	// reconciliation learns it, whenever it was spent. A bucket charges the
+	// growth it has not charged yet (DESIGN.md, invariants 22 and 32), so no
+	// spending is lost to a window that ended before it was learned.
+	Running
 )
 
 // Store keeps counts shared by the replicas of one deployment. A replica
@@ -43,7 +47,8 @@ type Store interface {
 type Counter interface {
 	// Add spends n now, on this replica.
 	Add(now time.Time, n int64)
-	// Total is what every replica has spent in the window that holds now:
-	// this replica's exact count plus the others' as of the last sync.
+	// Total is what every replica has spent in the window that holds now
+	// (Running: ever, now not read): this replica's exact count plus the
+	// others' as of the last sync.
 	Total(now time.Time) int64
 }

@@ -13,9 +13,9 @@ import (
 // change together, so a window's rollover needs no lock either.
 //
 // The tag is the window's number modulo 65535, plus one (0: the slot is
-// empty). Two windows of one tag lie 65535 windows apart (18 hours of
-// seconds): the reconciliation empties every finished window's slot at its
-// next sync, long before.
+// empty). Two windows of one tag lie 65535 windows apart (179 years of
+// days): the reconciliation empties every finished window's slot at its
+// next sync, long before. (A Running counter has no slots: running.go.)
 const (
 	tagShift  = 48
 	countMask = 1<<tagShift - 1
@@ -58,13 +58,22 @@ type slot struct {
 type counter struct {
 	name   string
 	window quota.Window
-	slots  [2]slot
+	slots  [2]slot // Day, Month
+
+	// Running: this replica's spending ever, and the others' as learned
+	// (both only grow; unsigned: a wrap is a difference like another).
+	mine, others atomic.Uint64
+	run          *running // the reconciliation's own bookkeeping
 }
 
 var _ quota.Counter = (*counter)(nil)
 
 func (c *counter) Add(now time.Time, n int64) {
 	if n <= 0 {
+		return
+	}
+	if c.window == quota.Running {
+		c.mine.Add(uint64(n))
 		return
 	}
 	w := windowOf(c.window, now)
@@ -82,8 +91,7 @@ func (c *counter) Add(now time.Time, n int64) {
 		} else {
 			// The slot held an older window (or nothing): this window
 			// starts. What the older one held was sent at the sync that
-			// followed its end (a second's count may be dropped: see
-			// DESIGN.md).
+			// followed its end (or waits in pending: see DESIGN.md).
 			nv = t<<tagShift | min(uint64(n), countMask)
 		}
 		if s.local.CompareAndSwap(old, nv) {
@@ -93,6 +101,9 @@ func (c *counter) Add(now time.Time, n int64) {
 }
 
 func (c *counter) Total(now time.Time) int64 {
+	if c.window == quota.Running {
+		return int64(c.mine.Load() + c.others.Load())
+	}
 	w := windowOf(c.window, now)
 	t := tagOf(w)
 	s := &c.slots[w&1]

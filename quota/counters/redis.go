@@ -4,9 +4,11 @@
 //
 // A replica decides alone: a Counter's Add and Total are atomics on this
 // replica's memory. One goroutine reconciles every `sync`: in one pipeline,
-// it adds each counter's unsent delta to the window's key (INCRBY, then
-// EXPIREAT a little after the window's end) and reads back the total, from
-// which it learns what the other replicas spent. Redis unreachable: the
+// it adds each day or month counter's unsent delta to the window's key
+// (INCRBY, then EXPIREAT a little after the window's end) and reads back
+// the total, from which it learns what the other replicas spent; a Running
+// counter (a rate bucket's) is one hash, learned whatever the second
+// (running.go). Redis unreachable: the
 // replica keeps deciding on what it knows, logs once a minute, and sends
 // the deltas it kept when Redis is back.
 package counters
@@ -16,6 +18,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -46,9 +49,12 @@ type Redis struct {
 
 	// The reconciliation's own (one goroutine).
 	pending  map[string]pendingDelta // finished day/month windows' deltas Redis has not taken
+	epochID  string                  // this store's part of the Running hashes' epochs (running.go)
+	epochSeq uint64                  // one epoch proposed per sync
 	down     bool                    // an unreachable line said, no reachable line since
 	lastDown time.Time               // the last unreachable line
 
+	kick      chan struct{} // a Running counter made: its first read at once (running.go)
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -128,6 +134,8 @@ func newStore(sync time.Duration, log *slog.Logger, now func() time.Time) *Redis
 		now:     now,
 		byName:  map[counterKey]*counter{},
 		pending: map[string]pendingDelta{},
+		epochID: newEpochBase(),
+		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -141,6 +149,13 @@ func (r *Redis) Counter(name string, window quota.Window) quota.Counter {
 	c := r.byName[k]
 	if c == nil {
 		c = &counter{name: name, window: window}
+		if window == quota.Running {
+			c.run = &running{}
+			select { // its first read now: what the others spend from now on is learned
+			case r.kick <- struct{}{}:
+			default:
+			}
+		}
 		for i := range c.slots {
 			c.slots[i].sentWin = -1
 		}
@@ -168,6 +183,8 @@ func (r *Redis) run() {
 	for {
 		select {
 		case <-t.C:
+			r.reconcile(min(max(r.sync, time.Second), 5*time.Second))
+		case <-r.kick:
 			r.reconcile(min(max(r.sync, time.Second), 5*time.Second))
 		case <-r.stop:
 			r.reconcile(2 * time.Second)
@@ -216,7 +233,14 @@ func (r *Redis) reconcile(timeout time.Duration) {
 	defer cancel()
 	pipe := r.cl.Pipeline()
 	var ops []op
+	var runs []runOp
+	r.epochSeq++
+	epoch := r.epochID + "." + strconv.FormatUint(r.epochSeq, 36)
 	for _, c := range list {
+		if c.window == quota.Running {
+			runs = append(runs, queueRunning(ctx, pipe, c, epoch, runningTTL(r.sync)))
+			continue
+		}
 		cw := windowOf(c.window, now)
 		current := false
 		for i := range c.slots {
@@ -267,7 +291,7 @@ func (r *Redis) reconcile(timeout time.Duration) {
 		pipe.ExpireAt(ctx, key, p.expire)
 	}
 	var ping *redis.StatusCmd
-	if len(ops) == 0 && len(pends) == 0 {
+	if len(ops) == 0 && len(pends) == 0 && len(runs) == 0 {
 		// Nothing counted yet: a PING, so that a store unreachable from
 		// the start is said at once, not at the first request.
 		ping = pipe.Ping(ctx)
@@ -318,18 +342,21 @@ func (r *Redis) reconcile(timeout time.Duration) {
 		}
 		// A finished window Redis did not take: a day's or a month's delta
 		// waits in pending (bounded: one per counter window, dropped when
-		// its key would have expired); a second's is over, dropped.
-		if o.c.window != quota.Second {
-			key := windowKey(o.c.name, o.c.window, o.w)
-			exp := windowEnd(o.c.window, o.w).Add(keyGrace(o.c.window))
-			if now.Before(exp) {
-				p := r.pending[key]
-				r.pending[key] = pendingDelta{delta: p.delta + o.delta, expire: exp}
-			}
+		// its key would have expired).
+		key := windowKey(o.c.name, o.c.window, o.w)
+		exp := windowEnd(o.c.window, o.w).Add(keyGrace(o.c.window))
+		if now.Before(exp) {
+			p := r.pending[key]
+			r.pending[key] = pendingDelta{delta: p.delta + o.delta, expire: exp}
 		}
 		s.sent = o.local
 		if s.local.CompareAndSwap(o.snap, 0) {
 			s.sentWin, s.sent = -1, 0
+		}
+	}
+	for i := range runs {
+		if rerr := runs[i].settle(now, runningStale(r.sync)); rerr != nil {
+			fail(rerr)
 		}
 	}
 	for _, p := range pends {

@@ -247,7 +247,7 @@ func TestWindowsRollOverInUTC(t *testing.T) {
 // Add and Total allocate nothing, in every window.
 func TestAddTotalAllocateNothing(t *testing.T) {
 	for _, s := range []quota.Store{NewLocal(), mustOpen(t)} {
-		for _, w := range []quota.Window{quota.Day, quota.Month, quota.Second} {
+		for _, w := range []quota.Window{quota.Day, quota.Month, quota.Running} {
 			c := s.Counter("acme", w)
 			now := time.Now()
 			if n := testing.AllocsPerRun(1000, func() {
@@ -266,23 +266,30 @@ func mustOpen(t *testing.T) *Redis {
 	return openT(t, "redis://127.0.0.1:"+strconv.Itoa(testkit.FreePort(t)), time.Hour, nil, nil)
 }
 
-// Local: a window's count, alone, rolling over like the shared one.
+// Local: a window's count, alone, rolling over like the shared one; a
+// Running count never rolls over.
 func TestLocalCounts(t *testing.T) {
 	l := NewLocal()
 	defer l.Close()
-	c := l.Counter("acme", quota.Second)
+	c := l.Counter("acme", quota.Day)
 	t0 := time.Unix(1_800_000_000, 0)
 	c.Add(t0, 4)
-	c.Add(t0.Add(500*time.Millisecond), 1)
+	c.Add(t0.Add(time.Hour), 1)
 	if got := c.Total(t0); got != 5 {
 		t.Fatalf("total %d, want 5", got)
 	}
-	if got := c.Total(t0.Add(time.Second)); got != 0 {
-		t.Fatalf("the next second's total %d, want 0", got)
+	if got := c.Total(t0.Add(24 * time.Hour)); got != 0 {
+		t.Fatalf("the next day's total %d, want 0", got)
 	}
-	c.Add(t0.Add(2*time.Second), 7) // the slot of t0's window: a new count
-	if got := c.Total(t0.Add(2 * time.Second)); got != 7 {
-		t.Fatalf("two seconds later: total %d, want 7", got)
+	c.Add(t0.Add(48*time.Hour), 7) // the slot of t0's window: a new count
+	if got := c.Total(t0.Add(48 * time.Hour)); got != 7 {
+		t.Fatalf("two days later: total %d, want 7", got)
+	}
+	r := l.Counter("acme", quota.Running)
+	r.Add(t0, 4)
+	r.Add(t0.Add(1500*time.Millisecond), 1)
+	if got := r.Total(t0.Add(time.Hour)); got != 5 {
+		t.Fatalf("running total %d an hour later, want 5", got)
 	}
 }
 
@@ -369,4 +376,142 @@ func TestTwoReplicasWithinASync(t *testing.T) {
 		now := time.Now()
 		return ca.Total(now) == total && cb.Total(now) == total
 	})
+}
+
+// Running counters (a rate bucket's spending): two replicas on one Redis,
+// sync 1s, spending at any moment of any second: each one's total, once
+// the spending stops, is exactly what both spent (nothing lost to a second
+// that ended before the other replica read it), and it never goes down.
+func TestRunningLearnsWhateverTheSecond(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	const every = time.Second
+	a := openT(t, srv.URL(), every, nil, nil)
+	b := openT(t, srv.URL(), every, nil, nil)
+	ca, cb := a.Counter("kafka:rate:acme", quota.Running), b.Counter("kafka:rate:acme", quota.Running)
+	// A counter's first read is a new start (what the others spent before
+	// is not learned): both learn one of the other's first.
+	for ca.Total(time.Now()) < 2 || cb.Total(time.Now()) < 2 {
+		ca.Add(time.Now(), 1)
+		cb.Add(time.Now(), 1)
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(3 * every) // the last of those learned
+	baseA, baseB := ca.Total(time.Now()), cb.Total(time.Now())
+	var spent atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, c := range []quota.Counter{ca, cb} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n := int64(1 + (k*7+i)%13)
+				spent.Add(n)
+				c.Add(time.Now(), n)
+				time.Sleep(3 * time.Millisecond)
+			}
+		}()
+	}
+	lastA, lastB := int64(0), int64(0)
+	end := time.Now().Add(4 * time.Second)
+	for time.Now().Before(end) {
+		ta, tb := ca.Total(time.Now())-baseA, cb.Total(time.Now())-baseB
+		if ta < lastA || tb < lastB {
+			t.Fatalf("a running total went down: %d -> %d, %d -> %d", lastA, ta, lastB, tb)
+		}
+		if s := spent.Load(); ta > s || tb > s {
+			t.Fatalf("totals %d, %d above what was spent (%d)", ta, tb, s)
+		}
+		lastA, lastB = ta, tb
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	total := spent.Load()
+	eventually(t, 5*every, "both totals exact once the spending stops", func() bool {
+		return ca.Total(time.Now())-baseA == total && cb.Total(time.Now())-baseB == total
+	})
+	time.Sleep(2 * every)
+	if ta, tb := ca.Total(time.Now())-baseA, cb.Total(time.Now())-baseB; ta != total || tb != total {
+		t.Fatalf("after more syncs: %d, %d, want %d (nothing learned twice)", ta, tb, total)
+	}
+}
+
+// A Running counter's first read, and a Redis that lost its data: what the
+// hash held before is the past (not charged); what the others add after is
+// learned, in the new hash.
+func TestRunningNewStartAndLostHash(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	const every = 100 * time.Millisecond
+	a := openT(t, srv.URL(), every, nil, nil)
+	ca := a.Counter("r", quota.Running)
+	ca.Add(time.Now(), 1000) // spent before b ever looked
+	eventually(t, 20*every, "a's spending in redis", func() bool {
+		n, _ := srv.Do("HGET", "flexway:r:running", "n")
+		return n == "1000"
+	})
+	b := openT(t, srv.URL(), every, nil, nil)
+	cb := b.Counter("r", quota.Running)
+	time.Sleep(5 * every) // b's first reads
+	if got := cb.Total(time.Now()); got != 0 {
+		t.Fatalf("b's total %d: what a spent before b's first read is not b's to charge", got)
+	}
+	ca.Add(time.Now(), 7)
+	eventually(t, 20*every, "b learns a's next spending", func() bool { return cb.Total(time.Now()) == 7 })
+
+	srv.Restart() // empty: the hash and its epoch are gone
+	cb.Add(time.Now(), 5)
+	ca.Add(time.Now(), 3)
+	eventually(t, 50*every, "each learns the other's spending in the new hash", func() bool {
+		now := time.Now()
+		return ca.Total(now) == 1000+7+3+5 && cb.Total(now) == 7+5+3
+	})
+	time.Sleep(5 * every)
+	if ta, tb := ca.Total(time.Now()), cb.Total(time.Now()); ta != 1015 || tb != 15 {
+		t.Fatalf("after more syncs: %d, %d, want 1015, 15 (nothing learned twice)", ta, tb)
+	}
+}
+
+// Redis down under Running counters: nothing blocks, one line, and once it
+// is back a replica sends only its last sync's spending: what it spent
+// alone during the outage is over with its time, not charged to the others
+// at once.
+func TestRunningRedisDownGivesUpTheOld(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	const every = 500 * time.Millisecond
+	logA, bufA := newLog()
+	a := openT(t, srv.URL(), every, logA, nil)
+	b := openT(t, srv.URL(), every, nil, nil)
+	ca, cb := a.Counter("r", quota.Running), b.Counter("r", quota.Running)
+	// b's first read is a new start: a spends until b has learned some.
+	eventually(t, 20*every, "b learns a's spending", func() bool {
+		ca.Add(time.Now(), 1)
+		return cb.Total(time.Now()) > 0
+	})
+	time.Sleep(3 * every) // the last of it learned
+	base, mine := cb.Total(time.Now()), ca.Total(time.Now())
+
+	srv.Kill()
+	t0 := time.Now()
+	ca.Add(t0, 10000) // spent alone, during the outage
+	if total := ca.Total(t0); total != mine+10000 || time.Since(t0) > 250*time.Millisecond {
+		t.Fatalf("Add+Total while redis is down: total %d after %v", total, time.Since(t0))
+	}
+	eventually(t, 5*time.Second, "the unreachable line", func() bool { return bufA.count("shared counter store unreachable") == 1 })
+	time.Sleep(3 * every) // more failed syncs (each may take a while): the outage's spending given up
+	srv.Restart()
+	ca.Add(time.Now(), 5)
+	eventually(t, 20*every, "b learns a's spending after the outage", func() bool { return cb.Total(time.Now()) >= base+5 })
+	time.Sleep(3 * every)
+	if got := cb.Total(time.Now()); got != base+5 {
+		t.Fatalf("b's total grew by %d, want 5: a's 10000 spent alone during the outage is not b's to charge", got-base)
+	}
+	if got := ca.Total(time.Now()); got != mine+10005 {
+		t.Fatalf("a's own total %d, want %d (its own count is exact)", got, mine+10005)
+	}
 }

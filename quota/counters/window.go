@@ -1,14 +1,14 @@
 package counters
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/flexway/flexway/quota"
 )
 
-// A window's number: the count of windows since the Unix epoch, in UTC
-// (second, day), or year*12+month-1 (month). Each window is a Redis key.
+// A window's number: the count of days since the Unix epoch, in UTC, or
+// year*12+month-1 (month). Each window is a Redis key. (A Running counter
+// has no window: one Redis hash, running.go.)
 
 const secondsPerDay = 86400
 
@@ -16,8 +16,6 @@ const secondsPerDay = 86400
 // allocates nothing (the hot path calls it).
 func windowOf(k quota.Window, now time.Time) int64 {
 	switch k {
-	case quota.Second:
-		return now.Unix()
 	case quota.Month:
 		y, m, _ := now.UTC().Date()
 		return int64(y)*12 + int64(m) - 1
@@ -34,8 +32,6 @@ func windowOf(k quota.Window, now time.Time) int64 {
 // windowEnd is the first instant after window w.
 func windowEnd(k quota.Window, w int64) time.Time {
 	switch k {
-	case quota.Second:
-		return time.Unix(w+1, 0).UTC()
 	case quota.Month:
 		return time.Date(int(w/12), time.Month(w%12+1), 1, 0, 0, 0, 0, time.UTC).AddDate(0, 1, 0)
 	default:
@@ -48,8 +44,6 @@ func windowEnd(k quota.Window, w int64) time.Time {
 // still adds to the window's key, and then Redis forgets it.
 func keyGrace(k quota.Window) time.Duration {
 	switch k {
-	case quota.Second:
-		return 10 * time.Second
 	case quota.Month:
 		return 24 * time.Hour
 	default:
@@ -58,26 +52,12 @@ func keyGrace(k quota.Window) time.Duration {
 }
 
 // windowKey is the Redis key of window w of the counter name:
-// flexway:<name>:day:2026-12-03, flexway:<name>:month:2026-12,
-// flexway:<name>:second:<unix seconds>.
+// flexway:<name>:day:2026-12-03, flexway:<name>:month:2026-12.
 func windowKey(name string, k quota.Window, w int64) string {
 	switch k {
-	case quota.Second:
-		return "flexway:" + name + ":second:" + strconv.FormatInt(w, 10)
 	case quota.Month:
 		return "flexway:" + name + ":month:" + time.Date(int(w/12), time.Month(w%12+1), 1, 0, 0, 0, 0, time.UTC).Format("2006-01")
 	default:
 		return "flexway:" + name + ":day:" + time.Unix(w*secondsPerDay, 0).UTC().Format("2006-01-02")
-	}
-}
-
-func windowName(k quota.Window) string {
-	switch k {
-	case quota.Second:
-		return "second"
-	case quota.Month:
-		return "month"
-	default:
-		return "day"
 	}
 }

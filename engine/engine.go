@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -418,6 +419,14 @@ type gnetLogger struct{ l *slog.Logger }
 
 func (g gnetLogger) Debugf(f string, a ...any) {}
 func (g gnetLogger) Infof(f string, a ...any)  { g.l.Debug(fmt.Sprintf(f, a...)) }
-func (g gnetLogger) Warnf(f string, a ...any)  { g.l.Warn(fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Warnf(f string, a ...any) {
+	if strings.Contains(f, "of a stale connection") {
+		// An event gnet had queued for a socket the read pause (pause.go)
+		// took from it in the same batch: gnet drops it, nothing is lost.
+		g.l.Debug(fmt.Sprintf(f, a...))
+		return
+	}
+	g.l.Warn(fmt.Sprintf(f, a...))
+}
 func (g gnetLogger) Errorf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...)) }
 func (g gnetLogger) Fatalf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...)) }

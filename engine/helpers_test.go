@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -24,5 +25,21 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("%s: not within %v", what, d)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// gnet's warning of an event queued for a socket the read pause took is
+// not a warning of ours (it is dropped, nothing lost); its other warnings are.
+func TestGnetLoggerStaleEventIsDebug(t *testing.T) {
+	var out strings.Builder
+	g := gnetLogger{slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	g.Warnf("received event[fd=%d|ev=%d|flags=%d] of a stale connection from event-loop(%d)", 25, 25, 0, 0)
+	g.Warnf("something else: %d", 1)
+	text := out.String()
+	if !strings.Contains(text, "level=DEBUG msg=\"received event[fd=25") {
+		t.Errorf("the stale event not at DEBUG:\n%s", text)
+	}
+	if !strings.Contains(text, "level=WARN msg=\"something else: 1\"") {
+		t.Errorf("another warning not at WARN:\n%s", text)
 	}
 }

@@ -162,7 +162,10 @@ type fetchBroker struct {
 	*brokerListener
 	chunk int
 	fetch func(h codec.RequestHeader, req *kmsg.FetchRequest) []byte // the answer's frame, size prefix included
-
+	// pauseAt, when set, is where an answer's writes stop for 300 ms: what
+	// came before it is relayed before the rest arrives, however busy the
+	// machine.
+	pauseAt atomic.Int64
 }
 
 func newFetchBroker(t *testing.T, chunk int, fetch func(h codec.RequestHeader, req *kmsg.FetchRequest) []byte) *fetchBroker {
@@ -181,6 +184,15 @@ func respFrame(corr int32, resp kmsg.Response) []byte {
 }
 
 func (f *fetchBroker) write(c net.Conn, b []byte) {
+	if at := int(f.pauseAt.Load()); at > 0 && at < len(b) {
+		f.writeChunks(c, b[:at])
+		time.Sleep(300 * time.Millisecond)
+		b = b[at:]
+	}
+	f.writeChunks(c, b)
+}
+
+func (f *fetchBroker) writeChunks(c net.Conn, b []byte) {
 	for len(b) > 0 {
 		k := min(f.chunk, len(b))
 		if _, err := c.Write(b[:k]); err != nil {
@@ -348,6 +360,10 @@ func TestStreamMalformedMidStream(t *testing.T) {
 		}
 		return b
 	})
+	// The first partition's records are relayed before the fault arrives
+	// (a gateway that read the whole answer at once would refuse it before
+	// writing any of it: right, but not what this test is about).
+	f.pauseAt.Store(size)
 	env := newTestEnvWith(t, envConfig{upstream: f.upstream()})
 	other := dialReader(t, env, "globex-app")
 	other.fetchOrders(11)

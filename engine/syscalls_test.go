@@ -34,6 +34,12 @@ import (
 //
 //	go test ./engine -run TestSyscallsPerProduceRoundTrip -count=1 -v
 func TestSyscallsPerProduceRoundTrip(t *testing.T) {
+	if os.Getenv(envKafkaSecurity) == "sasl_ssl" {
+		// Towards a TLS broker crypto/tls writes each record (16 KiB of
+		// plaintext at most) in its own call: a 16 KiB-batch Produce is two
+		// writes there whatever the batching. Measured in clear text only.
+		t.Skip("the broker reached over TLS: crypto/tls writes a record per call")
+	}
 	env := newTestEnv(t, "", withLockedLoops())
 	counter := &produceCounter{}
 	prod := env.client("acme-app",

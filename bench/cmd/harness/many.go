@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -29,8 +30,31 @@ type manyFigures struct {
 	perConn          int64           // max_in_flight_bytes
 	after            map[int]float64 // seconds after the consumers stopped -> VmRSS KiB
 	mibps, cpuPerGiB float64
-	seconds          float64 // the run's wall time
-	slowest          float64 // the slowest consumer's seconds
+	seconds          float64         // the run's wall time
+	slowest          float64         // the slowest consumer's seconds
+	heapIdle         float64         // go_memstats_heap_inuse_bytes before the run, bytes (0: not read)
+	heapAfter        map[int]float64 // ... after the run, by seconds
+}
+
+// heapInuse reads go_memstats_heap_inuse_bytes from the gateway's /metrics
+// (0 when it cannot).
+func (h *harness) heapInuse() float64 {
+	resp, err := http.Get("http://" + h.admin + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, "go_memstats_heap_inuse_bytes "); ok {
+			x, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return x
+		}
+	}
+	return 0
 }
 
 func (h *harness) scMany() string {
@@ -62,15 +86,15 @@ func (h *harness) many() {
 	sc := h.scMany()
 	h.startGateway()
 	pid := h.gwPID()
-	f := manyFigures{n: h.manyN, mib: h.manyMiB, after: map[int]float64{}}
+	f := manyFigures{n: h.manyN, mib: h.manyMiB, after: map[int]float64{}, heapAfter: map[int]float64{}}
 	f.total, f.tenant, f.perConn = h.gatewayBounds()
 	tsv, err := os.Create(filepath.Join(h.out, "many-rss.tsv"))
 	must(err)
 	defer tsv.Close()
-	fmt.Fprintln(tsv, "phase\tseconds\tvmrss_kib")
+	fmt.Fprintln(tsv, "phase\tseconds\tvmrss_kib\theap_inuse_bytes")
 	time.Sleep(3 * time.Second) // settled after the start
-	f.idleKiB = statusKiB(pid, "VmRSS")
-	fmt.Fprintf(tsv, "idle\t0\t%.0f\n", f.idleKiB)
+	f.idleKiB, f.heapIdle = statusKiB(pid, "VmRSS"), h.heapInuse()
+	fmt.Fprintf(tsv, "idle\t0\t%.0f\t%.0f\n", f.idleKiB, f.heapIdle)
 	h.say("%s: gateway idle RSS %.0f MiB; max_total_in_flight_bytes %s, max_tenant_in_flight_bytes %s, max_in_flight_bytes %s",
 		sc, f.idleKiB/1024, bytesLabel(f.total), bytesLabel(f.tenant), bytesLabel(f.perConn))
 
@@ -87,7 +111,7 @@ func (h *harness) many() {
 			case <-stop:
 				return
 			case <-tick.C:
-				fmt.Fprintf(tsv, "run\t%.0f\t%.0f\n", time.Since(s0).Seconds(), statusKiB(pid, "VmRSS"))
+				fmt.Fprintf(tsv, "run\t%.0f\t%.0f\t\n", time.Since(s0).Seconds(), statusKiB(pid, "VmRSS"))
 			}
 		}
 	}()
@@ -108,9 +132,9 @@ func (h *harness) many() {
 		if !h.gatewayAlive() {
 			die("the gateway died %d s after %s", s, sc)
 		}
-		f.after[s] = statusKiB(pid, "VmRSS")
-		fmt.Fprintf(tsv, "after\t%d\t%.0f\n", s, f.after[s])
-		h.say("  %3d s after: VmRSS %.0f MiB", s, f.after[s]/1024)
+		f.after[s], f.heapAfter[s] = statusKiB(pid, "VmRSS"), h.heapInuse()
+		fmt.Fprintf(tsv, "after\t%d\t%.0f\t%.0f\n", s, f.after[s], f.heapAfter[s])
+		h.say("  %3d s after: VmRSS %.0f MiB, Go heap in use %.0f MiB", s, f.after[s]/1024, f.heapAfter[s]/(1<<20))
 	}
 	md := manyTable(f)
 	must(os.WriteFile(filepath.Join(h.out, "many.md"), []byte(md), 0o644))
@@ -165,6 +189,9 @@ func manyTable(f manyFigures) string {
 	if last > 0 {
 		fmt.Fprintf(&b, "- %d s after the consumers stopped: %s, %.0f MiB above idle (%.0f %% of the growth at the peak returned).\n",
 			last, mib(f.after[last]), (f.after[last]-f.idleKiB)/1024, 100*(f.peakKiB-f.after[last])/max(f.peakKiB-f.idleKiB, 1))
+		if f.heapIdle > 0 && f.heapAfter[last] > 0 {
+			fmt.Fprintf(&b, "- Go heap in use (/metrics): %.0f MiB idle, %.0f MiB %d s after.\n", f.heapIdle/(1<<20), f.heapAfter[last]/(1<<20), last)
+		}
 	}
 	return b.String()
 }

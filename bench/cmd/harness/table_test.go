@@ -81,12 +81,14 @@ func TestManyTable(t *testing.T) {
 	f := manyFigures{n: 100, mib: 256, idleKiB: 20 << 10, peakKiB: 300 << 10,
 		total: 1 << 30, tenant: 128 << 20, perConn: 64 << 20,
 		after: map[int]float64{5: 200 << 10, 10: 150 << 10, 30: 60 << 10, 60: 30 << 10},
-		mibps: 400, cpuPerGiB: 0.85, seconds: 64, slowest: 63.5}
+		mibps: 400, cpuPerGiB: 0.85, seconds: 64, slowest: 63.5,
+		heapIdle: 4 << 20, heapAfter: map[int]float64{60: 6 << 20}}
 	out := manyTable(f)
 	for _, want := range []string{
 		"| 100 × 256 MiB | 20 MiB | 300 MiB | 1 GiB (128 MiB · 64 MiB) | 150 MiB | 60 MiB | 30 MiB | 400 MiB/s (64 s, slowest consumer 64 s) | 0.85 |",
 		"- Peak: 280 MiB above idle, within max_total_in_flight_bytes (1 GiB) over the idle base.",
 		"- 60 s after the consumers stopped: 30 MiB, 10 MiB above idle (96 % of the growth at the peak returned).",
+		"- Go heap in use (/metrics): 4 MiB idle, 6 MiB 60 s after.",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("many.md lacks %q:\n%s", want, out)

@@ -32,6 +32,7 @@ type manyFigures struct {
 	mibps, cpuPerGiB float64
 	seconds          float64         // the run's wall time
 	slowest          float64         // the slowest consumer's seconds
+	clientNote       string          // the consumers' connections and failed reads (loadgen)
 	heapIdle         float64         // go_memstats_heap_inuse_bytes before the run, bytes (0: not read)
 	heapAfter        map[int]float64 // ... after the run, by seconds
 }
@@ -118,13 +119,13 @@ func (h *harness) many() {
 	r := h.measure(sc, gateway, 1, func() (result, error) {
 		return h.loadgen(gateway, "consume", h.manyMiB<<10, 1024, 0, 5*time.Millisecond, "-topic", "big",
 			"-fetch-max-bytes", strconv.Itoa(bigFetchMax), "-partition-fetch-bytes", strconv.Itoa(bigPartFetch),
-			"-clients", strconv.Itoa(h.manyN), "-timeout", envStr("BENCH_MANY_TIMEOUT", "20m"))
+			"-clients", strconv.Itoa(h.manyN), "-timeout", envStr("BENCH_MANY_TIMEOUT", "10m"))
 	})
 	ended := time.Now()
 	close(stop)
 	<-sampled
 	f.peakKiB, f.mibps, f.cpuPerGiB, f.seconds = r.hopHWM, r.mibps, r.hopCPUPerGiB(), r.wall
-	f.slowest = r.slowest
+	f.slowest, f.clientNote = r.slowest, r.note
 
 	// After: VmRSS every 5 s.
 	for s := 5; s <= h.manyAfter; s += 5 {
@@ -174,6 +175,9 @@ func manyTable(f manyFigures) string {
 		f.n, mibLabel(f.mib), mib(f.idleKiB), mib(f.peakKiB), bytesLabel(f.total), bytesLabel(f.tenant), bytesLabel(f.perConn),
 		at(10), at(30), at(60), f.mibps, f.seconds, f.slowest, f.cpuPerGiB)
 	fmt.Fprintln(&b)
+	if f.clientNote != "" {
+		fmt.Fprintf(&b, "- Consumers (franz-go hooks): %s; read_errors counts answers whose read failed (a read timeout among them).\n", f.clientNote)
+	}
 	grown := (f.peakKiB - f.idleKiB) / 1024
 	if f.total > 0 {
 		verdict := "within"

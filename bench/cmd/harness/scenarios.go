@@ -306,6 +306,9 @@ func (h *harness) loadgen(path, phase string, n, size, rate int, linger time.Dur
 	}
 	r := result{recs: kv["rec_s"], mibps: kv["mib_s"], p50: nan, p99: nan, p999: nan, bytes: kv["records"] * float64(size),
 		slowest: kv["slowest_s"]}
+	if c := kv["clients"]; c > 0 {
+		r.note = fmt.Sprintf("clients=%.0f connects=%.0f read_errors=%.0f", c, kv["connects"], kv["read_errors"])
+	}
 	if phase == "produce" {
 		r.p50, r.p99, r.p999 = kv["p50_ms"], kv["p99_ms"], kv["p999_ms"]
 	}

@@ -23,7 +23,9 @@
 // (its own connections) reading N records of the topic from the start; the
 // RESULT line then counts them all (records, mib_s over the wall time from
 // the moment all are connected) and adds clients=C and the slowest and
-// fastest consumer's seconds (slowest_s, fastest_s). The harness's
+// fastest consumer's seconds (slowest_s, fastest_s), the connections the
+// clients opened (connects: a few per client, more when one reconnects) and the answers
+// whose read failed (read_errors: a read timeout among them). The harness's
 // many-consumers part (bench/cmd/harness/many.go) uses it.
 //
 // -rate R paces the producer at R records/s (checked about every ms), for
@@ -37,6 +39,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"sync"
@@ -232,6 +235,8 @@ func runConsume(base []kgo.Opt, topic string, n int, limit time.Duration) error 
 // records of topic from the start: all connect first (Ping), then all start
 // together; it prints one RESULT line for them all.
 func runConsumers(base []kgo.Opt, topic string, n, c int, limit time.Duration) error {
+	var hk connHooks
+	base = append(base, kgo.WithHooks(&hk))
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cls := make([]*kgo.Client, 0, c)
@@ -295,8 +300,9 @@ func runConsumers(base []kgo.Opt, topic string, n, c int, limit time.Duration) e
 		return first
 	}
 	sort.Float64s(secs)
-	fmt.Printf("RESULT phase=consume records=%d seconds=%.3f rec_s=%.1f mib_s=%.2f clients=%d slowest_s=%.3f fastest_s=%.3f\n",
-		total, el.Seconds(), float64(total)/el.Seconds(), float64(bytes)/(1<<20)/el.Seconds(), c, secs[c-1], secs[0])
+	fmt.Printf("RESULT phase=consume records=%d seconds=%.3f rec_s=%.1f mib_s=%.2f clients=%d slowest_s=%.3f fastest_s=%.3f connects=%d read_errors=%d\n",
+		total, el.Seconds(), float64(total)/el.Seconds(), float64(bytes)/(1<<20)/el.Seconds(), c, secs[c-1], secs[0],
+		hk.connects.Load(), hk.readErrs.Load())
 	return nil
 }
 
@@ -324,4 +330,19 @@ func consumeN(ctx context.Context, cl *kgo.Client, n int) (int, int64, error) {
 		})
 	}
 	return got, bytes, nil
+}
+
+// connHooks counts the clients' connections and failed answer reads.
+type connHooks struct{ connects, readErrs atomic.Int64 }
+
+func (h *connHooks) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
+		h.connects.Add(1)
+	}
+}
+
+func (h *connHooks) OnBrokerRead(_ kgo.BrokerMetadata, _ int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		h.readErrs.Add(1)
+	}
 }

@@ -16,6 +16,12 @@
 #                        Java producer's 16 KiB batches, franz-go produce and
 #                        consume, at half the direct maximum too), the large-fetch
 #                        consumer and the RSS plot (BENCH_PARTS=issue).
+#   make bench-many      100 franz-go consumers at once (BENCH_MANY_N), each
+#                        fetching 50 MiB / 10 MiB per partition and reading
+#                        BENCH_MANY_MIB (256) through a fresh gateway: its idle
+#                        RSS, VmHWM during the run against the budgets in force,
+#                        VmRSS every 5 s for a minute after (BENCH_PARTS=many,
+#                        many.md). A few minutes.
 #   make bench-density   bench/run density: 1,000 and 9,000 idle authenticated
 #                        connection pairs: RSS per pair, GC pauses, one producer.
 #   make bench-micro     the codec micro-benchmarks and the in-process kfake
@@ -29,7 +35,7 @@
 GO ?= go
 BENCH_RUN := $(CURDIR)/bench/run
 
-.PHONY: bench-real bench-new bench-issue11 bench-density bench-all bench-micro
+.PHONY: bench-real bench-new bench-issue11 bench-many bench-density bench-all bench-micro
 
 bench-real:
 	GO=$(GO) $(BENCH_RUN) real
@@ -39,6 +45,9 @@ bench-new:
 
 bench-issue11:
 	BENCH_PARTS=issue GO=$(GO) $(BENCH_RUN) real
+
+bench-many:
+	BENCH_PARTS=many GO=$(GO) $(BENCH_RUN) real
 
 bench-density:
 	GO=$(GO) $(BENCH_RUN) density

@@ -51,14 +51,21 @@ func (h *harness) fillBig() {
 	if h.parts["rssfetch"] {
 		mib = max(mib, h.rssMiB)
 	}
+	topics := []string{"big", "acme.big"}
+	if h.parts["many"] {
+		mib = max(mib, h.manyMiB)
+		if !h.parts["bigfetch"] && !h.parts["rssfetch"] {
+			topics = []string{"acme.big"} // through the gateway only
+		}
+	}
 	n := mib << 10
-	for _, t := range []string{"big", "acme.big"} {
+	for _, t := range topics {
 		if _, err := h.loadgen(direct, "produce", n, 1024, 0, 5*time.Millisecond,
 			"-topic", t, "-acks", "1", "-timeout", "30m"); err != nil {
 			die("filling %s: %v", t, err)
 		}
 	}
-	h.say("topics big and acme.big: %s each of 1 KiB records (%d records), %.0f s", mibLabel(mib), n, time.Since(t0).Seconds())
+	h.say("topics %s: %s each of 1 KiB records (%d records), %.0f s", strings.Join(topics, " and "), mibLabel(mib), n, time.Since(t0).Seconds())
 }
 
 // bigConsume reads mib MiB of 1 KiB records of big from the start with

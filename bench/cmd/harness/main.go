@@ -67,6 +67,9 @@ type harness struct {
 	bigJava      bool            // BENCH_BIG_JAVA=1: the large fetches with the consumer perf test too
 	rssMiB       int             // BENCH_RSS_MIB
 	rssFetchMiB  []int           // BENCH_RSS_FETCH_MIB
+	manyN        int             // BENCH_MANY_N
+	manyMiB      int             // BENCH_MANY_MIB
+	manyAfter    int             // BENCH_MANY_AFTER_S
 
 	gw        *exec.Cmd
 	gwExited  chan struct{}
@@ -108,6 +111,9 @@ func main() {
 	h.bigJava = os.Getenv("BENCH_BIG_JAVA") == "1"
 	h.rssMiB = envInt("BENCH_RSS_MIB", 1024)
 	h.rssFetchMiB = envInts("BENCH_RSS_FETCH_MIB", []int{1, 2, 5, 10, 20, 50})
+	h.manyN = max(1, envInt("BENCH_MANY_N", 100))
+	h.manyMiB = envInt("BENCH_MANY_MIB", 256)
+	h.manyAfter = envInt("BENCH_MANY_AFTER_S", 60)
 	h.gwPortFrom = envInt("BENCH_GW_PORT", 29092)
 	h.gwBoot = fmt.Sprintf("127.0.0.1:%d", h.gwPortFrom)
 	h.admin = envStr("BENCH_ADMIN", "127.0.0.1:29464")
@@ -164,7 +170,8 @@ func main() {
 	h.say("results in %s", h.out)
 }
 
-// parseParts reads BENCH_PARTS: table, bigfetch, rssfetch, sweep, profile;
+// parseParts reads BENCH_PARTS: table, bigfetch, rssfetch, sweep, profile,
+// many (not in the default list, nor in "all": many.go);
 // "new" stands for bigfetch,rssfetch (what issue 11 added), "issue" for the
 // rows of issue 11's table (the table restricted to them, bigfetch, rssfetch).
 func parseParts(v string) map[string]bool {
@@ -177,13 +184,15 @@ func parseParts(v string) map[string]bool {
 			for k := range known {
 				out[k] = true
 			}
+		case "many":
+			out["many"] = true
 		case "new":
 			out["bigfetch"], out["rssfetch"] = true, true
 		case "issue":
 			out["issue"], out["table"], out["bigfetch"], out["rssfetch"] = true, true, true, true
 		default:
 			if !known[f] {
-				die("BENCH_PARTS=%q: %q is not one of table, bigfetch, rssfetch, sweep, profile, all, new, issue", v, f)
+				die("BENCH_PARTS=%q: %q is not one of table, bigfetch, rssfetch, sweep, profile, many, all, new, issue", v, f)
 			}
 			out[f] = true
 		}

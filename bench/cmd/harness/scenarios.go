@@ -27,6 +27,7 @@ type result struct {
 	hopHWM   float64 // its peak RSS during the run (VmHWM), KiB
 	brCPU    float64 // broker's utime+stime over the run, seconds
 	wall     float64 // seconds the tool ran
+	slowest  float64 // loadgen -clients: the slowest consumer's seconds
 	note     string
 }
 
@@ -303,7 +304,11 @@ func (h *harness) loadgen(path, phase string, n, size, rate int, linger time.Dur
 			kv[k] = x
 		}
 	}
-	r := result{recs: kv["rec_s"], mibps: kv["mib_s"], p50: nan, p99: nan, p999: nan, bytes: kv["records"] * float64(size)}
+	r := result{recs: kv["rec_s"], mibps: kv["mib_s"], p50: nan, p99: nan, p999: nan, bytes: kv["records"] * float64(size),
+		slowest: kv["slowest_s"]}
+	if c := kv["clients"]; c > 0 {
+		r.note = fmt.Sprintf("clients=%.0f connects=%.0f read_errors=%.0f", c, kv["connects"], kv["read_errors"])
+	}
 	if phase == "produce" {
 		r.p50, r.p99, r.p999 = kv["p50_ms"], kv["p99_ms"], kv["p999_ms"]
 	}
@@ -328,20 +333,24 @@ func order(rep int, ps ...string) []string {
 
 func (h *harness) runReal() {
 	t0 := time.Now()
-	h.startGateway()
-	h.startRelay()
-	// Warm-up, not recorded: JIT of the broker, page cache, the gateway's heap.
-	h.say("warm-up")
-	for _, p := range paths {
-		if _, err := h.perfProducer(p, "1", 1024, 50000, -1); err != nil {
-			die("warm-up: %v", err)
+	// BENCH_PARTS=many alone: no relay, no warm-up (many starts its own gateway).
+	onlyMany := len(h.parts) == 1 && h.parts["many"]
+	if !onlyMany {
+		h.startGateway()
+		h.startRelay()
+		// Warm-up, not recorded: JIT of the broker, page cache, the gateway's heap.
+		h.say("warm-up")
+		for _, p := range paths {
+			if _, err := h.perfProducer(p, "1", 1024, 50000, -1); err != nil {
+				die("warm-up: %v", err)
+			}
 		}
 	}
 
 	if h.parts["table"] {
 		h.runTable()
 	}
-	if h.parts["bigfetch"] || h.parts["rssfetch"] {
+	if h.parts["bigfetch"] || h.parts["rssfetch"] || h.parts["many"] {
 		h.fillBig()
 	}
 	if h.parts["bigfetch"] {
@@ -361,6 +370,9 @@ func (h *harness) runReal() {
 	}
 	if h.parts["sweep"] {
 		h.sweep()
+	}
+	if h.parts["many"] {
+		h.many()
 	}
 	h.stopRelay()
 	if h.parts["profile"] && h.profile {

@@ -63,3 +63,39 @@ func TestSummaryTableShape(t *testing.T) {
 		t.Errorf("a scenario that did not run is in the summary:\n%s", out)
 	}
 }
+
+// BENCH_PARTS=many runs that part alone (no warm-up, no relay); the default
+// list does not hold it.
+func TestPartsMany(t *testing.T) {
+	if got := parseParts("many"); !reflect.DeepEqual(got, map[string]bool{"many": true}) {
+		t.Errorf(`parseParts("many") = %v`, got)
+	}
+	if got := parseParts("table,bigfetch,rssfetch,sweep,profile"); got["many"] {
+		t.Errorf("the default parts hold many: %v", got)
+	}
+}
+
+// The many-consumers table: idle, peak, the budget in force, RSS 10/30/60 s
+// after, throughput; and the two claims of issue 11 item 3 against them.
+func TestManyTable(t *testing.T) {
+	f := manyFigures{n: 100, mib: 256, idleKiB: 20 << 10, peakKiB: 300 << 10,
+		total: 1 << 30, tenant: 128 << 20, perConn: 64 << 20,
+		after: map[int]float64{5: 200 << 10, 10: 150 << 10, 30: 60 << 10, 60: 30 << 10},
+		mibps: 400, cpuPerGiB: 0.85, seconds: 64, slowest: 63.5,
+		heapIdle: 4 << 20, heapAfter: map[int]float64{60: 6 << 20}}
+	out := manyTable(f)
+	for _, want := range []string{
+		"| 100 × 256 MiB | 20 MiB | 300 MiB | 1 GiB (128 MiB · 64 MiB) | 150 MiB | 60 MiB | 30 MiB | 400 MiB/s (64 s, slowest consumer 64 s) | 0.85 |",
+		"- Peak: 280 MiB above idle, within max_total_in_flight_bytes (1 GiB) over the idle base.",
+		"- 60 s after the consumers stopped: 30 MiB, 10 MiB above idle (96 % of the growth at the peak returned).",
+		"- Go heap in use (/metrics): 4 MiB idle, 6 MiB 60 s after.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("many.md lacks %q:\n%s", want, out)
+		}
+	}
+	f.peakKiB = 2 << 20 // 2 GiB
+	if out := manyTable(f); !strings.Contains(out, "above max_total_in_flight_bytes (1 GiB)") {
+		t.Errorf("a peak over the budget is not told:\n%s", out)
+	}
+}

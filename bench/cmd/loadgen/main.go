@@ -19,6 +19,15 @@
 // fetch.max.bytes and max.partition.fetch.bytes (0: franz-go's defaults, 50 MiB
 // and 1 MiB); the large-fetch scenario of the harness uses 50 MiB and 10 MiB.
 //
+// -clients C (consume only) runs C consumers at once, each its own client
+// (its own connections) reading N records of the topic from the start; the
+// RESULT line then counts them all (records, mib_s over the wall time from
+// the moment all are connected) and adds clients=C and the slowest and
+// fastest consumer's seconds (slowest_s, fastest_s), the connections the
+// clients opened (connects: a few per client, more when one reconnects) and the answers
+// whose read failed (read_errors: a read timeout among them). The harness's
+// many-consumers part (bench/cmd/harness/many.go) uses it.
+//
 // -rate R paces the producer at R records/s (checked about every ms), for
 // latency at a fixed load; latencies are measured in microseconds, finer
 // than kafka-producer-perf-test's milliseconds.
@@ -30,6 +39,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"sync"
@@ -56,6 +66,7 @@ func main() {
 	rate := flag.Int("rate", 0, "produce at this many records/s (0: as fast as the client goes)")
 	fetchMax := flag.Int("fetch-max-bytes", 0, "consumer fetch.max.bytes (0: franz-go's default, 50 MiB)")
 	partFetch := flag.Int("partition-fetch-bytes", 0, "consumer max.partition.fetch.bytes (0: franz-go's default, 1 MiB)")
+	clients := flag.Int("clients", 1, "consumers at once, each its own client reading -n records (consume phase)")
 	flag.Parse()
 	if *pass == "" {
 		*pass = os.Getenv("LOADGEN_PASS")
@@ -78,6 +89,13 @@ func main() {
 		}
 		if *partFetch > 0 {
 			copts = append(copts, kgo.FetchMaxPartitionBytes(int32(*partFetch)))
+		}
+		if *clients > 1 {
+			if err := runConsumers(copts, *topic, *n, *clients, *timeout); err != nil {
+				fmt.Fprintln(os.Stderr, "loadgen consume:", err)
+				os.Exit(1)
+			}
+			return
 		}
 		if err := runConsume(copts, *topic, *n, *timeout); err != nil {
 			fmt.Fprintln(os.Stderr, "loadgen consume:", err)
@@ -211,4 +229,120 @@ func runConsume(base []kgo.Opt, topic string, n int, limit time.Duration) error 
 	fmt.Printf("RESULT phase=consume records=%d seconds=%.3f rec_s=%.1f mib_s=%.2f\n",
 		got, el.Seconds(), float64(got)/el.Seconds(), float64(bytes)/(1<<20)/el.Seconds())
 	return nil
+}
+
+// runConsumers runs c consumers at once, each its own client reading n
+// records of topic from the start: all connect first (Ping), then all start
+// together; it prints one RESULT line for them all.
+func runConsumers(base []kgo.Opt, topic string, n, c int, limit time.Duration) error {
+	var hk connHooks
+	base = append(base, kgo.WithHooks(&hk))
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cls := make([]*kgo.Client, 0, c)
+	started := false
+	defer func() {
+		if started {
+			return // each consumer closed its own client
+		}
+		for _, cl := range cls {
+			cl.Close()
+		}
+	}()
+	for i := 0; i < c; i++ {
+		cl, err := kgo.NewClient(append(base,
+			kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		)...)
+		if err != nil {
+			return err
+		}
+		cls = append(cls, cl)
+		if err := cl.Ping(ctx); err != nil {
+			return fmt.Errorf("consumer %d: ping: %w", i, err)
+		}
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		total int64
+		bytes int64
+		secs  = make([]float64, c)
+	)
+	start := make(chan struct{})
+	for i, cl := range cls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			t0 := time.Now()
+			got, b, err := consumeN(ctx, cl, n)
+			secs[i] = time.Since(t0).Seconds()
+			// Closed at once: a client left open keeps fetching (one
+			// answer more) while the others run.
+			cl.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			total += int64(got)
+			bytes += b
+			if err != nil && first == nil {
+				first = fmt.Errorf("consumer %d: %w", i, err)
+			}
+		}()
+	}
+	t0 := time.Now()
+	started = true
+	close(start)
+	wg.Wait()
+	el := time.Since(t0)
+	if first != nil {
+		return first
+	}
+	sort.Float64s(secs)
+	fmt.Printf("RESULT phase=consume records=%d seconds=%.3f rec_s=%.1f mib_s=%.2f clients=%d slowest_s=%.3f fastest_s=%.3f connects=%d read_errors=%d\n",
+		total, el.Seconds(), float64(total)/el.Seconds(), float64(bytes)/(1<<20)/el.Seconds(), c, secs[c-1], secs[0],
+		hk.connects.Load(), hk.readErrs.Load())
+	return nil
+}
+
+// consumeN polls cl until it has n records; it returns the records and
+// value bytes it got.
+func consumeN(ctx context.Context, cl *kgo.Client, n int) (int, int64, error) {
+	got, bytes := 0, int64(0)
+	for got < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return got, bytes, fmt.Errorf("%d of %d records within the time limit", got, n)
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
+				ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err)
+			}
+		})
+		if ferr != nil {
+			return got, bytes, ferr
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got++
+			bytes += int64(len(r.Value))
+		})
+	}
+	return got, bytes, nil
+}
+
+// connHooks counts the clients' connections and failed answer reads.
+type connHooks struct{ connects, readErrs atomic.Int64 }
+
+func (h *connHooks) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
+		h.connects.Add(1)
+	}
+}
+
+func (h *connHooks) OnBrokerRead(_ kgo.BrokerMetadata, _ int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		h.readErrs.Add(1)
+	}
 }

@@ -83,6 +83,9 @@ func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
 		var p bool
 		onLoopOf(t, cl, func() {
 			held = cl.heldBytes()
+			if cl.up == nil { // the broker connection is still dialed (TLS, SASL)
+				return
+			}
 			if up, ok := cl.up.socket().(*pausedConn); ok && cl.up.drainHeld {
 				p = up.paused()
 			}

@@ -293,6 +293,40 @@ func (m *meter) add(n int) {
 	m.mu.Unlock()
 }
 
+// window is a context that ends d after the meter's first count (the
+// set-up, slower against a real broker, is not in it), or d + 30 s after
+// now if nothing is ever counted.
+func (m *meter) window(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			m.mu.Lock()
+			started := len(m.events) > 0
+			var first time.Duration
+			if started {
+				first = m.events[0].at
+			}
+			m.mu.Unlock()
+			if started {
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Until(m.start.Add(first + d))):
+					cancel()
+				}
+				return
+			}
+		}
+	}()
+	return ctx, cancel
+}
+
 // rate is the bytes per second counted between from and to after the
 // first count (the connection's set-up is not in it; the first window's
 // burst is, at the start, and from skips it).
@@ -378,9 +412,9 @@ func TestQuotaProducerHeldToRate(t *testing.T) {
 	env := newTestEnv(t, "    quotas:\n      client: { producer_byte_rate: 1MiB }\n      max_throttle: 2s\n")
 	h := &throttleHook{}
 	cl := env.client("acme-app", producerOpts(h)...)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
 	m := newMeter()
+	ctx, cancel := m.window(13 * time.Second)
+	defer cancel()
 	var errs atomic.Int64
 	produceFlatOut(ctx, cl, 8<<10, m, &errs)
 	got := m.rate(2*time.Second, 12*time.Second)
@@ -402,9 +436,9 @@ func TestQuotaProducerHeldToRate(t *testing.T) {
 func TestQuotaTenantHeldOthersKeepThroughput(t *testing.T) {
 	t.Parallel() // a rate over 10 s each: they wait together
 	env := newTestEnv(t, "    quotas:\n      tenant: { producer_byte_rate: 1MiB }\n")
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
 	acme := newMeter()
+	ctx, cancel := acme.window(13 * time.Second)
+	defer cancel()
 	var errs atomic.Int64
 	var wg sync.WaitGroup
 	for _, id := range []string{"acme-app", "acme-orders-producer"} {
@@ -478,7 +512,7 @@ func TestQuotaConsumerHeldToRate(t *testing.T) {
 	fr := &fetchReadHook{m: m}
 	cons := env.client("acme-app", kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxBytes(128<<10), kgo.FetchMaxPartitionBytes(64<<10), kgo.WithHooks(h, fr))
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := m.window(13 * time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
 		fs := cons.PollFetches(ctx)
@@ -536,9 +570,9 @@ func TestQuotaKcatHeldToRate(t *testing.T) {
 func TestQuotaReplicasShareTenantRate(t *testing.T) {
 	t.Parallel() // a rate over 10 s each: they wait together
 	shared := quota.NewLocal()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
 	m := newMeter()
+	ctx, cancel := m.window(13 * time.Second)
+	defer cancel()
 	var errs atomic.Int64
 	var wg sync.WaitGroup
 	for i := 0; i < 2; i++ {
@@ -572,9 +606,9 @@ func TestQuotaReplicasShareTenantRateRedis(t *testing.T) {
 		t.Run(every.String(), func(t *testing.T) {
 			t.Parallel()
 			srv := testkit.StartRedis(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 17*time.Second)
-			defer cancel()
 			m := newMeter()
+			ctx, cancel := m.window(15 * time.Second)
+			defer cancel()
 			var errs atomic.Int64
 			var wg sync.WaitGroup
 			for i := 0; i < 2; i++ {

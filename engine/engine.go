@@ -312,6 +312,7 @@ func (e *Engine) Serve() error {
 		close(e.stopped)
 		return err
 	}
+	go e.reclaim(e.stopped) // reclaim.go: memory back to the OS after a burst
 	err := gnet.Rotate(e, []string{"tcp://127.0.0.1:0"},
 		gnet.WithMulticore(true),
 		gnet.WithNumEventLoop(e.opts.Loops),

@@ -673,6 +673,23 @@ func (gw *gateway) waitLog(s string, within time.Duration) {
 	}
 }
 
+// waitStdout waits until flexway's standard output (the banner) holds s,
+// and returns it.
+func (gw *gateway) waitStdout(s string, within time.Duration) string {
+	gw.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		out := gw.stdout.String()
+		if strings.Contains(out, s) {
+			return out
+		}
+		if time.Now().After(deadline) {
+			gw.t.Fatalf("flexway did not print %q within %v:\n%s", s, within, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // waitHealthz waits until the admin endpoint answers /healthz.
 func (gw *gateway) waitHealthz(port int) {
 	gw.t.Helper()

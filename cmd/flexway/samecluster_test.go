@@ -21,8 +21,10 @@ import (
 // U3 on the built binary: a flexway.yaml whose upstreams a and b reach one
 // kfake cluster under two addresses (127.0.0.1 and localhost, which the
 // load cannot tell apart) and two prefixes. flexway starts, logs the seed's
-// line at Error naming b, serves the cluster of a, and closes at once the
-// connections to the cluster of b (the line again); SIGTERM exits 0.
+// line at Error naming b, prints a banner that gives the bootstrap and
+// kcat commands of a's cluster and says b's is refused (no bootstrap, no
+// command), serves the cluster of a, and closes at once the connections
+// to the cluster of b (the line again); SIGTERM exits 0.
 func TestSameClusterRefusedByTheBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -96,6 +98,20 @@ listeners:
 	for _, want := range []string{`"level":"ERROR"`, `"msg":"kafka connection refused: two upstreams reach the same physical cluster"`, `"upstream":"b"`, `"same_as":"a"`} {
 		if !strings.Contains(line, want) {
 			t.Fatalf("the start's line %q lacks %s", line, want)
+		}
+	}
+	out := gw.waitStdout("\ncluster bank", 5*time.Second)
+	shopBoot, bankBoot := fmt.Sprintf("127.0.0.1:%d", base), fmt.Sprintf("127.0.0.1:%d", base+2)
+	if !strings.Contains(out, "kcat -P -b "+shopBoot) {
+		t.Errorf("the banner gives no kcat command for cluster shop (%s):\n%s", shopBoot, out)
+	}
+	if strings.Contains(out, bankBoot) {
+		t.Errorf("the banner advertises the refused cluster bank (%s):\n%s", bankBoot, out)
+	}
+	bank := logLine(out, "cluster bank")
+	for _, want := range []string{"refused", "two upstreams reach the same physical cluster", "upstream b", "upstream a", "physical-1"} {
+		if !strings.Contains(bank, want) {
+			t.Errorf("the banner's line on cluster bank %q lacks %q", bank, want)
 		}
 	}
 

@@ -3,55 +3,32 @@ package engine
 import (
 	"context"
 	"crypto/tls"
-	"encoding/hex"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// twoUpstreamsContract: cluster shop on upstream a (no prefix), cluster
-// bank on upstream b (prefix "b.").
-const twoUpstreamsContract = `asyncapi: 3.0.0
-info: { title: Two upstreams, version: "1.0.0" }
-channels:
-  orders:
-    address: "{tenant}.orders"
-    parameters:
-      tenant: { x-flexway-bind: tenant }
-  ledger:
-    address: "b.{tenant}.ledger"
-    parameters:
-      tenant: { x-flexway-bind: tenant }
-operations:
-  produceOrders:
-    action: send
-    channel: { $ref: "#/channels/orders" }
-    x-flexway-upstream: a
-    x-flexway-kafka-proxy: { cluster: shop }
-    security: [ { $ref: "#/components/securitySchemes/apiKey" } ]
-  produceLedger:
-    action: send
-    channel: { $ref: "#/channels/ledger" }
-    x-flexway-upstream: b
-    x-flexway-kafka-proxy: { cluster: bank }
-    security: [ { $ref: "#/components/securitySchemes/apiKey" } ]
-components:
-  securitySchemes:
-    apiKey: { type: plain }
-`
-
-// startTwoUpstreams starts the env's gateway of cfg (its contract
-// twoUpstreamsContract) whose one key, acme-app, may use both operations.
-func (env *testEnv) startTwoUpstreams(cfg string, opt ...Option) {
-	env.t.Helper()
-	store := env.keyStore([]testKey{{id: "acme-app", tenant: "acme", ops: "produceOrders, produceLedger"}},
-		func(int, string) string { return hex.EncodeToString([]byte("same-cluster-test-key")) })
-	env.start(env.load(cfg, twoUpstreamsContract, store), opt...)
+// startTwoUpstreams starts the env's gateway on the configuration of
+// testkit.WriteTwoUpstreams (upstreams a and b reach brokersA and
+// brokersB; listener: the lines under listeners.kafka, with no bound on
+// connections per address added); its key acme-app is kept in env.keys.
+func (env *testEnv) startTwoUpstreams(brokersA, brokersB, listener string, opt ...Option) {
+	t := env.t
+	t.Helper()
+	env.keys["acme-app"] = testkit.WriteTwoUpstreams(t, env.dir, brokersA, brokersB, loopbackBounds(listener))
+	snap, err := configs.Load(filepath.Join(env.dir, "flexway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.start(snap, opt...)
 }
 
 // twoUpstreams boots a gateway whose upstreams a and b reach brokersA and
@@ -62,32 +39,8 @@ func (env *testEnv) startTwoUpstreams(cfg string, opt ...Option) {
 func twoUpstreams(t *testing.T, brokersA, brokersB string, opt ...Option) (env *testEnv, shop, bank string) {
 	t.Helper()
 	base := freeRange(t, 4)
-	cfg := fmt.Sprintf(`version: 1
-contracts:
-  asyncapi: ./asyncapi.yaml
-upstreams:
-  a:
-    protocol: kafka
-    brokers: [%q]
-  b:
-    protocol: kafka
-    brokers: [%q]
-auth:
-  api_keys:
-    store: "file:./api-keys.yaml"
-listeners:
-  kafka:
-    max_connections_per_ip: 0
-    plaintext:
-      mesh_only: true
-      bind_host: 127.0.0.1
-      advertised_host: 127.0.0.1
-      clusters:
-        shop: { ports: { from: %d, to: %d }, first_node_id: 0 }
-        bank: { ports: { from: %d, to: %d }, first_node_id: 0 }
-`, brokersA, brokersB, base, base+1, base+2, base+3)
 	env = bareEnv(t)
-	env.startTwoUpstreams(cfg, opt...)
+	env.startTwoUpstreams(brokersA, brokersB, testkit.TwoUpstreamsPlaintext(base), opt...)
 	return env, fmt.Sprintf("127.0.0.1:%d", base), fmt.Sprintf("127.0.0.1:%d", base+2)
 }
 
@@ -180,22 +133,10 @@ func TestSameClusterRefusedOnTLSPort(t *testing.T) {
 	env := bareEnv(t)
 	writeFile(t, env.dir, "tls.crt", scert)
 	writeFile(t, env.dir, "tls.key", skey)
-	env.startTwoUpstreams(fmt.Sprintf(`version: 1
-contracts:
-  asyncapi: ./asyncapi.yaml
-upstreams:
-  a: { protocol: kafka, brokers: ["127.0.0.1:%s"] }
-  b: { protocol: kafka, brokers: ["localhost:%s"] }
-auth:
-  api_keys:
-    store: "file:./api-keys.yaml"
-listeners:
-  kafka:
-    address: "127.0.0.1:0"
-    max_connections_per_ip: 0
+	env.startTwoUpstreams("127.0.0.1:"+port, "localhost:"+port, fmt.Sprintf(`    address: "127.0.0.1:0"
     tls: { cert_file: ./tls.crt, key_file: ./tls.key }
     sni_domain: %s
-`, port, port, sniDomain))
+`, sniDomain))
 	e := env.e
 	handshake := func(cluster string) error {
 		raw, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", e.TLSPort()), 5*time.Second)

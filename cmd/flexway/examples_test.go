@@ -630,11 +630,17 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func startFlexway(t *testing.T, bin, dir string) *gateway {
+// startFlexway starts the built binary bin on dir's flexway.yaml, env
+// ("NAME=value") added to the test's environment; it is killed at the
+// test's end if still running.
+func startFlexway(t *testing.T, bin, dir string, env ...string) *gateway {
 	t.Helper()
 	gw := &gateway{t: t, done: make(chan struct{})}
 	gw.cmd = exec.Command(bin, "-config", "flexway.yaml")
 	gw.cmd.Dir = dir
+	if len(env) > 0 {
+		gw.cmd.Env = append(os.Environ(), env...)
+	}
 	gw.cmd.Stdout, gw.cmd.Stderr = &gw.stdout, &gw.stderr
 	if err := gw.cmd.Start(); err != nil {
 		t.Fatal(err)

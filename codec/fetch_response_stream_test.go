@@ -195,16 +195,7 @@ func FuzzFetchResponseStream(f *testing.F) {
 		}
 		frame := responseFrame(v, body, hdrTags)
 		want, werr := wholeRewrite(v, frame, j, dropped)
-		size := func(i int) int {
-			if len(splits) == 0 {
-				return len(frame)
-			}
-			k := splits[i%len(splits)]
-			if k >= 0xF0 {
-				return len(frame)
-			}
-			return 1 + int(k)%97
-		}
+		size := splitSizes(splits, len(frame))
 		var s FetchResponseStream
 		got, serr := streamRewrite(t, &s, v, frame, asked, j, dropped, size)
 		switch {

@@ -129,16 +129,7 @@ func FuzzProduceRequestStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, frame []byte, cut uint16, splits []byte) {
 		j := &prefixJudge{}
 		want, info, dropped, werr := wholeProduce(frame, j)
-		size := func(i int) int {
-			if len(splits) == 0 {
-				return len(frame)
-			}
-			k := splits[i%len(splits)]
-			if k >= 0xF0 {
-				return len(frame)
-			}
-			return 1 + int(k)%97
-		}
+		size := splitSizes(splits, len(frame))
 		var s ProduceRequestStream
 		got, serr := streamProduce(t, &s, frame, int(cut), j, size)
 		switch {

@@ -71,6 +71,22 @@ func feedCopies(t testing.TB, s unitStream, frame []byte, maxLeft int, size func
 	return out, nil
 }
 
+// splitSizes is the fuzz targets' chunk sizes, read from splits: the
+// whole frame (total bytes) when splits is empty or at a byte of 0xF0 and
+// up, else 1 to 97 bytes.
+func splitSizes(splits []byte, total int) func(i int) int {
+	return func(i int) int {
+		if len(splits) == 0 {
+			return total
+		}
+		k := splits[i%len(splits)]
+		if k >= 0xF0 {
+			return total
+		}
+		return 1 + int(k)%97
+	}
+}
+
 // feedInPlace feeds frame to the begun stream s in reads of chunk bytes,
 // in place (no copy: what the allocation tests and the benchmarks
 // measure), taking each Feed's output and dropping it.

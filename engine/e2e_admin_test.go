@@ -54,15 +54,7 @@ operations:
 components:
   securitySchemes:
     apiKey: { type: plain }
-    ordersWrite:
-      type: oauth2
-      flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:write": Produce orders } } }
-      scopes: ["orders:write"]
-    ordersRead:
-      type: oauth2
-      flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:read": Read orders } } }
-      scopes: ["orders:read"]
-`
+` + oauthSchemes
 
 // adminMaxPartitions is the env's max_topic_partitions.
 const adminMaxPartitions = 4

@@ -49,16 +49,7 @@ func newOAuthEnvWith(t *testing.T, edit func(contract string) string, nkeys int)
 	alt := `security: [ { $ref: "#/components/securitySchemes/apiKey" } ]`
 	contract = strings.Replace(contract, alt, `security: [ { $ref: "#/components/securitySchemes/apiKey" }, { $ref: "#/components/securitySchemes/ordersWrite" } ]`, 1) // produceOrders
 	contract = strings.Replace(contract, alt, `security: [ { $ref: "#/components/securitySchemes/apiKey" }, { $ref: "#/components/securitySchemes/ordersRead" } ]`, 1)  // consumeOrders
-	contract = strings.Replace(contract, "    apiKey: { type: plain }\n", `    apiKey: { type: plain }
-    ordersWrite:
-      type: oauth2
-      flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:write": Produce orders } } }
-      scopes: ["orders:write"]
-    ordersRead:
-      type: oauth2
-      flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:read": Read orders } } }
-      scopes: ["orders:read"]
-`, 1)
+	contract = strings.Replace(contract, "    apiKey: { type: plain }\n", "    apiKey: { type: plain }\n"+oauthSchemes, 1)
 	if edit != nil {
 		contract = edit(contract)
 	}
@@ -73,6 +64,19 @@ func newOAuthEnvWith(t *testing.T, edit func(contract string) string, nkeys int)
 	}
 	return &oauthEnv{testEnv: env, issuer: ti, key: key}
 }
+
+// oauthSchemes is the contract's security schemes (under
+// components.securitySchemes) of tokens carrying orders:write and
+// orders:read.
+const oauthSchemes = `    ordersWrite:
+      type: oauth2
+      flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:write": Produce orders } } }
+      scopes: ["orders:write"]
+    ordersRead:
+      type: oauth2
+      flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:read": Read orders } } }
+      scopes: ["orders:read"]
+`
 
 // issuerAuth is the lines under auth that trust the test issuer ti
 // (discovery, audience kafka, the tenant in claim org).

@@ -68,7 +68,7 @@ func newAdminEnv(t *testing.T) *oauthEnv {
 	key := testkit.NewSigningKey(t, "gw-1", jose.RS256)
 	ti.Publish(key)
 
-	base := freeRange(t, 5)
+	base := testkit.FreePorts(t, 5)
 	env, upstream, firstNode := upstreamEnv(t, "    embedded: { brokers: 3, partitions: 2, seed_topics: false }\n", true)
 	store := env.keyStore([]testKey{
 		{id: "acme-admin-key", tenant: "acme", ops: "produceOrders, consumeOrders, consumeEvents"},

@@ -39,7 +39,7 @@ func newOAuthEnvWith(t *testing.T, edit func(contract string) string, nkeys int)
 	key := testkit.NewSigningKey(t, "gw-1", jose.RS256)
 	ti.Publish(key)
 
-	base := freeRange(t, 5)
+	base := testkit.FreePorts(t, 5)
 	env, upstream, firstNode := upstreamEnv(t, "    embedded: { brokers: 3, partitions: 2 }\n", true)
 	// The key store names tenant acme (the embedded upstream seeds its topics).
 	store := env.keyStore(testKeys[:nkeys], func(i int, id string) string { return fmt.Sprintf("oauth-env-key-%d-%s", i, id) })

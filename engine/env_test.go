@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	mrand "math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -196,30 +195,6 @@ var testKeys = []testKey{
 	{"bad-tenant", "acme_corp", "produceOrders", false},
 }
 
-// freeRange finds n consecutive free ports on loopback.
-func freeRange(t *testing.T, n int) int {
-	// Below the kernel's ephemeral range (32768 and up): ports there can be
-	// taken at any moment by outgoing connections, or held in TIME_WAIT by
-	// a busy load test on the same machine.
-	for try := 0; try < 200; try++ {
-		base := 20000 + mrand.IntN(12000-n)
-		ok := true
-		for i := 0; i < n && ok; i++ {
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			l.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no free port range")
-	return 0
-}
-
 type syncBuf struct {
 	ch chan string
 	w  io.Writer
@@ -260,7 +235,7 @@ func newTestEnvWith(t *testing.T, ec envConfig, opt ...Option) *testEnv {
 		ec.nports = 4
 	}
 	nports := ec.nports
-	base := freeRange(t, nports+1)
+	base := testkit.FreePorts(t, nports+1)
 	upstream := "    embedded: { brokers: 3, partitions: 2 }\n"
 	if ec.upstream != "" {
 		upstream = ec.upstream

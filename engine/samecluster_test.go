@@ -38,7 +38,7 @@ func (env *testEnv) startTwoUpstreams(brokersA, brokersB, listener string, opt .
 // It returns the env and the bootstraps of shop and bank.
 func twoUpstreams(t *testing.T, brokersA, brokersB string, opt ...Option) (env *testEnv, shop, bank string) {
 	t.Helper()
-	base := freeRange(t, 4)
+	base := testkit.FreePorts(t, 4)
 	env = bareEnv(t)
 	env.startTwoUpstreams(brokersA, brokersB, testkit.TwoUpstreamsPlaintext(base), opt...)
 	return env, fmt.Sprintf("127.0.0.1:%d", base), fmt.Sprintf("127.0.0.1:%d", base+2)

@@ -38,10 +38,7 @@ func frameOf(req kmsg.Request, corr int32, client string) []byte {
 }
 
 func joined(v *Vec) []byte {
-	var out []byte
-	for _, s := range v.Slices() {
-		out = append(out, s...)
-	}
+	out := vecBytes(v)
 	if int(FrameSize(out)) != len(out)-4 {
 		panic("bad size prefix")
 	}

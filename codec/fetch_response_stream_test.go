@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -53,11 +54,7 @@ func wholeRewrite(v int16, frame []byte, j FetchJudge, dropped *Dropped) ([]byte
 	if err := w.FetchResponse(v, fuzzCorr, body, j, dropped, 100); err != nil {
 		return nil, err
 	}
-	var out []byte
-	for _, s := range w.Vec.Slices() {
-		out = append(out, s...)
-	}
-	return out, nil
+	return vecBytes(&w.Vec), nil
 }
 
 var errStalled = errors.New("test: stream stalled with the whole frame fed")
@@ -70,44 +67,7 @@ func streamRewrite(t testing.TB, s *FetchResponseStream, v int16, frame []byte, 
 	if err := s.Begin(v, fuzzCorr, len(frame), asked, j, dropped, 100); err != nil {
 		return nil, err
 	}
-	var out, buf []byte
-	pos, recv := 0, 0
-	for i := 0; !s.Done(); i++ {
-		if recv < len(frame) {
-			recv += size(i)
-			if recv > len(frame) {
-				recv = len(frame)
-			}
-		}
-		buf = append(buf[:0], frame[pos:recv]...)
-		n, err := s.Feed(buf)
-		if n < 0 || n > len(buf) {
-			t.Fatalf("Feed consumed %d of %d", n, len(buf))
-		}
-		for _, sl := range s.Slices() {
-			out = append(out, sl...)
-		}
-		for k := range buf {
-			buf[k] = 0xEE
-		}
-		if err != nil {
-			return out, err
-		}
-		pos += n
-		if len(buf)-n > MaxStreamUnit {
-			t.Fatalf("%d bytes left unconsumed", len(buf)-n)
-		}
-		if n == 0 && recv == len(frame) && !s.Done() {
-			return out, errStalled
-		}
-	}
-	if pos != len(frame) || s.Remaining() != 0 {
-		t.Fatalf("done at %d of %d", pos, len(frame))
-	}
-	if len(out) != s.Size()+SizeLen || int(FrameSize(out)) != s.Size() {
-		t.Fatalf("output of %d bytes, size %d announced, prefix %d", len(out), s.Size(), FrameSize(out))
-	}
-	return out, nil
+	return feedCopies(t, s, frame, MaxStreamUnit, size)
 }
 
 // canonical tells whether body is an answer as a broker sends it to the
@@ -235,16 +195,7 @@ func FuzzFetchResponseStream(f *testing.F) {
 		}
 		frame := responseFrame(v, body, hdrTags)
 		want, werr := wholeRewrite(v, frame, j, dropped)
-		size := func(i int) int {
-			if len(splits) == 0 {
-				return len(frame)
-			}
-			k := splits[i%len(splits)]
-			if k >= 0xF0 {
-				return len(frame)
-			}
-			return 1 + int(k)%97
-		}
+		size := splitSizes(splits, len(frame))
 		var s FetchResponseStream
 		got, serr := streamRewrite(t, &s, v, frame, asked, j, dropped, size)
 		switch {
@@ -423,28 +374,9 @@ func TestFetchResponseStreamNoAllocs(t *testing.T) {
 		frame := responseFrame(v, cleanFetchResponse(v, 200<<10, 3, rng, "acme.orders", "acme.payments"), false)
 		j := mapJudge{}
 		var s FetchResponseStream
-		run := func() {
-			if err := s.Begin(v, 1, len(frame), prefixAsked, j, nil, 0); err != nil {
-				t.Fatal(err)
-			}
-			pos := 0
-			for end := 0; !s.Done(); {
-				end += 16 << 10
-				if end > len(frame) {
-					end = len(frame)
-				}
-				n, err := s.Feed(frame[pos:end])
-				if err != nil {
-					t.Fatal(err)
-				}
-				pos += n
-				s.Slices()
-			}
-		}
-		run()
-		if a := testing.AllocsPerRun(20, run); a != 0 {
-			t.Fatalf("v%d: %v allocations per answer", v, a)
-		}
+		streamNoAllocs(t, fmt.Sprintf("answer v%d", v), &s, frame, func() error {
+			return s.Begin(v, 1, len(frame), prefixAsked, j, nil, 0)
+		})
 	}
 }
 
@@ -459,17 +391,7 @@ func TestFetchResponseStreamNoAllocs(t *testing.T) {
 // About 30 ns per Feed: the cost follows the reads, never the records' size.
 func BenchmarkFetchResponseStream(b *testing.B) {
 	const size = 1 << 20
-	resp := kmsg.NewPtrFetchResponse()
-	resp.Version = 11
-	rt := kmsg.NewFetchResponseTopic()
-	rt.Topic = "acme.orders"
-	rp := kmsg.NewFetchResponseTopicPartition()
-	rp.HighWatermark, rp.LastStableOffset = 100, 100
-	rp.PreferredReadReplica = -1
-	rp.RecordBatches = bytes.Repeat([]byte{1}, size)
-	rt.Partitions = append(rt.Partitions, rp)
-	resp.Topics = append(resp.Topics, rt)
-	frame := responseFrame(11, resp.AppendTo(nil), false)
+	frame := responseFrame(11, oneMiBFetchBody(), false)
 	asked := [][]byte{[]byte("acme.orders")}
 	j := mapJudge{}
 	for _, c := range []struct {
@@ -485,19 +407,7 @@ func BenchmarkFetchResponseStream(b *testing.B) {
 				if err := s.Begin(11, int32(i), len(frame), asked, j, nil, 0); err != nil {
 					b.Fatal(err)
 				}
-				pos := 0
-				for end := 0; !s.Done(); {
-					end += chunk
-					if end > len(frame) {
-						end = len(frame)
-					}
-					n, err := s.Feed(frame[pos:end])
-					if err != nil {
-						b.Fatal(err)
-					}
-					pos += n
-					s.Slices()
-				}
+				feedInPlace(b, &s, frame, chunk)
 			}
 		})
 	}

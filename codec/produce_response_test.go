@@ -101,13 +101,7 @@ func TestProduceResponseRewriteAllVersions(t *testing.T) {
 
 // The Produce answer walker allocates nothing on the usual answer.
 func TestProduceResponseAllocs(t *testing.T) {
-	resp := kmsg.NewPtrProduceResponse()
-	resp.Version = 9
-	tp := kmsg.NewProduceResponseTopic()
-	tp.Topic = "acme.orders"
-	tp.Partitions = append(tp.Partitions, kmsg.NewProduceResponseTopicPartition())
-	resp.Topics = append(resp.Topics, tp)
-	body := resp.AppendTo(nil)
+	body := oneProduceAnswerBody()
 	var w Rewriter
 	j := mapJudge{}
 	n := testing.AllocsPerRun(200, func() {

@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -21,11 +22,7 @@ func wholeProduce(frame []byte, j ProduceJudge) ([]byte, ProduceInfo, int, error
 	if err != nil {
 		return nil, info, 0, err
 	}
-	var out []byte
-	for _, s := range w.Vec.Slices() {
-		out = append(out, s...)
-	}
-	return out, info, w.Dropped.Len(), nil
+	return vecBytes(&w.Vec), info, w.Dropped.Len(), nil
 }
 
 // streamProduce begins s with the frame's first cut bytes (again with the
@@ -58,41 +55,7 @@ func streamProduce(t testing.TB, s *ProduceRequestStream, frame []byte, cut int,
 	if err != nil {
 		return nil, err
 	}
-	var out, buf []byte
-	pos, recv := 0, 0
-	for i := 0; !s.Done(); i++ {
-		if recv < len(frame) {
-			recv = min(recv+size(i), len(frame))
-		}
-		buf = append(buf[:0], frame[pos:recv]...)
-		n, err := s.Feed(buf)
-		if n < 0 || n > len(buf) {
-			t.Fatalf("Feed consumed %d of %d", n, len(buf))
-		}
-		for _, sl := range s.Slices() {
-			out = append(out, sl...)
-		}
-		for k := range buf {
-			buf[k] = 0xEE
-		}
-		if err != nil {
-			return out, err
-		}
-		pos += n
-		if len(buf)-n > 16 {
-			t.Fatalf("%d bytes left unconsumed", len(buf)-n)
-		}
-		if n == 0 && recv == len(frame) && !s.Done() {
-			return out, errStalled
-		}
-	}
-	if pos != len(frame) || s.Remaining() != 0 {
-		t.Fatalf("done at %d of %d", pos, len(frame))
-	}
-	if len(out) != s.Size()+SizeLen || int(FrameSize(out)) != s.Size() {
-		t.Fatalf("output of %d bytes, size %d announced, prefix %d", len(out), s.Size(), FrameSize(out))
-	}
-	return out, nil
+	return feedCopies(t, s, frame, 16, size)
 }
 
 // canonicalProduce tells whether frame is a Produce request as a client
@@ -166,16 +129,7 @@ func FuzzProduceRequestStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, frame []byte, cut uint16, splits []byte) {
 		j := &prefixJudge{}
 		want, info, dropped, werr := wholeProduce(frame, j)
-		size := func(i int) int {
-			if len(splits) == 0 {
-				return len(frame)
-			}
-			k := splits[i%len(splits)]
-			if k >= 0xF0 {
-				return len(frame)
-			}
-			return 1 + int(k)%97
-		}
+		size := splitSizes(splits, len(frame))
 		var s ProduceRequestStream
 		got, serr := streamProduce(t, &s, frame, int(cut), j, size)
 		switch {
@@ -289,25 +243,9 @@ func TestProduceRequestStreamNoAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		var s ProduceRequestStream
-		run := func() {
-			if err := s.Begin(&h, frame[:1024], len(frame), 1, fuzzClientOut, j); err != nil {
-				t.Fatal(err)
-			}
-			pos := 0
-			for end := 0; !s.Done(); {
-				end = min(end+16<<10, len(frame))
-				n, err := s.Feed(frame[pos:end])
-				if err != nil {
-					t.Fatal(err)
-				}
-				pos += n
-				s.Slices()
-			}
-		}
-		run()
-		if a := testing.AllocsPerRun(20, run); a != 0 {
-			t.Fatalf("v%d: %v allocations per request", v, a)
-		}
+		streamNoAllocs(t, fmt.Sprintf("request v%d", v), &s, frame, func() error {
+			return s.Begin(&h, frame[:1024], len(frame), 1, fuzzClientOut, j)
+		})
 	}
 }
 
@@ -352,15 +290,7 @@ func BenchmarkProduceRequestStream(b *testing.B) {
 				if err := s.Begin(&h, frame[:1024], len(frame), 1, fuzzClientOut, j); err != nil {
 					b.Fatal(err)
 				}
-				for pos, end := 0, 0; !s.Done(); {
-					end = min(end+read, len(frame))
-					n, err := s.Feed(frame[pos:end])
-					if err != nil {
-						b.Fatal(err)
-					}
-					pos += n
-					s.Slices()
-				}
+				feedInPlace(b, &s, frame, read)
 			}
 		})
 	}

@@ -70,17 +70,7 @@ func BenchmarkProduceRewrite(b *testing.B) {
 
 func BenchmarkFetchResponseRewrite(b *testing.B) {
 	const size = 1 << 20
-	resp := kmsg.NewPtrFetchResponse()
-	resp.Version = 11
-	rt := kmsg.NewFetchResponseTopic()
-	rt.Topic = "acme.orders"
-	rp := kmsg.NewFetchResponseTopicPartition()
-	rp.HighWatermark, rp.LastStableOffset = 100, 100
-	rp.PreferredReadReplica = -1
-	rp.RecordBatches = bytes.Repeat([]byte{1}, size)
-	rt.Partitions = append(rt.Partitions, rp)
-	resp.Topics = append(resp.Topics, rt)
-	body := resp.AppendTo(nil)
+	body := oneMiBFetchBody()
 	j := mapJudge{}
 	var w Rewriter
 	b.Run("records=1MiB", func(b *testing.B) {
@@ -109,13 +99,7 @@ func BenchmarkParseRequestHeader(b *testing.B) {
 // BenchmarkProduceResponseRewrite: the broker's answer to one Produce (one
 // topic, one partition), mapped back without kmsg or reflection.
 func BenchmarkProduceResponseRewrite(b *testing.B) {
-	resp := kmsg.NewPtrProduceResponse()
-	resp.Version = 9
-	tp := kmsg.NewProduceResponseTopic()
-	tp.Topic = "acme.orders"
-	tp.Partitions = append(tp.Partitions, kmsg.NewProduceResponseTopicPartition())
-	resp.Topics = append(resp.Topics, tp)
-	body := resp.AppendTo(nil)
+	body := oneProduceAnswerBody()
 	var w Rewriter
 	j := mapJudge{}
 	b.ReportAllocs()

@@ -128,14 +128,7 @@ func TestOnlySASLBeforeAuth(t *testing.T) {
 func TestUnsupportedMechanism(t *testing.T) {
 	env := newTestEnv(t, "")
 	for _, mech := range []string{"SCRAM-SHA-256", "GSSAPI", "OAUTHBEARER"} {
-		r := dialPlain(t, env.boot)
-		hs := kmsg.NewPtrSASLHandshakeRequest()
-		hs.Version = 1
-		hs.Mechanism = mech
-		r.send(hs)
-		var resp kmsg.SASLHandshakeResponse
-		resp.Version = 1
-		r.recv(&resp)
+		resp := dialPlain(t, env.boot).handshake(mech)
 		if resp.ErrorCode != kerr.UnsupportedSaslMechanism.Code || len(resp.SupportedMechanisms) != 1 || resp.SupportedMechanisms[0] != "PLAIN" {
 			t.Fatalf("%s: error %d, mechanisms %v", mech, resp.ErrorCode, resp.SupportedMechanisms)
 		}
@@ -321,21 +314,8 @@ func TestConnectionRatePerTenant(t *testing.T) {
 	refused := 0
 	for i := 0; i < 5; i++ {
 		c := dialPlain(t, env.boot)
-		hs := kmsg.NewPtrSASLHandshakeRequest()
-		hs.Version = 1
-		hs.Mechanism = "PLAIN"
-		c.send(hs)
-		var hsr kmsg.SASLHandshakeResponse
-		hsr.Version = 1
-		c.recv(&hsr)
-		au := kmsg.NewPtrSASLAuthenticateRequest()
-		au.Version = 1
-		au.SASLAuthBytes = []byte("\x00acme-app\x00" + env.keys["acme-app"])
-		c.send(au)
-		var aur kmsg.SASLAuthenticateResponse
-		aur.Version = 1
-		c.recv(&aur)
-		if aur.ErrorCode == kerr.SaslAuthenticationFailed.Code {
+		c.saslPlain("acme-app", env.keys["acme-app"])
+		if c.authAnswer().ErrorCode == kerr.SaslAuthenticationFailed.Code {
 			refused++
 		}
 	}

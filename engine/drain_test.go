@@ -47,33 +47,66 @@ func drainEnv(t *testing.T) (*testEnv, *kfake.Cluster) {
 	return env, k
 }
 
-// U4: a Produce in flight when the gateway stops (the broker takes 1.5 s to
-// answer it) is answered: the producer gets its acknowledgement, the
-// record is on the broker, and Stop returns once it is answered.
-func TestDrainAnswersProduceInFlight(t *testing.T) {
-	env, k := drainEnv(t)
-	prod := env.client("acme-orders-producer")
-	// A first record: the producer's id and its connections are set up.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+// produceHeld sends a first record through prod (its producer id and
+// connections set up), then has the broker hold the next Produce for hold,
+// sends value and waits until the broker has it. The held Produce's result
+// comes on the channel.
+func produceHeld(t *testing.T, ctx context.Context, k *kfake.Cluster, prod *kgo.Client, value string, hold time.Duration) <-chan error {
+	t.Helper()
 	must(t, prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("first")}).FirstErr())
-
 	entered := make(chan struct{}, 1)
 	k.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
 		k.DropControl()
 		entered <- struct{}{}
-		k.SleepControl(func() { time.Sleep(1500 * time.Millisecond) })
+		k.SleepControl(func() { time.Sleep(hold) })
 		return nil, nil, false
 	})
 	res := make(chan error, 1)
 	go func() {
-		res <- prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("in-flight")}).FirstErr()
+		res <- prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte(value)}).FirstErr()
 	}()
 	select {
 	case <-entered:
 	case <-time.After(15 * time.Second):
 		t.Fatal("the Produce never reached the broker")
 	}
+	return res
+}
+
+// onBroker reads acme's orders on the broker itself until every value of
+// want is seen (or ctx ends), then for settle more, and returns the values
+// seen.
+func onBroker(ctx context.Context, env *testEnv, settle time.Duration, want ...string) map[string]bool {
+	direct := env.directClient(kgo.ConsumeTopics(env.phys("acme", "orders")), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]bool{}
+	all := func() bool {
+		for _, w := range want {
+			if !seen[w] {
+				return false
+			}
+		}
+		return true
+	}
+	for !all() && ctx.Err() == nil {
+		direct.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	if settle > 0 {
+		sctx, cancel := context.WithTimeout(context.Background(), settle)
+		direct.PollFetches(sctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+		cancel()
+	}
+	return seen
+}
+
+// U4: a Produce in flight when the gateway stops (the broker takes 1.5 s to
+// answer it) is answered: the producer gets its acknowledgement, the
+// record is on the broker, and Stop returns once it is answered.
+func TestDrainAnswersProduceInFlight(t *testing.T) {
+	env, k := drainEnv(t)
+	prod := env.client("acme-orders-producer")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res := produceHeld(t, ctx, k, prod, "in-flight", 1500*time.Millisecond)
 	took := stopWithin(t, env, 20*time.Second)
 	select {
 	case err := <-res:
@@ -88,14 +121,8 @@ func TestDrainAnswersProduceInFlight(t *testing.T) {
 	}
 	env.waitLog(5*time.Second, "flexway drained")
 
-	direct := env.directClient(kgo.ConsumeTopics(env.phys("acme", "orders")), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	want := map[string]bool{"first": true, "in-flight": true}
-	for len(want) > 0 && ctx.Err() == nil {
-		fs := direct.PollFetches(ctx)
-		fs.EachRecord(func(r *kgo.Record) { delete(want, string(r.Value)) })
-	}
-	if len(want) > 0 {
-		t.Fatalf("records acknowledged but not on the broker: %v", want)
+	if seen := onBroker(ctx, env, 0, "first", "in-flight"); !seen["first"] || !seen["in-flight"] {
+		t.Fatalf("records acknowledged but not all on the broker: %v, want first and in-flight", seen)
 	}
 }
 
@@ -140,20 +167,7 @@ func TestDrainBoundedByTimeout(t *testing.T) {
 	prod := env.client("acme-orders-producer")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	must(t, prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("first")}).FirstErr())
-	entered := make(chan struct{}, 1)
-	k.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		k.DropControl()
-		entered <- struct{}{}
-		k.SleepControl(func() { time.Sleep(8 * time.Second) })
-		return nil, nil, false
-	})
-	go prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("late")})
-	select {
-	case <-entered:
-	case <-time.After(15 * time.Second):
-		t.Fatal("the Produce never reached the broker")
-	}
+	produceHeld(t, ctx, k, prod, "late", 8*time.Second)
 	took := stopWithin(t, env, time.Second)
 	if took > 6*time.Second {
 		t.Fatalf("Stop took %v past its 1 s bound", took)
@@ -170,24 +184,7 @@ func TestDrainTakesNoNewRequest(t *testing.T) {
 	prod := env.client("acme-orders-producer", kgo.RecordRetries(0), kgo.RecordDeliveryTimeout(5*time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	must(t, prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("first")}).FirstErr())
-
-	entered := make(chan struct{}, 1)
-	k.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		k.DropControl()
-		entered <- struct{}{}
-		k.SleepControl(func() { time.Sleep(2 * time.Second) })
-		return nil, nil, false
-	})
-	res := make(chan error, 1)
-	go func() {
-		res <- prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("in-flight")}).FirstErr()
-	}()
-	select {
-	case <-entered:
-	case <-time.After(15 * time.Second):
-		t.Fatal("the Produce never reached the broker")
-	}
+	res := produceHeld(t, ctx, k, prod, "in-flight", 2*time.Second)
 	stopped := make(chan time.Duration, 1)
 	go func() { stopped <- stopWithin(t, env, 20*time.Second) }()
 	// Wait until every connection is marked by the drain.
@@ -221,14 +218,7 @@ func TestDrainTakesNoNewRequest(t *testing.T) {
 		t.Fatal("the record sent after the drain began is neither acknowledged nor failed")
 	}
 
-	direct := env.directClient(kgo.ConsumeTopics(env.phys("acme", "orders")), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	seen := map[string]bool{}
-	for !(seen["first"] && seen["in-flight"]) && ctx.Err() == nil {
-		direct.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
-	}
-	pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
-	direct.PollFetches(pctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
-	pcancel()
+	seen := onBroker(ctx, env, time.Second, "first", "in-flight")
 	if !seen["first"] || !seen["in-flight"] || seen["after"] {
 		t.Fatalf("on the broker: %v; want first and in-flight, not after", seen)
 	}

@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/internal/testkit"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -58,15 +54,7 @@ operations:
 components:
   securitySchemes:
     apiKey: { type: plain }
-    ordersWrite:
-      type: oauth2
-      flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:write": Produce orders } } }
-      scopes: ["orders:write"]
-    ordersRead:
-      type: oauth2
-      flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:read": Read orders } } }
-      scopes: ["orders:read"]
-`
+` + oauthSchemes
 
 // adminMaxPartitions is the env's max_topic_partitions.
 const adminMaxPartitions = 4
@@ -80,64 +68,15 @@ func newAdminEnv(t *testing.T) *oauthEnv {
 	key := testkit.NewSigningKey(t, "gw-1", jose.RS256)
 	ti.Publish(key)
 
-	dir := t.TempDir()
-	base := freeRange(t, 5)
-	env := &testEnv{t: t, dir: dir, keys: map[string]string{}, logs: &syncBuf{ch: make(chan string, 4096)}}
-	upstream := "    embedded: { brokers: 3, partitions: 2, seed_topics: false }\n"
-	firstNode := int32(0)
-	if kafkaAddr, real := realKafka(); real {
-		env.real = true
-		env.prefix = "t" + randomHex(t, 5) + "."
-		env.direct = []string{kafkaAddr}
-		upstream = realUpstream(t, dir, kafkaAddr)
-		firstNode = realKafkaNodeID
-		env.createTopics()
-	}
-	var store strings.Builder
-	store.WriteString("keys:\n")
-	for _, k := range []struct{ id, tenant, ops string }{
-		{"acme-admin-key", "acme", "produceOrders, consumeOrders, consumeEvents"},
-		{"globex-app", "globex", "produceOrders, consumeOrders"},
-	} {
-		secret := "admin-env-key-" + k.id
-		env.keys[k.id] = secret
-		h := configs.HashKey(secret)
-		fmt.Fprintf(&store, "  - id: %s\n    hash: \"sha256:%x\"\n    tenant: %s\n    operations: [%s]\n", k.id, h[:], k.tenant, k.ops)
-	}
-	writeFile(t, dir, "issuer-ca.crt", mustRead(t, ti.CAFile))
-	cfg := fmt.Sprintf(`version: 1
-contracts:
-  asyncapi: ./asyncapi.yaml
-upstreams:
-  events:
-    protocol: kafka
-%sauth:
-  issuers:
-    - name: test
-      discovery: %s
-      audience: kafka
-      tenant_claim: org
-      ca_file: ./issuer-ca.crt
-  api_keys:
-    store: "file:./api-keys.yaml"
-listeners:
-  kafka:
-    max_topic_partitions: %d
-    plaintext:
-      mesh_only: true
-      bind_host: 127.0.0.1
-      advertised_host: 127.0.0.1
-      clusters:
-        shop: { ports: { from: %d, to: %d }, first_node_id: %d }
-`, upstream, ti.Discovery(), adminMaxPartitions, base, base+3, firstNode)
-	contract := strings.ReplaceAll(adminContract, `address: "{tenant}.`, `address: "`+env.prefix+`{tenant}.`)
-	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(contract), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store.String()), 0o600))
-	snap, err := configs.Load(filepath.Join(dir, "flexway.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := testkit.FreePorts(t, 5)
+	env, upstream, firstNode := upstreamEnv(t, "    embedded: { brokers: 3, partitions: 2, seed_topics: false }\n", true)
+	store := env.keyStore([]testKey{
+		{id: "acme-admin-key", tenant: "acme", ops: "produceOrders, consumeOrders, consumeEvents"},
+		{id: "globex-app", tenant: "globex", ops: "produceOrders, consumeOrders"},
+	}, func(_ int, id string) string { return "admin-env-key-" + id })
+	writeFile(t, env.dir, "issuer-ca.crt", mustRead(t, ti.CAFile))
+	cfg := shopConfig(upstream, issuerAuth(ti), fmt.Sprintf("    max_topic_partitions: %d\n", adminMaxPartitions), base, base+3, firstNode)
+	snap := env.load(cfg, adminContract, store)
 	if op := snap.Operations["consumeOrders"]; op == nil || op.AdminScope != "orders:admin" {
 		t.Fatalf("consumeOrders: %+v", op)
 	}

@@ -73,14 +73,7 @@ func TestPlainUnsupportedWithoutPlainAlternative(t *testing.T) {
 		return strings.ReplaceAll(c, `security: [ { $ref: "#/components/securitySchemes/apiKey" } ]`,
 			`security: [ { $ref: "#/components/securitySchemes/ordersRead" } ]`)
 	}, 1)
-	r := dialPlain(t, oe.boot)
-	hs := kmsg.NewPtrSASLHandshakeRequest()
-	hs.Version = 1
-	hs.Mechanism = "PLAIN"
-	r.send(hs)
-	var resp kmsg.SASLHandshakeResponse
-	resp.Version = 1
-	r.recv(&resp)
+	resp := dialPlain(t, oe.boot).handshake("PLAIN")
 	if resp.ErrorCode != kerr.UnsupportedSaslMechanism.Code || len(resp.SupportedMechanisms) != 1 || resp.SupportedMechanisms[0] != "OAUTHBEARER" {
 		t.Fatalf("PLAIN without a plain alternative: error %d, mechanisms %v; want UNSUPPORTED_SASL_MECHANISM offering OAUTHBEARER", resp.ErrorCode, resp.SupportedMechanisms)
 	}

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/internal/testkit"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -41,78 +39,21 @@ func newOAuthEnvWith(t *testing.T, edit func(contract string) string, nkeys int)
 	key := testkit.NewSigningKey(t, "gw-1", jose.RS256)
 	ti.Publish(key)
 
-	dir := t.TempDir()
-	base := freeRange(t, 5)
-	env := &testEnv{t: t, dir: dir, keys: map[string]string{}, logs: &syncBuf{ch: make(chan string, 4096)}}
-	upstream := "    embedded: { brokers: 3, partitions: 2 }\n"
-	firstNode := int32(0)
-	if kafkaAddr, real := realKafka(); real {
-		env.real = true
-		env.prefix = "t" + randomHex(t, 5) + "."
-		env.direct = []string{kafkaAddr}
-		upstream = realUpstream(t, dir, kafkaAddr)
-		firstNode = realKafkaNodeID
-		env.createTopics()
-	}
+	base := testkit.FreePorts(t, 5)
+	env, upstream, firstNode := upstreamEnv(t, "    embedded: { brokers: 3, partitions: 2 }\n", true)
 	// The key store names tenant acme (the embedded upstream seeds its topics).
-	var store strings.Builder
-	store.WriteString("keys:\n")
-	for i, k := range testKeys[:nkeys] {
-		key := fmt.Sprintf("oauth-env-key-%d-%s", i, k.id)
-		env.keys[k.id] = key
-		h := configs.HashKey(key)
-		fmt.Fprintf(&store, "  - id: %s\n    hash: \"sha256:%x\"\n    tenant: %s\n    operations: [%s]\n", k.id, h[:], k.tenant, k.ops)
-	}
-	writeFile(t, dir, "issuer-ca.crt", mustRead(t, ti.CAFile))
-	cfg := fmt.Sprintf(`version: 1
-contracts:
-  asyncapi: ./asyncapi.yaml
-upstreams:
-  events:
-    protocol: kafka
-%sauth:
-  issuers:
-    - name: test
-      discovery: %s
-      audience: kafka
-      tenant_claim: org
-      ca_file: ./issuer-ca.crt
-  api_keys:
-    store: "file:./api-keys.yaml"
-listeners:
-  kafka:
-    max_connections_per_ip: 0
-    plaintext:
-      mesh_only: true
-      bind_host: 127.0.0.1
-      advertised_host: 127.0.0.1
-      clusters:
-        shop: { ports: { from: %d, to: %d }, first_node_id: %d }
-`, upstream, ti.Discovery(), base, base+3, firstNode)
-	contract := strings.ReplaceAll(testContract, `address: "{tenant}.`, `address: "`+env.prefix+`{tenant}.`)
+	store := env.keyStore(testKeys[:nkeys], func(i int, id string) string { return fmt.Sprintf("oauth-env-key-%d-%s", i, id) })
+	writeFile(t, env.dir, "issuer-ca.crt", mustRead(t, ti.CAFile))
+	cfg := shopConfig(upstream, issuerAuth(ti), "    max_connections_per_ip: 0\n", base, base+3, firstNode)
+	contract := testContract
 	alt := `security: [ { $ref: "#/components/securitySchemes/apiKey" } ]`
 	contract = strings.Replace(contract, alt, `security: [ { $ref: "#/components/securitySchemes/apiKey" }, { $ref: "#/components/securitySchemes/ordersWrite" } ]`, 1) // produceOrders
 	contract = strings.Replace(contract, alt, `security: [ { $ref: "#/components/securitySchemes/apiKey" }, { $ref: "#/components/securitySchemes/ordersRead" } ]`, 1)  // consumeOrders
-	contract = strings.Replace(contract, "    apiKey: { type: plain }\n", `    apiKey: { type: plain }
-    ordersWrite:
-      type: oauth2
-      flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:write": Produce orders } } }
-      scopes: ["orders:write"]
-    ordersRead:
-      type: oauth2
-      flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:read": Read orders } } }
-      scopes: ["orders:read"]
-`, 1)
+	contract = strings.Replace(contract, "    apiKey: { type: plain }\n", "    apiKey: { type: plain }\n"+oauthSchemes, 1)
 	if edit != nil {
 		contract = edit(contract)
 	}
-	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(contract), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store.String()), 0o600))
-	snap, err := configs.Load(filepath.Join(dir, "flexway.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := env.load(cfg, contract, store)
 	if !snap.Clusters["shop"].OAuth {
 		t.Fatal("the contract admits no token")
 	}
@@ -122,6 +63,31 @@ listeners:
 		env.direct = e.EmbeddedBrokers()["events"]
 	}
 	return &oauthEnv{testEnv: env, issuer: ti, key: key}
+}
+
+// oauthSchemes is the contract's security schemes (under
+// components.securitySchemes) of tokens carrying orders:write and
+// orders:read.
+const oauthSchemes = `    ordersWrite:
+      type: oauth2
+      flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:write": Produce orders } } }
+      scopes: ["orders:write"]
+    ordersRead:
+      type: oauth2
+      flows: { clientCredentials: { tokenUrl: "https://login.example.net/token", availableScopes: { "orders:read": Read orders } } }
+      scopes: ["orders:read"]
+`
+
+// issuerAuth is the lines under auth that trust the test issuer ti
+// (discovery, audience kafka, the tenant in claim org).
+func issuerAuth(ti *testkit.Issuer) string {
+	return fmt.Sprintf(`  issuers:
+    - name: test
+      discovery: %s
+      audience: kafka
+      tenant_claim: org
+      ca_file: ./issuer-ca.crt
+`, ti.Discovery())
 }
 
 func mustRead(t *testing.T, name string) []byte {

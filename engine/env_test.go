@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	mrand "math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -179,41 +178,21 @@ components:
     apiKey: { type: plain }
 `
 
-// testKeys: id -> tenant, operations.
-var testKeys = []struct {
+// testKey is a key of a test's store: its id, tenant and operations, and
+// whether it expired.
+type testKey struct {
 	id, tenant, ops string
 	expired         bool
-}{
+}
+
+// testKeys: id -> tenant, operations.
+var testKeys = []testKey{
 	{"acme-app", "acme", "produceOrders, consumeOrders, consumePayments", false},
 	{"acme-orders-reader", "acme", "consumeOrders", false},
 	{"acme-orders-producer", "acme", "produceOrders", false},
 	{"globex-app", "globex", "produceOrders, consumeOrders", false},
 	{"acme-old", "acme", "produceOrders", true},
 	{"bad-tenant", "acme_corp", "produceOrders", false},
-}
-
-// freeRange finds n consecutive free ports on loopback.
-func freeRange(t *testing.T, n int) int {
-	// Below the kernel's ephemeral range (32768 and up): ports there can be
-	// taken at any moment by outgoing connections, or held in TIME_WAIT by
-	// a busy load test on the same machine.
-	for try := 0; try < 200; try++ {
-		base := 20000 + mrand.IntN(12000-n)
-		ok := true
-		for i := 0; i < n && ok; i++ {
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			l.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no free port range")
-	return 0
 }
 
 type syncBuf struct {
@@ -256,47 +235,90 @@ func newTestEnvWith(t *testing.T, ec envConfig, opt ...Option) *testEnv {
 		ec.nports = 4
 	}
 	nports := ec.nports
-	dir := t.TempDir()
-	base := freeRange(t, nports+1)
-	env := &testEnv{t: t, dir: dir, keys: map[string]string{}, logs: &syncBuf{ch: make(chan string, 4096)}}
-	kafkaAddr, real := realKafka()
-	real = real && ec.upstream == ""
+	base := testkit.FreePorts(t, nports+1)
 	upstream := "    embedded: { brokers: 3, partitions: 2 }\n"
 	if ec.upstream != "" {
 		upstream = ec.upstream
 	}
-	firstNode := int32(0)
-	if real {
-		env.real = true
-		env.prefix = "t" + randomHex(t, 5) + "."
-		env.direct = []string{kafkaAddr}
-		upstream = realUpstream(t, dir, kafkaAddr)
-		firstNode = realKafkaNodeID
-		env.createTopics()
-	}
+	env, upstream, firstNode := upstreamEnv(t, upstream, ec.upstream == "")
 	if ec.firstNodeID != nil {
 		firstNode = *ec.firstNodeID
 	}
 	env.base, env.first, env.nports = base, firstNode, nports
+	store := env.keyStore(testKeys, hexSecrets("test-key"))
+	cfg := shopConfig(upstream, "", loopbackBounds(ec.listenerExtra), base, base+nports-1, firstNode) + ec.extra
+	e := env.start(env.load(cfg, testContract, store), opt...)
+	env.boot = fmt.Sprintf("127.0.0.1:%d", base)
+	if !env.real {
+		env.direct = e.EmbeddedBrokers()["events"]
+	}
+	return env
+}
+
+// bareEnv is a testEnv with a directory of its own, no key yet, its log
+// lines kept.
+func bareEnv(t *testing.T) *testEnv {
+	return &testEnv{t: t, dir: t.TempDir(), keys: map[string]string{}, logs: &syncBuf{ch: make(chan string, 4096)}}
+}
+
+// upstreamEnv is a bareEnv and the lines of its upstream under
+// upstreams.events after protocol (4 spaces of indent), with the
+// upstream's first node id: upstream as given (node 0), unless real is
+// set and the tests run against a real broker: then that broker, the env's
+// channels under a prefix of its own, their topics created.
+func upstreamEnv(t *testing.T, upstream string, real bool) (env *testEnv, lines string, firstNode int32) {
+	t.Helper()
+	env = bareEnv(t)
+	kafkaAddr, isReal := realKafka()
+	if !real || !isReal {
+		return env, upstream, 0
+	}
+	env.real = true
+	env.prefix = "t" + randomHex(t, 5) + "."
+	env.direct = []string{kafkaAddr}
+	lines = realUpstream(t, env.dir, kafkaAddr)
+	env.createTopics()
+	return env, lines, realKafkaNodeID
+}
+
+// keyStore is the api-keys.yaml of keys; each key's secret, made by
+// secret(i, id), is kept in env.keys.
+func (env *testEnv) keyStore(keys []testKey, secret func(i int, id string) string) string {
 	var store strings.Builder
 	store.WriteString("keys:\n")
-	for i, k := range testKeys {
-		key := hex.EncodeToString([]byte(fmt.Sprintf("test-key-%d-%s", i, k.id)))
+	for i, k := range keys {
+		key := secret(i, k.id)
 		env.keys[k.id] = key
 		h := configs.HashKey(key)
-		fmt.Fprintf(&store, "  - id: %s\n    hash: \"sha256:%s\"\n    tenant: %s\n    operations: [%s]\n", k.id, hex.EncodeToString(h[:]), k.tenant, k.ops)
+		fmt.Fprintf(&store, "  - id: %s\n    hash: \"sha256:%x\"\n    tenant: %s\n    operations: [%s]\n", k.id, h[:], k.tenant, k.ops)
 		if k.expired {
 			store.WriteString("    expires_at: 2020-01-01T00:00:00Z\n")
 		}
 	}
-	cfg := fmt.Sprintf(`version: 1
+	return store.String()
+}
+
+// hexSecrets makes the secrets "<prefix>-<i>-<id>", hex-encoded.
+func hexSecrets(prefix string) func(i int, id string) string {
+	return func(i int, id string) string {
+		return hex.EncodeToString([]byte(fmt.Sprintf("%s-%d-%s", prefix, i, id)))
+	}
+}
+
+// shopConfig is a flexway.yaml serving cluster shop of the contract
+// ./asyncapi.yaml on upstream events (upstream: its lines after protocol),
+// the keys of ./api-keys.yaml, authExtra lines under auth before api_keys,
+// listenerExtra lines under listeners.kafka, and the plaintext fallback
+// ports from..to on loopback, from node firstNode.
+func shopConfig(upstream, authExtra, listenerExtra string, from, to int, firstNode int32) string {
+	return fmt.Sprintf(`version: 1
 contracts:
   asyncapi: ./asyncapi.yaml
 upstreams:
   events:
     protocol: kafka
 %sauth:
-  api_keys:
+%s  api_keys:
     store: "file:./api-keys.yaml"
 listeners:
   kafka:
@@ -306,21 +328,24 @@ listeners:
       advertised_host: 127.0.0.1
       clusters:
         shop: { ports: { from: %d, to: %d }, first_node_id: %d }
-%s`, upstream, loopbackBounds(ec.listenerExtra), base, base+nports-1, firstNode, ec.extra)
-	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
-	contract := strings.ReplaceAll(testContract, `address: "{tenant}.`, `address: "`+env.prefix+`{tenant}.`)
-	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(contract), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store.String()), 0o600))
-	snap, err := configs.Load(filepath.Join(dir, "flexway.yaml"))
+`, upstream, authExtra, listenerExtra, from, to, firstNode)
+}
+
+// load writes flexway.yaml (cfg), asyncapi.yaml (contract, its channels'
+// addresses under env.prefix) and api-keys.yaml (store) into env.dir, and
+// loads them.
+func (env *testEnv) load(cfg, contract, store string) *configs.Snapshot {
+	t := env.t
+	t.Helper()
+	contract = strings.ReplaceAll(contract, `address: "{tenant}.`, `address: "`+env.prefix+`{tenant}.`)
+	must(t, os.WriteFile(filepath.Join(env.dir, "flexway.yaml"), []byte(cfg), 0o600))
+	must(t, os.WriteFile(filepath.Join(env.dir, "asyncapi.yaml"), []byte(contract), 0o600))
+	must(t, os.WriteFile(filepath.Join(env.dir, "api-keys.yaml"), []byte(store), 0o600))
+	snap, err := configs.Load(filepath.Join(env.dir, "flexway.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := env.start(snap, opt...)
-	env.boot = fmt.Sprintf("127.0.0.1:%d", base)
-	if !real {
-		env.direct = e.EmbeddedBrokers()["events"]
-	}
-	return env
+	return snap
 }
 
 // start boots the gateway of snap for the test (stopped at its end), its

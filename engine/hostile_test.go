@@ -308,6 +308,21 @@ func acmeMetadata(req kmsg.Request) bool {
 	return false
 }
 
+// everyVersionAnswer is a test broker's ApiVersions answer (version v):
+// every key kmsg knows, up to its highest version.
+func everyVersionAnswer(v int16) *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = v
+	for k := int16(0); k <= codec.MaxKey; k++ {
+		if r := kmsg.RequestForKey(k); r != nil {
+			kv := kmsg.NewApiVersionsResponseApiKey()
+			kv.ApiKey, kv.MaxVersion = k, r.MaxVersion()
+			resp.ApiKeys = append(resp.ApiKeys, kv)
+		}
+	}
+	return resp
+}
+
 // metadataAnswer is a plausible Metadata answer to req: one broker (node
 // 0 at host:port), each topic asked with partitions 0..n-1 led by it.
 func metadataAnswer(req *kmsg.MetadataRequest, host string, port int32, n int) *kmsg.MetadataResponse {
@@ -435,16 +450,7 @@ func (f *fakeBroker) serve(c net.Conn) {
 		}
 		switch h.Key {
 		case int16(kmsg.ApiVersions):
-			resp := kmsg.NewPtrApiVersionsResponse()
-			resp.Version = h.Version
-			for k := int16(0); k <= codec.MaxKey; k++ {
-				if r := kmsg.RequestForKey(k); r != nil {
-					kv := kmsg.NewApiVersionsResponseApiKey()
-					kv.ApiKey, kv.MaxVersion = k, r.MaxVersion()
-					resp.ApiKeys = append(resp.ApiKeys, kv)
-				}
-			}
-			f.answer(c, h.Correlation, resp)
+			f.answer(c, h.Correlation, everyVersionAnswer(h.Version))
 		case int16(kmsg.Metadata):
 			req := f.metadata(h, body)
 			if req == nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -77,7 +78,7 @@ func TestListenerCombinations(t *testing.T) {
 		roundTrip(t, func(o ...kgo.Opt) *kgo.Client { return te.saslClient("acme-app", tls.VersionTLS13, o...) }, "tls", "broker-")
 	})
 	t.Run("both", func(t *testing.T) {
-		base := freeRange(t, 4)
+		base := testkit.FreePorts(t, 4)
 		te := newTLSEnv(t, fmt.Sprintf(`    plaintext:
       mesh_only: true
       bind_host: 127.0.0.1

@@ -87,7 +87,8 @@ func TestSeedLogLines(t *testing.T) {
 	}, logger, WithCounters(store))
 	sameAddr := kfakeCluster(t, "physical-1", "acme.orders", "b.acme.ledger")
 	_, samePort, _ := net.SplitHostPort(sameAddr)
-	_, bank, sameKey, _ := twoUpstreams(t, "127.0.0.1:"+samePort, "localhost:"+samePort, logger)
+	sameEnv, _, bank := twoUpstreams(t, "127.0.0.1:"+samePort, "localhost:"+samePort, logger)
+	sameKey := sameEnv.keys["acme-app"]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

@@ -253,16 +253,7 @@ func TestMetricsSeedPromQL(t *testing.T) {
 	}
 	cancel()
 	bad := dialPlain(t, env.boot)
-	hs := kmsg.NewPtrSASLHandshakeRequest()
-	hs.Version, hs.Mechanism = 1, "PLAIN"
-	bad.send(hs)
-	hsr := kmsg.NewPtrSASLHandshakeResponse()
-	hsr.Version = 1
-	bad.recv(hsr)
-	au := kmsg.NewPtrSASLAuthenticateRequest()
-	au.Version = 1
-	au.SASLAuthBytes = []byte("\x00acme-app\x00not-the-key")
-	bad.send(au)
+	bad.saslPlain("acme-app", "not-the-key")
 	bad.expectClosed(5 * time.Second)
 
 	// A connection closed at auth_timeout (1s).
@@ -284,10 +275,7 @@ func TestMetricsSeedPromQL(t *testing.T) {
 	}
 	dialRaw(t, env.boot, "globex-app", env.keys["globex-app"])
 	second := dialPlain(t, env.boot)
-	second.send(hs)
-	second.recv(hsr)
-	au.SASLAuthBytes = []byte("\x00globex-app\x00" + env.keys["globex-app"])
-	second.send(au)
+	second.saslPlain("globex-app", env.keys["globex-app"])
 	second.expectClosed(5 * time.Second)
 
 	var samples []sample

@@ -289,16 +289,7 @@ func TestMetricsTenantCapAndHostileNames(t *testing.T) {
 	}
 	// An authentication refused under a hostile user.
 	bad := dialPlain(t, env.boot)
-	hs := kmsg.NewPtrSASLHandshakeRequest()
-	hs.Version, hs.Mechanism = 1, "PLAIN"
-	bad.send(hs)
-	hsr := kmsg.NewPtrSASLHandshakeResponse()
-	hsr.Version = 1
-	bad.recv(hsr)
-	au := kmsg.NewPtrSASLAuthenticateRequest()
-	au.Version = 1
-	au.SASLAuthBytes = []byte("\x00hostile\"user\x00" + keys[0])
-	bad.send(au)
+	bad.saslPlain("hostile\"user", keys[0])
 	bad.expectClosed(5 * time.Second)
 
 	var text string

@@ -126,27 +126,47 @@ func dialRaw(t *testing.T, addr, user, pass string) *rawConn {
 	// (net.Conn's finalizer) at any moment, and its bytes given back.
 	t.Cleanup(func() { _ = c.Close() })
 	r := &rawConn{t: t, c: c}
-	hs := kmsg.NewPtrSASLHandshakeRequest()
-	hs.Version = 1
-	hs.Mechanism = "PLAIN"
-	r.send(hs)
-	var hsr kmsg.SASLHandshakeResponse
-	hsr.Version = 1
-	r.recv(&hsr)
-	if hsr.ErrorCode != 0 {
+	if hsr := r.saslPlain(user, pass); hsr.ErrorCode != 0 {
 		t.Fatalf("handshake: %d", hsr.ErrorCode)
 	}
+	if aur := r.authAnswer(); aur.ErrorCode != 0 {
+		t.Fatalf("authenticate: %d", aur.ErrorCode)
+	}
+	return r
+}
+
+// handshake sends SaslHandshake v1 naming mech and returns its answer.
+func (r *rawConn) handshake(mech string) *kmsg.SASLHandshakeResponse {
+	r.t.Helper()
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, mech
+	r.send(hs)
+	resp := kmsg.NewPtrSASLHandshakeResponse()
+	resp.Version = 1
+	r.recv(resp)
+	return resp
+}
+
+// saslPlain sends SaslHandshake v1 (PLAIN), reads its answer (returned),
+// then sends SaslAuthenticate v1 with user and pass: the caller reads its
+// answer (authAnswer) or waits for the close.
+func (r *rawConn) saslPlain(user, pass string) *kmsg.SASLHandshakeResponse {
+	r.t.Helper()
+	hs := r.handshake("PLAIN")
 	au := kmsg.NewPtrSASLAuthenticateRequest()
 	au.Version = 1
 	au.SASLAuthBytes = []byte("\x00" + user + "\x00" + pass)
 	r.send(au)
-	var aur kmsg.SASLAuthenticateResponse
-	aur.Version = 1
-	r.recv(&aur)
-	if aur.ErrorCode != 0 {
-		t.Fatalf("authenticate: %d", aur.ErrorCode)
-	}
-	return r
+	return hs
+}
+
+// authAnswer reads a SaslAuthenticate v1 answer.
+func (r *rawConn) authAnswer() *kmsg.SASLAuthenticateResponse {
+	r.t.Helper()
+	resp := kmsg.NewPtrSASLAuthenticateResponse()
+	resp.Version = 1
+	r.recv(resp)
+	return resp
 }
 
 func (r *rawConn) send(req kmsg.Request) {

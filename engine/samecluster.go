@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sort"
 
@@ -85,6 +86,29 @@ func samePrefixes(a, b map[string]bool) bool {
 		}
 	}
 	return true
+}
+
+// RefusedClusters returns the virtual clusters whose connections are
+// refused (U3), each with why: the seed's line, then the refused upstream,
+// the cluster id and the earlier upstream that reaches it. The start
+// banner names them instead of a bootstrap nobody can use.
+func (e *Engine) RefusedClusters() map[string]string {
+	out := map[string]string{}
+	if len(e.sameCluster) == 0 {
+		return out
+	}
+	for name, cl := range e.Snapshot().Clusters {
+		other, ok := e.sameCluster[cl.Upstream]
+		if !ok {
+			continue
+		}
+		id := ""
+		if u := e.upstreams[cl.Upstream]; u != nil {
+			id = u.ClusterID()
+		}
+		out[name] = fmt.Sprintf("%s (upstream %s reaches cluster id %s, as upstream %s does)", msgSameCluster, cl.Upstream, id, other)
+	}
+	return out
 }
 
 // refusedCluster reports whether connections to cluster are refused (U3),

@@ -3,95 +3,45 @@ package engine
 import (
 	"context"
 	"crypto/tls"
-	"encoding/hex"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// twoUpstreamsContract: cluster shop on upstream a (no prefix), cluster
-// bank on upstream b (prefix "b.").
-const twoUpstreamsContract = `asyncapi: 3.0.0
-info: { title: Two upstreams, version: "1.0.0" }
-channels:
-  orders:
-    address: "{tenant}.orders"
-    parameters:
-      tenant: { x-flexway-bind: tenant }
-  ledger:
-    address: "b.{tenant}.ledger"
-    parameters:
-      tenant: { x-flexway-bind: tenant }
-operations:
-  produceOrders:
-    action: send
-    channel: { $ref: "#/channels/orders" }
-    x-flexway-upstream: a
-    x-flexway-kafka-proxy: { cluster: shop }
-    security: [ { $ref: "#/components/securitySchemes/apiKey" } ]
-  produceLedger:
-    action: send
-    channel: { $ref: "#/channels/ledger" }
-    x-flexway-upstream: b
-    x-flexway-kafka-proxy: { cluster: bank }
-    security: [ { $ref: "#/components/securitySchemes/apiKey" } ]
-components:
-  securitySchemes:
-    apiKey: { type: plain }
-`
+// startTwoUpstreams starts the env's gateway on the configuration of
+// testkit.WriteTwoUpstreams (upstreams a and b reach brokersA and
+// brokersB; listener: the lines under listeners.kafka, with no bound on
+// connections per address added); its key acme-app is kept in env.keys.
+func (env *testEnv) startTwoUpstreams(brokersA, brokersB, listener string, opt ...Option) {
+	t := env.t
+	t.Helper()
+	env.keys["acme-app"] = testkit.WriteTwoUpstreams(t, env.dir, brokersA, brokersB, loopbackBounds(listener))
+	snap, err := configs.Load(filepath.Join(env.dir, "flexway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.start(snap, opt...)
+}
 
 // twoUpstreams boots a gateway whose upstreams a and b reach brokersA and
 // brokersB (one broker each, node 0): cluster shop on a at base (bootstrap)
 // and base+1, cluster bank on b at base+2 and base+3; opt are given to the
 // engine after the test's own (a logger there replaces the one of logs).
-func twoUpstreams(t *testing.T, brokersA, brokersB string, opt ...Option) (shop, bank string, key string, logs *syncBuf) {
+// It returns the env and the bootstraps of shop and bank.
+func twoUpstreams(t *testing.T, brokersA, brokersB string, opt ...Option) (env *testEnv, shop, bank string) {
 	t.Helper()
-	dir := t.TempDir()
-	base := freeRange(t, 4)
-	key = hex.EncodeToString([]byte("same-cluster-test-key"))
-	h := configs.HashKey(key)
-	store := fmt.Sprintf("keys:\n  - id: acme-app\n    hash: \"sha256:%s\"\n    tenant: acme\n    operations: [produceOrders, produceLedger]\n", hex.EncodeToString(h[:]))
-	cfg := fmt.Sprintf(`version: 1
-contracts:
-  asyncapi: ./asyncapi.yaml
-upstreams:
-  a:
-    protocol: kafka
-    brokers: [%q]
-  b:
-    protocol: kafka
-    brokers: [%q]
-auth:
-  api_keys:
-    store: "file:./api-keys.yaml"
-listeners:
-  kafka:
-    max_connections_per_ip: 0
-    plaintext:
-      mesh_only: true
-      bind_host: 127.0.0.1
-      advertised_host: 127.0.0.1
-      clusters:
-        shop: { ports: { from: %d, to: %d }, first_node_id: 0 }
-        bank: { ports: { from: %d, to: %d }, first_node_id: 0 }
-`, brokersA, brokersB, base, base+1, base+2, base+3)
-	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(twoUpstreamsContract), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store), 0o600))
-	snap, err := configs.Load(filepath.Join(dir, "flexway.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &testEnv{t: t, logs: &syncBuf{ch: make(chan string, 4096)}}
-	env.start(snap, opt...)
-	return fmt.Sprintf("127.0.0.1:%d", base), fmt.Sprintf("127.0.0.1:%d", base+2), key, env.logs
+	base := testkit.FreePorts(t, 4)
+	env = bareEnv(t)
+	env.startTwoUpstreams(brokersA, brokersB, testkit.TwoUpstreamsPlaintext(base), opt...)
+	return env, fmt.Sprintf("127.0.0.1:%d", base), fmt.Sprintf("127.0.0.1:%d", base+2)
 }
 
 func kfakeCluster(t *testing.T, id string, topics ...string) string {
@@ -126,9 +76,13 @@ func produceThrough(t *testing.T, boot, key, topic string) error {
 func TestSameClusterTwoUpstreamsRefused(t *testing.T) {
 	addr := kfakeCluster(t, "physical-1", "acme.orders", "b.acme.ledger")
 	_, port, _ := net.SplitHostPort(addr)
-	shop, bank, key, logs := twoUpstreams(t, "127.0.0.1:"+port, "localhost:"+port)
-	env := &testEnv{t: t, logs: logs}
+	env, shop, bank := twoUpstreams(t, "127.0.0.1:"+port, "localhost:"+port)
+	key := env.keys["acme-app"]
 	env.waitLog(5*time.Second, "level=ERROR", msgSameCluster, "upstream=b", "same_as=a", "cluster_id=physical-1")
+	refused := env.e.RefusedClusters()
+	if len(refused) != 1 || !strings.Contains(refused["bank"], msgSameCluster) || !strings.Contains(refused["bank"], "upstream b") {
+		t.Fatalf("RefusedClusters (what the start banner says) = %q, want bank alone, refused by the seed's line", refused)
+	}
 
 	if err := produceThrough(t, shop, key, "orders"); err != nil {
 		t.Fatalf("cluster shop (upstream a, the first) refused: %v", err)
@@ -144,7 +98,11 @@ func TestSameClusterTwoUpstreamsRefused(t *testing.T) {
 func TestTwoClustersTwoUpstreamsServed(t *testing.T) {
 	a := kfakeCluster(t, "physical-1", "acme.orders")
 	b := kfakeCluster(t, "physical-2", "b.acme.ledger")
-	shop, bank, key, logs := twoUpstreams(t, a, b)
+	env, shop, bank := twoUpstreams(t, a, b)
+	key, logs := env.keys["acme-app"], env.logs
+	if refused := env.e.RefusedClusters(); len(refused) != 0 {
+		t.Fatalf("RefusedClusters = %q, want none", refused)
+	}
 	if err := produceThrough(t, shop, key, "orders"); err != nil {
 		t.Fatalf("cluster shop: %v", err)
 	}
@@ -170,39 +128,16 @@ func TestTwoClustersTwoUpstreamsServed(t *testing.T) {
 func TestSameClusterRefusedOnTLSPort(t *testing.T) {
 	addr := kfakeCluster(t, "physical-1", "acme.orders", "b.acme.ledger")
 	_, port, _ := net.SplitHostPort(addr)
-	dir := t.TempDir()
 	ca := newTestCA(t, "flexway test CA")
 	scert, skey := ca.issue(t, "gateway", []string{"*.shop." + sniDomain, "*.bank." + sniDomain}, false, time.Now().Add(24*time.Hour))
-	writeFile(t, dir, "tls.crt", scert)
-	writeFile(t, dir, "tls.key", skey)
-	key := hex.EncodeToString([]byte("same-cluster-tls-key"))
-	h := configs.HashKey(key)
-	store := fmt.Sprintf("keys:\n  - id: acme-app\n    hash: \"sha256:%s\"\n    tenant: acme\n    operations: [produceOrders, produceLedger]\n", hex.EncodeToString(h[:]))
-	cfg := fmt.Sprintf(`version: 1
-contracts:
-  asyncapi: ./asyncapi.yaml
-upstreams:
-  a: { protocol: kafka, brokers: ["127.0.0.1:%s"] }
-  b: { protocol: kafka, brokers: ["localhost:%s"] }
-auth:
-  api_keys:
-    store: "file:./api-keys.yaml"
-listeners:
-  kafka:
-    address: "127.0.0.1:0"
-    max_connections_per_ip: 0
+	env := bareEnv(t)
+	writeFile(t, env.dir, "tls.crt", scert)
+	writeFile(t, env.dir, "tls.key", skey)
+	env.startTwoUpstreams("127.0.0.1:"+port, "localhost:"+port, fmt.Sprintf(`    address: "127.0.0.1:0"
     tls: { cert_file: ./tls.crt, key_file: ./tls.key }
     sni_domain: %s
-`, port, port, sniDomain)
-	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(twoUpstreamsContract), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store), 0o600))
-	snap, err := configs.Load(filepath.Join(dir, "flexway.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &testEnv{t: t, logs: &syncBuf{ch: make(chan string, 4096)}}
-	e := env.start(snap)
+`, sniDomain))
+	e := env.e
 	handshake := func(cluster string) error {
 		raw, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", e.TLSPort()), 5*time.Second)
 		if err != nil {

@@ -51,21 +51,8 @@ func TestSessionEndWithoutReauth(t *testing.T) {
 func TestReauthAsAnotherPrincipal(t *testing.T) {
 	env := newTestEnv(t, "")
 	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
-	hs := kmsg.NewPtrSASLHandshakeRequest()
-	hs.Version = 1
-	hs.Mechanism = "PLAIN"
-	r.send(hs)
-	var hsr kmsg.SASLHandshakeResponse
-	hsr.Version = 1
-	r.recv(&hsr)
-	au := kmsg.NewPtrSASLAuthenticateRequest()
-	au.Version = 1
-	au.SASLAuthBytes = []byte("\x00acme-orders-reader\x00" + env.keys["acme-orders-reader"])
-	r.send(au)
-	var aur kmsg.SASLAuthenticateResponse
-	aur.Version = 1
-	r.recv(&aur)
-	if aur.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+	r.saslPlain("acme-orders-reader", env.keys["acme-orders-reader"])
+	if aur := r.authAnswer(); aur.ErrorCode != kerr.SaslAuthenticationFailed.Code {
 		t.Fatalf("re-authentication as another principal: error %d", aur.ErrorCode)
 	}
 	r.expectClosed(5 * time.Second)

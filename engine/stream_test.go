@@ -221,16 +221,7 @@ func (f *fetchBroker) serve(c net.Conn) {
 		body := frame[h.BodyOffset:]
 		switch h.Key {
 		case int16(kmsg.ApiVersions):
-			resp := kmsg.NewPtrApiVersionsResponse()
-			resp.Version = h.Version
-			for k := int16(0); k <= codec.MaxKey; k++ {
-				if r := kmsg.RequestForKey(k); r != nil {
-					kv := kmsg.NewApiVersionsResponseApiKey()
-					kv.ApiKey, kv.MaxVersion = k, r.MaxVersion()
-					resp.ApiKeys = append(resp.ApiKeys, kv)
-				}
-			}
-			f.write(c, respFrame(h.Correlation, resp))
+			f.write(c, respFrame(h.Correlation, everyVersionAnswer(h.Version)))
 		case int16(kmsg.Metadata):
 			req := kmsg.NewPtrMetadataRequest()
 			req.Version = h.Version

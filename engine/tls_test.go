@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -32,7 +31,8 @@ type tlsEnv struct {
 
 func newTLSEnv(t *testing.T, extra string, opt ...Option) *tlsEnv {
 	t.Helper()
-	dir := t.TempDir()
+	env := bareEnv(t)
+	dir := env.dir
 	ca := newTestCA(t, "flexway test CA")
 	other := newTestCA(t, "another CA")
 	scert, skey := ca.issue(t, "gateway", []string{"*.shop." + sniDomain}, false, time.Now().Add(24*time.Hour))
@@ -49,15 +49,7 @@ func newTLSEnv(t *testing.T, extra string, opt ...Option) *tlsEnv {
 	writeFile(t, dir, "tls.key", skey)
 	writeFile(t, dir, "ca.crt", ca.pem)
 
-	env := &testEnv{t: t, dir: dir, keys: map[string]string{}, logs: &syncBuf{ch: make(chan string, 4096)}}
-	var store strings.Builder
-	store.WriteString("keys:\n")
-	for i, k := range testKeys {
-		key := hex.EncodeToString([]byte(fmt.Sprintf("tls-key-%d-%s", i, k.id)))
-		env.keys[k.id] = key
-		h := configs.HashKey(key)
-		fmt.Fprintf(&store, "  - id: %s\n    hash: \"sha256:%s\"\n    tenant: %s\n    operations: [%s]\n", k.id, hex.EncodeToString(h[:]), k.tenant, k.ops)
-	}
+	store := env.keyStore(testKeys, hexSecrets("tls-key"))
 	contract := strings.ReplaceAll(testContract, `security: [ { $ref: "#/components/securitySchemes/apiKey" } ]`,
 		`security: [ { $ref: "#/components/securitySchemes/apiKey" }, { $ref: "#/components/securitySchemes/cert" } ]`)
 	contract = strings.Replace(contract, "    apiKey: { type: plain }\n", "    apiKey: { type: plain }\n    cert: { type: X509 }\n", 1)
@@ -80,14 +72,7 @@ listeners:
     tls: { cert_file: ./tls.crt, key_file: ./tls.key, client_ca_file: ./ca.crt }
     sni_domain: %s
 %s`, sniDomain, loopbackBounds(extra))
-	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(contract), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "api-keys.yaml"), []byte(store.String()), 0o600))
-	snap, err := configs.Load(filepath.Join(dir, "flexway.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := env.start(snap, opt...)
+	e := env.start(env.load(cfg, contract, store), opt...)
 	env.direct = e.EmbeddedBrokers()["events"]
 	te.testEnv = env
 	te.port = e.TLSPort()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -412,7 +413,7 @@ listeners:
       clusters:
         shop: { ports: { from: %d, to: %d } }
 `, lines, 0, 0)
-	base := freeRange(t, 4)
+	base := testkit.FreePorts(t, 4)
 	cfg = strings.Replace(cfg, "from: 0, to: 0", fmt.Sprintf("from: %d, to: %d", base, base+3), 1)
 	must(t, os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(cfg), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "asyncapi.yaml"), []byte(testContract), 0o600))

@@ -21,8 +21,11 @@ import (
 // commands that produce to and consume its first topic that some key can
 // use; and the embedded brokers' own addresses (so a user can look at the
 // physical names they hold). It never suggests a key that is expired, or
-// whose operations do not open the command's action to an API key.
-func banner(w io.Writer, snap *configs.Snapshot, ports int, embedded map[string][]string, now time.Time) {
+// whose operations do not open the command's action to an API key. A
+// cluster in refused (U3: its upstream reaches the physical cluster of an
+// earlier one, engine.RefusedClusters) is said to be refused, with why,
+// and given no bootstrap or command: every connection to it is closed.
+func banner(w io.Writer, snap *configs.Snapshot, ports int, embedded map[string][]string, refused map[string]string, now time.Time) {
 	fmt.Fprintf(w, "flexway: serving %d listener ports\n", ports)
 	l := snap.Listener
 	keyDir := ""
@@ -31,6 +34,10 @@ func banner(w io.Writer, snap *configs.Snapshot, ports int, embedded map[string]
 	}
 	for _, name := range sortedNames(snap.Clusters) {
 		cl := snap.Clusters[name]
+		if why, ok := refused[name]; ok {
+			fmt.Fprintf(w, "\ncluster %s: refused, every connection to it is closed: %s\n", name, why)
+			continue
+		}
 		topic, prod, cons := bannerKeys(snap, cl, now)
 		if l.TLS != nil {
 			boot := net.JoinHostPort("bootstrap."+name+"."+l.SNIDomain, strconv.Itoa(tlsPort(l)))

@@ -110,7 +110,7 @@ func TestBannerListeners(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			banner(&out, snap, 4, nil, time.Now())
+			banner(&out, snap, 4, nil, nil, time.Now())
 			s := out.String()
 			for _, bad := range []string{"a-expired", "b-cert-only"} {
 				if strings.Contains(s, bad) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -61,30 +60,8 @@ func (ns *notifySocket) states() []string {
 // systemd would: NOTIFY_SOCKET set, and waits for its READY=1.
 func startUnderSystemd(t *testing.T, bin, dir string, ns *notifySocket) *gateway {
 	t.Helper()
-	gw := &gateway{t: t, done: make(chan struct{})}
-	gw.cmd = exec.Command(bin, "-config", "flexway.yaml")
-	gw.cmd.Dir = dir
-	gw.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+ns.path)
-	gw.cmd.Stdout, gw.cmd.Stderr = &gw.stdout, &gw.stderr
 	before := len(ns.states())
-	if err := gw.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = gw.cmd.Wait()
-		close(gw.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-gw.done:
-		default:
-			_ = gw.cmd.Process.Kill()
-			<-gw.done
-		}
-		if t.Failed() {
-			t.Logf("flexway stderr:\n%s", gw.stderr.String())
-		}
-	})
+	gw := startFlexway(t, bin, dir, "NOTIFY_SOCKET="+ns.path)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if s := ns.states(); len(s) > before && strings.Contains(strings.Join(s[before:], "\n"), "READY=1") {

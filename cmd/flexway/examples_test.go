@@ -630,11 +630,17 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func startFlexway(t *testing.T, bin, dir string) *gateway {
+// startFlexway starts the built binary bin on dir's flexway.yaml, env
+// ("NAME=value") added to the test's environment; it is killed at the
+// test's end if still running.
+func startFlexway(t *testing.T, bin, dir string, env ...string) *gateway {
 	t.Helper()
 	gw := &gateway{t: t, done: make(chan struct{})}
 	gw.cmd = exec.Command(bin, "-config", "flexway.yaml")
 	gw.cmd.Dir = dir
+	if len(env) > 0 {
+		gw.cmd.Env = append(os.Environ(), env...)
+	}
 	gw.cmd.Stdout, gw.cmd.Stderr = &gw.stdout, &gw.stderr
 	if err := gw.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -670,6 +676,23 @@ func (gw *gateway) waitLog(s string, within time.Duration) {
 		if time.Now().After(deadline) {
 			gw.t.Fatalf("flexway did not log %q within %v", s, within)
 		}
+	}
+}
+
+// waitStdout waits until flexway's standard output (the banner) holds s,
+// and returns it.
+func (gw *gateway) waitStdout(s string, within time.Duration) string {
+	gw.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		out := gw.stdout.String()
+		if strings.Contains(out, s) {
+			return out
+		}
+		if time.Now().After(deadline) {
+			gw.t.Fatalf("flexway did not print %q within %v:\n%s", s, within, out)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -66,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if adm := snap.File.Server.Admin; adm != nil && adm.Address != "" {
 		go serveAdmin(adm.Address, e, log)
 	}
-	banner(stdout, snap, len(e.Addrs()), e.EmbeddedBrokers(), time.Now())
+	banner(stdout, snap, len(e.Addrs()), e.EmbeddedBrokers(), e.RefusedClusters(), time.Now())
 	log.Info("flexway started", "listeners", len(e.Addrs()))
 	notify(daemon.SdNotifyReady)
 	stopWatchdog := watchdog(context.Background()) // until the drain is over too

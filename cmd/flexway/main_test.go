@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"github.com/flexway/flexway/internal/testkit"
 	"net"
@@ -61,7 +60,9 @@ func TestSystemdNotifyAndReload(t *testing.T) {
 			t.Fatalf("systemd was never told %q", s)
 		}
 	}
-	var out, errb bytes.Buffer
+	// run writes its banner and log from its own goroutines while the test
+	// reads them: buffers under a lock (syncBuffer, examples_test.go).
+	var out, errb syncBuffer
 	done := make(chan int, 1)
 	go func() { done <- run([]string{"-config", path}, &out, &errb) }()
 	want("READY=1")

@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -21,8 +17,10 @@ import (
 // U3 on the built binary: a flexway.yaml whose upstreams a and b reach one
 // kfake cluster under two addresses (127.0.0.1 and localhost, which the
 // load cannot tell apart) and two prefixes. flexway starts, logs the seed's
-// line at Error naming b, serves the cluster of a, and closes at once the
-// connections to the cluster of b (the line again); SIGTERM exits 0.
+// line at Error naming b, prints a banner that gives the bootstrap and
+// kcat commands of a's cluster and says b's is refused (no bootstrap, no
+// command), serves the cluster of a, and closes at once the connections
+// to the cluster of b (the line again); SIGTERM exits 0.
 func TestSameClusterRefusedByTheBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -36,66 +34,27 @@ func TestSameClusterRefusedByTheBinary(t *testing.T) {
 	_, port, _ := net.SplitHostPort(k.ListenAddrs()[0])
 	dir := t.TempDir()
 	base := testkit.FreePorts(t, 4)
-	key := hex.EncodeToString([]byte("same-cluster-binary-key"))
-	h := configs.HashKey(key)
-	writeTestFile(t, filepath.Join(dir, "api-keys.yaml"), []byte(fmt.Sprintf(
-		"keys:\n  - id: acme-app\n    hash: \"sha256:%s\"\n    tenant: acme\n    operations: [produceOrders, produceLedger]\n", hex.EncodeToString(h[:]))))
-	writeTestFile(t, filepath.Join(dir, "asyncapi.yaml"), []byte(`asyncapi: 3.0.0
-info: { title: Two upstreams, version: "1.0.0" }
-channels:
-  orders:
-    address: "{tenant}.orders"
-    parameters:
-      tenant: { x-flexway-bind: tenant }
-  ledger:
-    address: "b.{tenant}.ledger"
-    parameters:
-      tenant: { x-flexway-bind: tenant }
-operations:
-  produceOrders:
-    action: send
-    channel: { $ref: "#/channels/orders" }
-    x-flexway-upstream: a
-    x-flexway-kafka-proxy: { cluster: shop }
-    security: [ { $ref: "#/components/securitySchemes/apiKey" } ]
-  produceLedger:
-    action: send
-    channel: { $ref: "#/channels/ledger" }
-    x-flexway-upstream: b
-    x-flexway-kafka-proxy: { cluster: bank }
-    security: [ { $ref: "#/components/securitySchemes/apiKey" } ]
-components:
-  securitySchemes:
-    apiKey: { type: plain }
-`))
-	writeTestFile(t, filepath.Join(dir, "flexway.yaml"), []byte(fmt.Sprintf(`version: 1
-contracts:
-  asyncapi: ./asyncapi.yaml
-upstreams:
-  a: { protocol: kafka, brokers: ["127.0.0.1:%s"] }
-  b: { protocol: kafka, brokers: ["localhost:%s"] }
-auth:
-  api_keys:
-    store: "file:./api-keys.yaml"
-listeners:
-  kafka:
-    plaintext:
-      mesh_only: true
-      bind_host: 127.0.0.1
-      advertised_host: 127.0.0.1
-      clusters:
-        shop: { ports: { from: %d, to: %d }, first_node_id: 0 }
-        bank: { ports: { from: %d, to: %d }, first_node_id: 0 }
-`, port, port, base, base+1, base+2, base+3)))
-	if _, err := os.Stat(filepath.Join(dir, "flexway.yaml")); err != nil {
-		t.Fatal(err)
-	}
+	key := testkit.WriteTwoUpstreams(t, dir, "127.0.0.1:"+port, "localhost:"+port, testkit.TwoUpstreamsPlaintext(base))
 	gw := startFlexway(t, bin, dir)
 	gw.waitLog("flexway started", 20*time.Second)
 	line := logLine(gw.stderr.String(), "two upstreams reach the same physical cluster")
 	for _, want := range []string{`"level":"ERROR"`, `"msg":"kafka connection refused: two upstreams reach the same physical cluster"`, `"upstream":"b"`, `"same_as":"a"`} {
 		if !strings.Contains(line, want) {
 			t.Fatalf("the start's line %q lacks %s", line, want)
+		}
+	}
+	out := gw.waitStdout("\ncluster bank", 5*time.Second)
+	shopBoot, bankBoot := fmt.Sprintf("127.0.0.1:%d", base), fmt.Sprintf("127.0.0.1:%d", base+2)
+	if !strings.Contains(out, "kcat -P -b "+shopBoot) {
+		t.Errorf("the banner gives no kcat command for cluster shop (%s):\n%s", shopBoot, out)
+	}
+	if strings.Contains(out, bankBoot) {
+		t.Errorf("the banner advertises the refused cluster bank (%s):\n%s", bankBoot, out)
+	}
+	bank := logLine(out, "cluster bank")
+	for _, want := range []string{"refused", "two upstreams reach the same physical cluster", "upstream b", "upstream a", "physical-1"} {
+		if !strings.Contains(bank, want) {
+			t.Errorf("the banner's line on cluster bank %q lacks %q", bank, want)
 		}
 	}
 

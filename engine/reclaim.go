@@ -21,7 +21,7 @@ import (
 
 const (
 	reclaimEvery  = 2 * time.Second
-	reclaimGrowth = 8 << 20
+	reclaimGrowth = 4 << 20
 )
 
 // heldFromOS is the memory the Go runtime maps and has not released to the

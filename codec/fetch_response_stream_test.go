@@ -502,3 +502,58 @@ func BenchmarkFetchResponseStream(b *testing.B) {
 		})
 	}
 }
+
+// SkipRecords: record bytes that reach the client another way (the
+// engine's splice) are accounted for, and the stream goes on with what
+// follows them: the client sees the same bytes as the whole-frame form,
+// whatever is skipped, wherever; a skip is refused outside records or
+// with a piece pending.
+func TestFetchResponseStreamSkipRecords(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	var s FetchResponseStream
+	for _, v := range []int16{4, 11, 12} {
+		frame := responseFrame(v, cleanFetchResponse(v, 200<<10, 3, rng, "acme.orders", "acme.payments"), v == 12)
+		want, err := wholeRewrite(v, frame, &prefixJudge{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		asked := [][]byte{[]byte("acme.orders"), []byte("acme.payments")}
+		for round := 0; round < 20; round++ {
+			if err := s.Begin(v, fuzzCorr, len(frame), asked, &prefixJudge{}, nil, 100); err != nil {
+				t.Fatal(err)
+			}
+			if s.SkipRecords(1) {
+				t.Fatal("a skip before any record was taken")
+			}
+			var out []byte
+			pos, skipped := 0, 0
+			for !s.Done() {
+				if left := s.RecordsLeft(); left > 0 && rng.Intn(2) == 0 {
+					k := 1 + rng.Intn(left)
+					if !s.SkipRecords(k) {
+						t.Fatalf("v%d: skip of %d of %d refused", v, k, left)
+					}
+					out = append(out, frame[pos:pos+k]...)
+					pos += k
+					skipped += k
+					continue
+				}
+				end := min(len(frame), pos+1+rng.Intn(90000))
+				n, err := s.Feed(frame[pos:end])
+				if err != nil {
+					t.Fatalf("v%d: %v", v, err)
+				}
+				if s.Pending() > 0 && s.RecordsLeft() > 0 && s.SkipRecords(1) {
+					t.Fatal("a skip with a piece pending was taken")
+				}
+				for _, sl := range s.Slices() {
+					out = append(out, sl...)
+				}
+				pos += n
+			}
+			if !bytes.Equal(out, want) || skipped == 0 {
+				t.Fatalf("v%d round %d: %d bytes skipped, output differs from the whole-frame form", v, round, skipped)
+			}
+		}
+	}
+}

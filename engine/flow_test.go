@@ -265,6 +265,7 @@ func TestFlowStalledReadersReleased(t *testing.T) {
 // once it reads, everything goes through, in order.
 func TestFlowHeldClientPipeliningNotRead(t *testing.T) {
 	const frames, recs, size = 512, 16, 4096 // 32 MiB of Produce requests
+
 	noSplice(t) // the answer must wait in the gateway: not spliced
 	env := newTestEnv(t, "    max_in_flight_bytes: 1MiB\n", WithWriteTimeout(60*time.Second))
 	produceDirect(t, env, 0, 24, 256<<10) // 6 MiB on orders/0

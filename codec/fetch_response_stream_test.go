@@ -65,7 +65,9 @@ var errStalled = errors.New("test: stream stalled with the whole frame fed")
 // streamRewrite feeds frame to s in chunks of size(i) bytes as a caller
 // would: the bytes not consumed are given again with the next ones; each
 // chunk is a copy that is scribbled over once its output is taken, so a
-// reference kept past its Feed shows as wrong bytes.
+// reference kept past its Feed shows as wrong bytes. A negative size(i)
+// skips up to that many record bytes when the stream is inside records
+// (SkipRecords: they go to the output as they are), else feeds one byte.
 func streamRewrite(t testing.TB, s *FetchResponseStream, v int16, frame []byte, asked [][]byte, j FetchJudge, dropped *Dropped, size func(i int) int) ([]byte, error) {
 	if err := s.Begin(v, fuzzCorr, len(frame), asked, j, dropped, 100); err != nil {
 		return nil, err
@@ -73,8 +75,22 @@ func streamRewrite(t testing.TB, s *FetchResponseStream, v int16, frame []byte, 
 	var out, buf []byte
 	pos, recv := 0, 0
 	for i := 0; !s.Done(); i++ {
+		step := size(i)
+		if step < 0 { // skip up to -step record bytes (the engine's splice), if inside records
+			if left := s.RecordsLeft(); left > 0 && pos == recv {
+				k := min(-step, left)
+				if !s.SkipRecords(k) {
+					t.Fatalf("a skip of %d of %d record bytes refused", k, left)
+				}
+				out = append(out, frame[pos:pos+k]...)
+				pos += k
+				recv = pos
+				continue
+			}
+			step = 1
+		}
 		if recv < len(frame) {
-			recv += size(i)
+			recv += step
 			if recv > len(frame) {
 				recv = len(frame)
 			}
@@ -207,6 +223,7 @@ func FuzzFetchResponseStream(f *testing.F) {
 		f.Add(uint8(v), false, false, false, clean, []byte{})
 		f.Add(uint8(v), true, true, true, clean, []byte{0})
 		f.Add(uint8(v), false, false, true, clean, []byte{5, 9, 250, 1})
+		f.Add(uint8(v), true, false, false, clean, []byte{60, 0xE3, 0xEF, 7})
 		f.Add(uint8(v), false, false, false, cleanFetchResponse(v, 10, 1, rng, "acme.orders"), []byte{2})
 		if v == 4 || v == 7 || v == 11 || v == 12 {
 			f.Add(uint8(v), true, false, false, fetchResponseSeed(v), []byte{})
@@ -242,6 +259,9 @@ func FuzzFetchResponseStream(f *testing.F) {
 			k := splits[i%len(splits)]
 			if k >= 0xF0 {
 				return len(frame)
+			}
+			if k >= 0xE0 { // record bytes skipped: they reach the client another way
+				return -(1 + int(k-0xE0)*40)
 			}
 			return 1 + int(k)%97
 		}

@@ -182,6 +182,34 @@ func (s *FetchResponseStream) Slices() [][]byte {
 	return s.vec.Slices()
 }
 
+// RecordsLeft is the number of record bytes of the current partition
+// still to come when the stream is inside them (0 otherwise).
+func (s *FetchResponseStream) RecordsLeft() int {
+	if s.err != nil || s.st != stRecords {
+		return 0
+	}
+	return s.recLeft
+}
+
+// SkipRecords accounts for n record bytes of the current partition that
+// went to the client another way (the engine's splice: they never enter
+// the process), as if they had been fed and written. Only inside records
+// (n at most RecordsLeft()) and with no piece pending (Slices taken);
+// false otherwise, and nothing changes. The stream goes on with the bytes
+// that follow them.
+func (s *FetchResponseStream) SkipRecords(n int) bool {
+	if n < 0 || n > s.RecordsLeft() || s.Pending() > 0 {
+		return false
+	}
+	s.recLeft -= n
+	s.remain -= n
+	s.out += n
+	if s.recLeft == 0 {
+		s.afterRecords()
+	}
+	return true
+}
+
 // Pending is the number of output bytes produced and not yet taken by Slices.
 func (s *FetchResponseStream) Pending() int {
 	if s.fresh {

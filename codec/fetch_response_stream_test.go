@@ -62,7 +62,9 @@ var errStalled = errors.New("test: stream stalled with the whole frame fed")
 // streamRewrite feeds frame to s in chunks of size(i) bytes as a caller
 // would: the bytes not consumed are given again with the next ones; each
 // chunk is a copy that is scribbled over once its output is taken, so a
-// reference kept past its Feed shows as wrong bytes.
+// reference kept past its Feed shows as wrong bytes. A negative size(i)
+// skips up to that many record bytes when the stream is inside records
+// (SkipRecords: they go to the output as they are), else feeds one byte.
 func streamRewrite(t testing.TB, s *FetchResponseStream, v int16, frame []byte, asked [][]byte, j FetchJudge, dropped *Dropped, size func(i int) int) ([]byte, error) {
 	if err := s.Begin(v, fuzzCorr, len(frame), asked, j, dropped, 100); err != nil {
 		return nil, err
@@ -167,6 +169,7 @@ func FuzzFetchResponseStream(f *testing.F) {
 		f.Add(uint8(v), false, false, false, clean, []byte{})
 		f.Add(uint8(v), true, true, true, clean, []byte{0})
 		f.Add(uint8(v), false, false, true, clean, []byte{5, 9, 250, 1})
+		f.Add(uint8(v), true, false, false, clean, []byte{60, 0xE3, 0xEF, 7})
 		f.Add(uint8(v), false, false, false, cleanFetchResponse(v, 10, 1, rng, "acme.orders"), []byte{2})
 		if v == 4 || v == 7 || v == 11 || v == 12 {
 			f.Add(uint8(v), true, false, false, fetchResponseSeed(v), []byte{})
@@ -195,7 +198,7 @@ func FuzzFetchResponseStream(f *testing.F) {
 		}
 		frame := responseFrame(v, body, hdrTags)
 		want, werr := wholeRewrite(v, frame, j, dropped)
-		size := splitSizes(splits, len(frame))
+		size := splitSizes(splits, len(frame), true)
 		var s FetchResponseStream
 		got, serr := streamRewrite(t, &s, v, frame, asked, j, dropped, size)
 		switch {
@@ -410,5 +413,60 @@ func BenchmarkFetchResponseStream(b *testing.B) {
 				feedInPlace(b, &s, frame, chunk)
 			}
 		})
+	}
+}
+
+// SkipRecords: record bytes that reach the client another way (the
+// engine's splice) are accounted for, and the stream goes on with what
+// follows them: the client sees the same bytes as the whole-frame form,
+// whatever is skipped, wherever; a skip is refused outside records or
+// with a piece pending.
+func TestFetchResponseStreamSkipRecords(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	var s FetchResponseStream
+	for _, v := range []int16{4, 11, 12} {
+		frame := responseFrame(v, cleanFetchResponse(v, 200<<10, 3, rng, "acme.orders", "acme.payments"), v == 12)
+		want, err := wholeRewrite(v, frame, &prefixJudge{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		asked := [][]byte{[]byte("acme.orders"), []byte("acme.payments")}
+		for round := 0; round < 20; round++ {
+			if err := s.Begin(v, fuzzCorr, len(frame), asked, &prefixJudge{}, nil, 100); err != nil {
+				t.Fatal(err)
+			}
+			if s.SkipRecords(1) {
+				t.Fatal("a skip before any record was taken")
+			}
+			var out []byte
+			pos, skipped := 0, 0
+			for !s.Done() {
+				if left := s.RecordsLeft(); left > 0 && rng.Intn(2) == 0 {
+					k := 1 + rng.Intn(left)
+					if !s.SkipRecords(k) {
+						t.Fatalf("v%d: skip of %d of %d refused", v, k, left)
+					}
+					out = append(out, frame[pos:pos+k]...)
+					pos += k
+					skipped += k
+					continue
+				}
+				end := min(len(frame), pos+1+rng.Intn(90000))
+				n, err := s.Feed(frame[pos:end])
+				if err != nil {
+					t.Fatalf("v%d: %v", v, err)
+				}
+				if s.Pending() > 0 && s.RecordsLeft() > 0 && s.SkipRecords(1) {
+					t.Fatal("a skip with a piece pending was taken")
+				}
+				for _, sl := range s.Slices() {
+					out = append(out, sl...)
+				}
+				pos += n
+			}
+			if !bytes.Equal(out, want) || skipped == 0 {
+				t.Fatalf("v%d round %d: %d bytes skipped, output differs from the whole-frame form", v, round, skipped)
+			}
+		}
 	}
 }

@@ -129,7 +129,7 @@ func FuzzProduceRequestStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, frame []byte, cut uint16, splits []byte) {
 		j := &prefixJudge{}
 		want, info, dropped, werr := wholeProduce(frame, j)
-		size := splitSizes(splits, len(frame))
+		size := splitSizes(splits, len(frame), false)
 		var s ProduceRequestStream
 		got, serr := streamProduce(t, &s, frame, int(cut), j, size)
 		switch {

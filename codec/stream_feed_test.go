@@ -33,12 +33,33 @@ func vecBytes(v *Vec) []byte {
 // taken, so a reference kept past its Feed shows as wrong bytes. A Feed
 // may leave at most maxLeft bytes unconsumed. It returns the output (size
 // prefix included), or what it had when Feed failed, or errStalled.
+//
+// A negative size(i) skips up to -size(i) record bytes when s can skip
+// them (a recordSkipper inside records, everything received consumed):
+// what the engine's splice does, the skipped bytes reaching the output as
+// they are; else it is a chunk of 1 byte.
 func feedCopies(t testing.TB, s unitStream, frame []byte, maxLeft int, size func(i int) int) ([]byte, error) {
 	var out, buf []byte
 	pos, recv := 0, 0
 	for i := 0; !s.Done(); i++ {
+		step := size(i)
+		if step < 0 {
+			if sk, ok := s.(recordSkipper); ok && pos == recv {
+				if left := sk.RecordsLeft(); left > 0 {
+					k := min(-step, left)
+					if !sk.SkipRecords(k) {
+						t.Fatalf("a skip of %d of %d record bytes refused", k, left)
+					}
+					out = append(out, frame[pos:pos+k]...)
+					pos += k
+					recv = pos
+					continue
+				}
+			}
+			step = 1
+		}
 		if recv < len(frame) {
-			recv = min(recv+size(i), len(frame))
+			recv = min(recv+step, len(frame))
 		}
 		buf = append(buf[:0], frame[pos:recv]...)
 		n, err := s.Feed(buf)
@@ -71,10 +92,18 @@ func feedCopies(t testing.TB, s unitStream, frame []byte, maxLeft int, size func
 	return out, nil
 }
 
+// recordSkipper is a stream whose record bytes may reach the client
+// another way (FetchResponseStream: the engine's splice).
+type recordSkipper interface {
+	RecordsLeft() int
+	SkipRecords(n int) bool
+}
+
 // splitSizes is the fuzz targets' chunk sizes, read from splits: the
 // whole frame (total bytes) when splits is empty or at a byte of 0xF0 and
-// up, else 1 to 97 bytes.
-func splitSizes(splits []byte, total int) func(i int) int {
+// up; with skips, a byte from 0xE0 to 0xEF skips 1 to 601 record bytes
+// (a negative size, see feedCopies); else 1 to 97 bytes.
+func splitSizes(splits []byte, total int, skips bool) func(i int) int {
 	return func(i int) int {
 		if len(splits) == 0 {
 			return total
@@ -82,6 +111,9 @@ func splitSizes(splits []byte, total int) func(i int) int {
 		k := splits[i%len(splits)]
 		if k >= 0xF0 {
 			return total
+		}
+		if skips && k >= 0xE0 {
+			return -(1 + int(k-0xE0)*40)
 		}
 		return 1 + int(k)%97
 	}

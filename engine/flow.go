@@ -35,6 +35,7 @@ const (
 	whyDial                        // client: its head request waits for its broker connection
 	whyDrain                       // broker: its client has not read flowHigh bytes
 	whyQuota                       // client: a KIP-219 mute (quota)
+	whySplice                      // broker: its socket is a splice session's (splice.go)
 	whyBare                        // pauseRead/resume, the bare primitive (tests)
 )
 
@@ -142,7 +143,7 @@ func (cl *client) syncWhy(why pauseWhy, want bool) {
 // whole.
 func (u *upstreamConn) flowCheck() {
 	cl := u.cl
-	if cl.closed || u.closed || u.c == nil || u.drainHeld {
+	if cl.closed || u.closed || u.c == nil || u.drainHeld || u.sp != nil {
 		return
 	}
 	if int64(cl.c.OutboundBuffered()) > flowHigh.Load() {

@@ -69,6 +69,7 @@ func liveHeap() int64 {
 // once the client reads, the whole answer arrives and the broker is read
 // again.
 func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
+	noSplice(t) // the pause's path (a TLS side; the splice's: TestSpliceStalledClient)
 	env := newTestEnv(t, "")
 	produceDirect(t, env, 0, 24, 256<<10) // 6 MiB on orders/0, in batches of 768 KiB
 	r := dialRaw(t, leaderOf0(t, env), "acme-app", env.keys["acme-app"])
@@ -264,6 +265,8 @@ func TestFlowStalledReadersReleased(t *testing.T) {
 // once it reads, everything goes through, in order.
 func TestFlowHeldClientPipeliningNotRead(t *testing.T) {
 	const frames, recs, size = 512, 16, 4096 // 32 MiB of Produce requests
+
+	noSplice(t) // the answer must wait in the gateway: not spliced
 	env := newTestEnv(t, "    max_in_flight_bytes: 1MiB\n", WithWriteTimeout(60*time.Second))
 	produceDirect(t, env, 0, 24, 256<<10) // 6 MiB on orders/0
 	r := dialRaw(t, leaderOf0(t, env), "acme-app", env.keys["acme-app"])

@@ -76,7 +76,13 @@ type pausedConn struct {
 	wfd  int32    // the fd armed in the loop's drain watcher, -1 none
 	wgen int32
 
+	// sp: a splice session (splice.go) this connection is a side of: the
+	// client's writes wait in q meanwhile, the broker's socket is the session's.
+	sp *spliceRun
+
 	local, remote net.Addr
+	one           [1][]byte // Write's vector
+	oneBusy       bool
 	again         bool // paused again while re-enrolling
 	notified      bool // the owner was told of the close (exactly once)
 }
@@ -263,7 +269,7 @@ func (p *pausedConn) reattached(c gnet.Conn) (out []byte, action gnet.Action) {
 	}
 	p.live, p.st = c, rpAttached
 	p.untrack()
-	if p.q.len() > 0 { // written while detached or re-enrolling: first
+	if p.q.len() > 0 && p.sp == nil { // written while detached or re-enrolling: first
 		if _, err := p.q.writeTo(c.Fd()); err != nil {
 			return nil, gnet.Close // OnClose(c) tells the owner
 		}
@@ -294,6 +300,7 @@ func (p *pausedConn) liveClosed(c gnet.Conn) bool {
 		return false
 	}
 	p.live, p.st = nil, rpClosed
+	p.abortSplice()
 	p.q.reset()
 	p.disarm()
 	if p.notified {
@@ -308,6 +315,7 @@ func (p *pausedConn) liveClosed(c gnet.Conn) bool {
 // owner told as gnet would (at once for a failed write, as gnet does
 // inside Write; later, on the loop, for Close).
 func (p *pausedConn) closeAs(err error, now bool) {
+	p.abortSplice()
 	p.disarm()
 	if p.fd >= 0 {
 		_, _ = p.q.writeTo(p.fd) // best effort, as gnet's close
@@ -404,7 +412,7 @@ func (e *Engine) sweepPaused(l *loop) {
 				if p.st == rpPaused && pf.Revents&unix.POLLOUT != 0 {
 					p.flushOut()
 				}
-				if p.st == rpPaused && pf.Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+				if p.st == rpPaused && p.sp == nil && pf.Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
 					p.resumeNow()
 				}
 			}
@@ -444,7 +452,7 @@ func (e *Engine) closePaused() {
 // flushOut writes what waits for the socket (attached or detached), and
 // arms the watcher for the rest.
 func (p *pausedConn) flushOut() {
-	if p.q.len() == 0 || p.st == rpResuming || p.st == rpClosed {
+	if p.q.len() == 0 || p.st == rpResuming || p.st == rpClosed || p.sp != nil {
 		return
 	}
 	fd, err := p.sockFd()
@@ -606,8 +614,19 @@ func (p *pausedConn) WriteTo(w io.Writer) (int64, error) {
 // socket, the rest queued (q) and written when the socket takes more (the
 // drain watcher). An error closes, as gnet's Write does.
 
+// Write is Writev of one slice, through a scratch vector of the stand-in's
+// own (a [][]byte literal would escape, through gnet's Writev, at each
+// coalesced flush). A Write re-entered from a close inside it takes a fresh one.
 func (p *pausedConn) Write(b []byte) (int, error) {
-	return p.Writev([][]byte{b})
+	if p.oneBusy {
+		return p.Writev([][]byte{b})
+	}
+	p.oneBusy = true
+	p.one[0] = b
+	n, err := p.Writev(p.one[:])
+	p.one[0] = nil
+	p.oneBusy = false
+	return n, err
 }
 
 func (p *pausedConn) Writev(bs [][]byte) (int, error) {
@@ -623,7 +642,7 @@ func (p *pausedConn) Writev(bs [][]byte) (int, error) {
 			return p.live.Writev(bs)
 		}
 	}
-	if p.st == rpResuming || p.q.len() > 0 {
+	if p.st == rpResuming || p.q.len() > 0 || (p.sp != nil && p == p.sp.cp) {
 		for _, b := range bs {
 			p.q.push(b)
 		}
@@ -667,6 +686,9 @@ func (p *pausedConn) Flush() error {
 // OutboundBuffered counts what gnet holds and what the stand-in queued.
 func (p *pausedConn) OutboundBuffered() int {
 	n := p.q.len()
+	if s := p.sp; s != nil && p == s.cp {
+		n += int(s.preLeft.Load()) // handed to the splice session, not written yet
+	}
 	if p.live != nil {
 		n += p.live.OutboundBuffered()
 	}
@@ -819,6 +841,7 @@ func (p *pausedConn) Wake(cb gnet.AsyncCallback) error {
 // Close closes the connection, on its loop; the owner's OnClose follows
 // later on the loop, as with gnet's Close.
 func (p *pausedConn) Close() error {
+	p.abortSplice()
 	switch p.st {
 	case rpAttached, rpDetachPending:
 		// What the socket takes now goes (best effort, as gnet's close);

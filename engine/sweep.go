@@ -71,7 +71,7 @@ func (e *Engine) sweep(l *loop) {
 			continue
 		}
 		// B3: a client that reads none of its answers for WriteTimeout is closed.
-		out := cl.c.OutboundBuffered()
+		out := cl.unsent()
 		if out == 0 {
 			cl.outLast = 0
 			continue

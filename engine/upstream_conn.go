@@ -35,6 +35,8 @@ type upstreamConn struct {
 	// drainHeld: not read until the client reads (whyDrain, flow.go), since flowSince
 	drainHeld bool
 	flowSince time.Time
+	// sp: the records of fs spliced to the client (splice.go), nil none
+	sp *spliceRun
 	// sec: TLS and SASL towards the broker (upstream_secure.go); nil
 	// in clear text without SASL.
 	sec *upSecure
@@ -212,6 +214,7 @@ func (u *upstreamConn) onTraffic() {
 	if cl.held {
 		cl.resume()
 	}
+	u.spliceCheck()
 	u.flowCheck()
 	u.renewIfIdle()
 }
@@ -249,7 +252,7 @@ func (u *upstreamConn) begin(size int32) bool {
 func (u *upstreamConn) feed() bool {
 	cl := u.cl
 	want := min(u.c.InboundBuffered(), u.fs.Remaining())
-	if want == 0 {
+	if want == 0 && u.fs.Remaining() > 0 { // 0 left: the answer's own last bytes (after a splice)
 		return false
 	}
 	lim := want

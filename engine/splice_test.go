@@ -1,0 +1,142 @@
+package engine
+
+// Issue 11.4: the records of a large Fetch answer spliced from the
+// broker's socket to the client's (splice.go).
+
+import (
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/codec"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// noSplice turns splicing off for the test (the paths it bypasses).
+func noSplice(t *testing.T) {
+	old := spliceMin.Load()
+	spliceMin.Store(0)
+	t.Cleanup(func() { spliceMin.Store(old) })
+}
+
+// largeAnswers is a broker answering every Fetch with two partitions of
+// size record bytes (the second with aborted transactions), written in
+// chunks of 256 KiB.
+func largeAnswers(t *testing.T, size int) *fetchBroker {
+	return newFetchBroker(t, 256<<10, func(h codec.RequestHeader, req *kmsg.FetchRequest) []byte {
+		return respFrame(h.Correlation, streamAnswer(req, size))
+	})
+}
+
+// Every byte arrives intact, at v11 (the answer ends with records: the
+// gateway's last own bytes follow the splice) and v12 (tag sections), to a
+// client that reads at once and to one with a small receive window (what
+// the gateway had queued for it goes first), and most of the record bytes
+// never entered the process.
+func TestSpliceLargeFetchIntact(t *testing.T) {
+	const size = 3 << 20
+	f := largeAnswers(t, size)
+	env := newTestEnvWith(t, envConfig{upstream: f.upstream()})
+	runs0, bytes0 := spliceRuns.Load(), splicedBytes.Load()
+	fast := dialReader(t, env, "acme-app")
+	slow := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"]) // a 16 KiB window
+	answers := 0
+	for round := 0; round < 2; round++ {
+		for _, r := range []*rawConn{fast, slow} {
+			for _, v := range []int16{11, 12} {
+				r.fetchOrders(v)
+				r.checkOrders(v, size)
+				answers++
+			}
+		}
+	}
+	runs, moved := spliceRuns.Load()-runs0, splicedBytes.Load()-bytes0
+	if runs < int64(answers) || moved < int64(answers)*size {
+		t.Fatalf("%d answers of 2 × %d record bytes: %d splice sessions moved %d bytes", answers, size, runs, moved)
+	}
+	t.Logf("%d answers: %d sessions, %d MiB spliced", answers, runs, moved>>20)
+}
+
+// A client that stops reading mid-answer: the gateway holds no more than
+// the pause's bound (the rest waits in the kernel), and the write timeout
+// closes it with a reset, as on the path without splice; nothing stays open.
+func TestSpliceStalledClient(t *testing.T) {
+	const size = 8 << 20
+	f := largeAnswers(t, size)
+	env := newTestEnvWith(t, envConfig{upstream: f.upstream()}, WithWriteTimeout(2*time.Second))
+	fds := settledFds(t)
+	runs0 := spliceRuns.Load()
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	cl := clientOf(t, env.e, r)
+	r.fetchOrders(12)
+	bound := flowHigh.Load() + int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
+	var peak int64
+	var spliced bool
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var held int64
+		var closed bool
+		onLoopOf(t, cl, func() {
+			closed = cl.closed
+			if !closed {
+				held = cl.heldBytes()
+				spliced = spliced || (cl.up != nil && cl.up.sp != nil)
+			}
+		})
+		peak = max(peak, held)
+		if closed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a client that does not read was not closed by the write timeout")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !spliced || spliceRuns.Load() == runs0 {
+		t.Fatal("the answer was not spliced")
+	}
+	if peak > bound {
+		t.Fatalf("the gateway held %d bytes for a client that does not read (bound %d)", peak, bound)
+	}
+	env.waitLog(5*time.Second, "the client does not read its answers")
+	_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, r.c); err != nil && os.IsTimeout(err) {
+		t.Fatal("the stalled client was not told of the close")
+	}
+	_ = r.c.Close()
+	waitFds(t, fds, "after the stalled client's close")
+}
+
+// A client that closes in the middle of a spliced answer: its session
+// ends, nothing stays open, and another client's answers are whole.
+func TestSpliceClientClosesMidAnswer(t *testing.T) {
+	const size = 6 << 20
+	f := largeAnswers(t, size)
+	env := newTestEnvWith(t, envConfig{upstream: f.upstream()})
+	other := dialReader(t, env, "acme-app")
+	other.fetchOrders(12)
+	other.checkOrders(12, size)
+	fds := settledFds(t)
+	for i := 0; i < 3; i++ {
+		r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+		cl := clientOf(t, env.e, r)
+		r.fetchOrders(12)
+		waitUntil(t, 10*time.Second, "a splice session", func() bool {
+			var on bool
+			onLoopOf(t, cl, func() { on = !cl.closed && cl.up != nil && cl.up.sp != nil })
+			return on
+		})
+		buf := make([]byte, 64<<10)
+		_, _ = io.ReadFull(r.c, buf) // a part of it
+		if i == 1 {
+			_ = r.c.(*net.TCPConn).SetLinger(0) // a reset
+		}
+		_ = r.c.Close()
+		clientGone(t, cl)
+	}
+	waitFds(t, fds, "after three clients closed mid-answer")
+	other.fetchOrders(11)
+	other.checkOrders(11, size)
+}

@@ -261,3 +261,68 @@ func BenchmarkQuotaRequestPath(b *testing.B) {
 		})
 	}
 }
+
+// Issue 8.7: quotas configured and not reached make no timer and mute
+// nobody. A franz-go producer and consumer run 20,000 records through a
+// gateway with quotas on every rate; then every client connection holds its
+// buckets (its requests were counted), was never muted, and has no unmute
+// timer (made at a connection's first throttle, never per request: so no
+// timer and no goroutine of time.AfterFunc per request either).
+func TestQuotaNotReachedNoTimer(t *testing.T) {
+	g := quotaGateway(t, quotasNotReached)
+	auth := []kgo.Opt{kgo.SeedBrokers(g.boot), kgo.SASL(plain.Auth{User: g.user, Pass: g.pass}.AsMechanism())}
+	// Uncompressed: 20 MiB on the wire each way.
+	p, err := kgo.NewClient(append(auth, kgo.ProducerLinger(time.Millisecond), kgo.ProducerBatchCompression(kgo.NoCompression()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := kgo.NewClient(append(auth, kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n = 20000
+	val := make([]byte, 1024)
+	for i := 0; i < n; i += 1000 {
+		rs := make([]*kgo.Record, 1000)
+		for j := range rs {
+			rs[j] = &kgo.Record{Topic: "orders", Value: val}
+		}
+		if err := p.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for got := 0; got < n; {
+		fs := c.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", got, n, err)
+		}
+		got += fs.NumRecords()
+	}
+	var counted, muted, timers, conns int
+	onLoops(t, g.e, func(l *loop) {
+		muted += len(l.muted)
+		for cl := range l.clients {
+			conns++
+			if q := cl.q; q != nil {
+				if q.p != nil {
+					counted++
+				}
+				if q.timer != nil || q.wake != nil {
+					timers++
+				}
+				if q.muted || q.listed {
+					muted++
+				}
+			}
+		}
+	})
+	if counted == 0 || timers != 0 || muted != 0 {
+		t.Fatalf("%d client connections, %d holding buckets, %d with an unmute timer, %d muted: want buckets held, no timer, none muted",
+			conns, counted, timers, muted)
+	}
+	t.Logf("%d client connections, %d holding buckets, no timer, none muted", conns, counted)
+}

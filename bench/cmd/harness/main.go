@@ -81,6 +81,9 @@ type harness struct {
 	relayDone chan struct{}
 	relayLog  string
 
+	quotaGW map[string]*gwProc // the quota part's gateways, by path (quota.go)
+	redis   *redisProc         // the quota part's redis-server
+
 	results []result
 	fixed   []string // the fixed-rate scenarios' names (they hold the rates)
 }
@@ -147,6 +150,8 @@ func main() {
 		h.say("signal %v: stopping", s)
 		h.stopGateway()
 		h.stopRelay()
+		h.stopQuotaGateways()
+		h.stopRedis()
 		os.Exit(130)
 	}()
 	defer h.stopGateway()
@@ -171,7 +176,7 @@ func main() {
 }
 
 // parseParts reads BENCH_PARTS: table, bigfetch, rssfetch, sweep, profile,
-// many (not in the default list, nor in "all": many.go);
+// many and quota (not in the default list, nor in "all": many.go, quota.go);
 // "new" stands for bigfetch,rssfetch (what issue 11 added), "issue" for the
 // rows of issue 11's table (the table restricted to them, bigfetch, rssfetch).
 func parseParts(v string) map[string]bool {
@@ -184,15 +189,15 @@ func parseParts(v string) map[string]bool {
 			for k := range known {
 				out[k] = true
 			}
-		case "many":
-			out["many"] = true
+		case "many", "quota":
+			out[f] = true
 		case "new":
 			out["bigfetch"], out["rssfetch"] = true, true
 		case "issue":
 			out["issue"], out["table"], out["bigfetch"], out["rssfetch"] = true, true, true, true
 		default:
 			if !known[f] {
-				die("BENCH_PARTS=%q: %q is not one of table, bigfetch, rssfetch, sweep, profile, many, all, new, issue", v, f)
+				die("BENCH_PARTS=%q: %q is not one of table, bigfetch, rssfetch, sweep, profile, many, quota, all, new, issue", v, f)
 			}
 			out[f] = true
 		}
@@ -377,8 +382,11 @@ components:
     plain: { type: plain }
 `
 
-func (h *harness) writeGatewayConfig() {
-	cfg := fmt.Sprintf(`# flexway benchmark gateway (written by bench/run)
+// gatewayYAML is the benchmark gateway's configuration: cluster shop on
+// ports portFrom..portFrom+2, the admin endpoint on admin, and extra lines
+// under listeners.kafka and server (the quota part's variants, quota.go).
+func (h *harness) gatewayYAML(portFrom int, admin, listenerExtra, serverExtra string) string {
+	return fmt.Sprintf(`# flexway benchmark gateway (written by bench/run)
 version: 1
 contracts:
   asyncapi: ./asyncapi.yaml
@@ -397,16 +405,20 @@ listeners:
     max_connections_per_tenant: 20000
     max_connection_rate_per_tenant: 0
     max_unauthenticated_connections: 256
-    plaintext:
+%s    plaintext:
       mesh_only: true
       bind_host: 127.0.0.1
       advertised_host: 127.0.0.1
       clusters:
         shop: { ports: { from: %d, to: %d }, first_node_id: 1 }
 server:
-  admin:
+%s  admin:
     address: %s
-`, h.broker, h.gwPortFrom, h.gwPortFrom+2, h.admin)
+`, h.broker, listenerExtra, portFrom, portFrom+2, serverExtra, admin)
+}
+
+func (h *harness) writeGatewayConfig() {
+	cfg := h.gatewayYAML(h.gwPortFrom, h.admin, "", "")
 	must(os.WriteFile(filepath.Join(h.work, "flexway.yaml"), []byte(cfg), 0o600))
 	must(os.WriteFile(filepath.Join(h.work, "asyncapi.yaml"), []byte(contract), 0o600))
 

@@ -69,6 +69,9 @@ const (
 )
 
 func (h *harness) bootstrap(path string) string {
+	if g := h.quotaGW[path]; g != nil {
+		return g.boot
+	}
 	switch path {
 	case gateway:
 		return h.gwBoot
@@ -80,6 +83,9 @@ func (h *harness) bootstrap(path string) string {
 
 // hopPID is the relaying process of path: the gateway, the relay, or none.
 func (h *harness) hopPID(path string) int {
+	if g := h.quotaGW[path]; g != nil {
+		return g.pid()
+	}
 	switch path {
 	case gateway:
 		return h.gwPID()
@@ -106,6 +112,10 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	if path == relay && !h.relayAlive() {
 		data, _ := os.ReadFile(h.relayLog)
 		die("the splice relay died during %s (run %d): %v\n%s", scenario, rep, err, tail(string(data), 4000))
+	}
+	if g := h.quotaGW[path]; g != nil && !g.alive() {
+		data, _ := os.ReadFile(g.log)
+		die("the gateway %s died during %s (run %d): %v\n---- tail of %s ----\n%s", path, scenario, rep, err, g.log, tail(string(data), 4000))
 	}
 	if path == gateway && !h.gatewayAlive() {
 		data, _ := os.ReadFile(h.gwLog)
@@ -285,7 +295,7 @@ func (h *harness) loadgen(path, phase string, n, size, rate int, linger time.Dur
 	}
 	args = append(args, extra...)
 	var env []string
-	if path == gateway {
+	if path == gateway || h.quotaGW[path] != nil {
 		args = append(args, "-user", h.keyID)
 		env = []string{"LOADGEN_PASS=" + h.key}
 	}
@@ -333,9 +343,15 @@ func order(rep int, ps ...string) []string {
 
 func (h *harness) runReal() {
 	t0 := time.Now()
-	// BENCH_PARTS=many alone: no relay, no warm-up (many starts its own gateway).
-	onlyMany := len(h.parts) == 1 && h.parts["many"]
-	if !onlyMany {
+	// BENCH_PARTS=many, quota or both alone: no relay, no warm-up (they
+	// start their own gateways).
+	own := 0
+	for _, p := range []string{"many", "quota"} {
+		if h.parts[p] {
+			own++
+		}
+	}
+	if len(h.parts) > own {
 		h.startGateway()
 		h.startRelay()
 		// Warm-up, not recorded: JIT of the broker, page cache, the gateway's heap.
@@ -373,6 +389,9 @@ func (h *harness) runReal() {
 	}
 	if h.parts["many"] {
 		h.many()
+	}
+	if h.parts["quota"] {
+		h.quotaPart()
 	}
 	h.stopRelay()
 	if h.parts["profile"] && h.profile {

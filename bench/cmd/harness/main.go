@@ -81,6 +81,8 @@ type harness struct {
 	relayDone chan struct{}
 	relayLog  string
 
+	firstNodeID int // the broker's node.id (1; tests against kfake: 0)
+
 	quotaGW map[string]*gwProc // the quota part's gateways, by path (quota.go)
 	redis   *redisProc         // the quota part's redis-server
 
@@ -89,7 +91,7 @@ type harness struct {
 }
 
 func main() {
-	h := &harness{}
+	h := &harness{firstNodeID: 1}
 	mode := flag.String("mode", "real", "real (table, plot, profile) | density | all")
 	flag.StringVar(&h.root, "root", ".", "the repository")
 	flag.StringVar(&h.out, "out", "", "results folder (default bench/results/<date>)")
@@ -410,11 +412,11 @@ listeners:
       bind_host: 127.0.0.1
       advertised_host: 127.0.0.1
       clusters:
-        shop: { ports: { from: %d, to: %d }, first_node_id: 1 }
+        shop: { ports: { from: %d, to: %d }, first_node_id: %d }
 server:
 %s  admin:
     address: %s
-`, h.broker, listenerExtra, portFrom, portFrom+2, serverExtra, admin)
+`, h.broker, listenerExtra, portFrom, portFrom+2, h.firstNodeID, serverExtra, admin)
 }
 
 func (h *harness) writeGatewayConfig() {
@@ -649,6 +651,32 @@ func cpuSeconds(pid int) float64 {
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
 	return (ut + st) / clkTck
+}
+
+// schedSeconds is the time pid's threads have run, summed from
+// /proc/<pid>/task/*/schedstat (its first field, ns): utime+stime at ns
+// precision where stat counts 10 ms ticks. A thread that exits takes its
+// time with it (the Go runtime keeps its threads); 0 when it cannot read.
+func schedSeconds(pid int) float64 {
+	if pid == 0 {
+		return 0
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0
+	}
+	var ns float64
+	for _, t := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(data)); len(f) > 0 {
+			v, _ := strconv.ParseFloat(f[0], 64)
+			ns += v
+		}
+	}
+	return ns / 1e9
 }
 
 // statusKiB reads one "Vm...:  N kB" line of /proc/<pid>/status.

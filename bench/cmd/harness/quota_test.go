@@ -13,7 +13,7 @@ import (
 // are in force in the variants, absent in the no-quota gateway, and the
 // variants listen on their own ports.
 func TestQuotaVariantsLoad(t *testing.T) {
-	h := &harness{broker: "127.0.0.1:29192"}
+	h := &harness{broker: "127.0.0.1:29192", firstNodeID: 1}
 	dir := t.TempDir()
 	files := map[string]string{
 		"asyncapi.yaml": contract,
@@ -53,7 +53,7 @@ func TestQuotaVariantsLoad(t *testing.T) {
 			t.Errorf("%s: server.counters %+v", name, c)
 		}
 	}
-	if !strings.Contains(files["on.yaml"], "from: 29105, to: 29107") {
+	if !strings.Contains(files["on.yaml"], "from: 29105, to: 29107 }, first_node_id: 1") {
 		t.Errorf("the quota gateway's ports:\n%s", files["on.yaml"])
 	}
 }
@@ -98,5 +98,25 @@ func TestQuotaTable(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("missing %q in\n%s", want, md)
 		}
+	}
+}
+
+// schedSeconds reads this process's run time at ns precision: it grows
+// with work done, by about the CPU time spent.
+func TestSchedSeconds(t *testing.T) {
+	pid := os.Getpid()
+	s0, c0 := schedSeconds(pid), cpuSeconds(pid)
+	if s0 <= 0 {
+		t.Fatalf("schedSeconds(self) = %v", s0)
+	}
+	x := 0
+	for s := schedSeconds(pid); schedSeconds(pid)-s < 0.3; {
+		for i := 0; i < 1e6; i++ {
+			x += i
+		}
+	}
+	ds, dc := schedSeconds(pid)-s0, cpuSeconds(pid)-c0
+	if ds < 0.3 || dc < 0.1 || ds > dc+0.5 {
+		t.Errorf("ran %.3f s by schedstat, %.2f s by stat (x %d)", ds, dc, x)
 	}
 }

@@ -24,6 +24,7 @@ type result struct {
 	p999     float64
 	bytes    float64 // payload bytes moved (relayed, for the gateway and the relay)
 	hopCPU   float64 // the relaying process's (gateway's or relay's) utime+stime over the run, seconds
+	hopSched float64 // the same from its threads' schedstat run time (ns precision; quota.go), seconds
 	hopHWM   float64 // its peak RSS during the run (VmHWM), KiB
 	brCPU    float64 // broker's utime+stime over the run, seconds
 	wall     float64 // seconds the tool ran
@@ -104,11 +105,11 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	if hop != 0 {
 		resetPeak(hop)
 	}
-	g0, b0 := cpuSeconds(hop), cpuSeconds(h.brokerPID)
+	g0, b0, s0 := cpuSeconds(hop), cpuSeconds(h.brokerPID), schedSeconds(hop)
 	t0 := time.Now()
 	r, err := fn()
 	wall := time.Since(t0).Seconds()
-	g1, b1 := cpuSeconds(hop), cpuSeconds(h.brokerPID)
+	g1, b1, s1 := cpuSeconds(hop), cpuSeconds(h.brokerPID), schedSeconds(hop)
 	if path == relay && !h.relayAlive() {
 		data, _ := os.ReadFile(h.relayLog)
 		die("the splice relay died during %s (run %d): %v\n%s", scenario, rep, err, tail(string(data), 4000))
@@ -132,6 +133,7 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	r.brCPU = b1 - b0
 	if hop != 0 {
 		r.hopCPU = g1 - g0
+		r.hopSched = s1 - s0
 		r.hopHWM = statusKiB(hop, "VmHWM")
 	}
 	h.record(r)

@@ -85,6 +85,9 @@ type harness struct {
 
 	quotaGW map[string]*gwProc // the quota part's gateways, by path (quota.go)
 	redis   *redisProc         // the quota part's redis-server
+	// quotaReqs: the requests each run of the quota part asked of its
+	// gateway, by "scenario\tpath\trun"
+	quotaReqs map[string]float64
 
 	results []result
 	fixed   []string // the fixed-rate scenarios' names (they hold the rates)

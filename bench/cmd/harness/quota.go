@@ -52,6 +52,9 @@ func scQuotaProduce(n int) string {
 	return fmt.Sprintf("franz-go produce 1 KiB acks=all, unlimited, %s", recsLabel(n))
 }
 func scQuotaConsume(n int) string { return fmt.Sprintf("franz-go consume 1 KiB, %s", recsLabel(n)) }
+func scQuotaFixed(rate, secs int) string {
+	return fmt.Sprintf("franz-go produce 1 KiB acks=all, fixed %d rec/s, %d s", rate, secs)
+}
 
 func recsLabel(n int) string {
 	if n%1000000 == 0 {
@@ -277,6 +280,8 @@ func (h *harness) quotaPart() {
 	t0 := time.Now()
 	repeat := envInt("BENCH_QUOTA_REPEAT", 7)
 	n := envInt("BENCH_QUOTA_RECORDS", 1000000)
+	rate := envInt("BENCH_QUOTA_RATE", 60000)
+	secs := max(1, envInt("BENCH_QUOTA_SECONDS", 10))
 	base := envInt("BENCH_QUOTA_PORT", 29102)
 	withRedis := envStr("BENCH_QUOTA_REDIS", "1") == "1"
 	variants := []string{qOff, qOn}
@@ -305,14 +310,41 @@ func (h *harness) quotaPart() {
 			die("warm-up %s: %v", v, err)
 		}
 	}
-	scP, scC := scQuotaProduce(n), scQuotaConsume(n)
+	scP, scC, scF := scQuotaProduce(n), scQuotaConsume(n), scQuotaFixed(rate, secs)
+	scs := []string{scP, scC}
+	if rate > 0 {
+		scs = append(scs, scF)
+	}
+	// requests: what each run asked of its gateway (flexway_kafka_requests_total), by scenario, path, run.
+	h.quotaReqs = map[string]float64{}
+	counted := func(sc, v string, rep int, fn func() (result, error)) func() (result, error) {
+		return func() (result, error) {
+			g := h.quotaGW[v]
+			r0, _ := metricSum(g.admin, "flexway_kafka_requests_total")
+			r, err := fn()
+			r1, _ := metricSum(g.admin, "flexway_kafka_requests_total")
+			h.quotaReqs[fmt.Sprintf("%s\t%s\t%d", sc, v, rep)] = r1 - r0
+			return r, err
+		}
+	}
 	var loads []string
 	for rep := 1; rep <= repeat; rep++ {
 		for _, v := range order(rep, variants...) {
-			h.measure(scP, v, rep, func() (result, error) { return h.loadgen(v, "produce", n, 1024, 0, 5*time.Millisecond) })
+			h.measure(scP, v, rep, counted(scP, v, rep, func() (result, error) { return h.loadgen(v, "produce", n, 1024, 0, 5*time.Millisecond) }))
 		}
 		for _, v := range order(rep, variants...) {
-			h.measure(scC, v, rep, func() (result, error) { return h.loadgen(v, "consume", n, 1024, 0, 5*time.Millisecond) })
+			h.measure(scC, v, rep, counted(scC, v, rep, func() (result, error) { return h.loadgen(v, "consume", n, 1024, 0, 5*time.Millisecond) }))
+		}
+		// A fixed rate that every variant reaches: the same requests per
+		// GiB on each (batches set by the rate and the linger), so the
+		// gateway's CPU per GiB is its own cost, not the client's pace.
+		for _, v := range order(rep, variants...) {
+			if rate <= 0 {
+				break
+			}
+			h.measure(scF, v, rep, counted(scF, v, rep, func() (result, error) {
+				return h.loadgen(v, "produce", rate*secs, 1024, rate, 5*time.Millisecond)
+			}))
 		}
 		load, _ := os.ReadFile("/proc/loadavg")
 		loads = append(loads, strings.Fields(string(load))[0])
@@ -339,8 +371,8 @@ func (h *harness) quotaPart() {
 			notes = append(notes, fmt.Sprintf("redis %s n = %s", key, v))
 		}
 	}
-	h.quotaRuns([]string{scP, scC}, variants)
-	md := quotaTable(h, []string{scP, scC}, variants, repeat, loads, notes)
+	h.quotaRuns(scs, variants)
+	md := quotaTable(h, scs, variants, repeat, loads, notes)
 	must(os.WriteFile(filepath.Join(h.out, "quota.md"), []byte(md), 0o644))
 	fmt.Println()
 	fmt.Println(md)
@@ -377,7 +409,7 @@ func (h *harness) pairedRatios(sc, p, base string, f func(result) float64) []flo
 // quotaRuns writes quota-runs.tsv: every run of the part, both CPU figures.
 func (h *harness) quotaRuns(scs, variants []string) {
 	var b strings.Builder
-	fmt.Fprintln(&b, "scenario\tgateway\trun\tmib_s\tbytes\tcpu_sched_s\tcpu_utime_stime_s\tcpu_s_per_gib\twall_s")
+	fmt.Fprintln(&b, "scenario\tgateway\trun\tmib_s\tbytes\trequests\tcpu_sched_s\tcpu_utime_stime_s\tcpu_s_per_gib\tcpu_us_per_request\twall_s")
 	for _, r := range h.results {
 		for _, sc := range scs {
 			if r.scenario != sc {
@@ -385,7 +417,9 @@ func (h *harness) quotaRuns(scs, variants []string) {
 			}
 			for _, v := range variants {
 				if r.path == v {
-					fmt.Fprintf(&b, "%s\t%s\t%d\t%.2f\t%.0f\t%.4f\t%.2f\t%.4f\t%.2f\n", sc, v, r.rep, r.mibps, r.bytes, r.hopSched, r.hopCPU, gwCPUPerGiB(r), r.wall)
+					reqs := h.quotaReqs[fmt.Sprintf("%s\t%s\t%d", sc, v, r.rep)]
+					fmt.Fprintf(&b, "%s\t%s\t%d\t%.2f\t%.0f\t%.0f\t%.4f\t%.2f\t%.4f\t%.2f\t%.2f\n", sc, v, r.rep, r.mibps, r.bytes, reqs,
+						r.hopSched, r.hopCPU, gwCPUPerGiB(r), 1e6*r.hopSched/max(reqs, 1), r.wall)
 				}
 			}
 		}
@@ -402,9 +436,10 @@ func quotaTable(h *harness, scs, variants []string, repeat int, loads, notes []s
 	fmt.Fprintf(&b, "each run, the order rotating by one each run. ratio: the variant's figure / the no-quota gateway's in the\n")
 	fmt.Fprintf(&b, "same run (median of the per-run ratios, min–max). CPU s/GiB: the run time of that gateway process's threads\n")
 	fmt.Fprintf(&b, "(/proc/<pid>/task/*/schedstat, ns) per GiB of payload. Within 5 %%: the median ratio is ≥ 0.95 (throughput)\n")
-	fmt.Fprintf(&b, "or ≤ 1.05 (CPU).\n\n")
-	fmt.Fprintln(&b, "| workload | gateway | MiB/s | ratio | within 5 % | CPU s/GiB | CPU ratio | within 5 % |")
-	fmt.Fprintln(&b, "| --- | --- | --: | --: | :-: | --: | --: | :-: |")
+	fmt.Fprintf(&b, "or ≤ 1.05 (CPU). requests/GiB: flexway_kafka_requests_total over the run per GiB. The fixed-rate row\n")
+	fmt.Fprintf(&b, "paces every variant alike (its MiB/s is the rate): its CPU s/GiB is the gateway's cost at equal batches.\n\n")
+	fmt.Fprintln(&b, "| workload | gateway | MiB/s | ratio | within 5 % | CPU s/GiB | CPU ratio | within 5 % | requests/GiB |")
+	fmt.Fprintln(&b, "| --- | --- | --: | --: | :-: | --: | --: | :-: | --: |")
 	yes := func(ok bool) string {
 		if ok {
 			return "yes"
@@ -418,14 +453,20 @@ func quotaTable(h *harness, scs, variants []string, repeat int, loads, notes []s
 			if len(mib) == 0 {
 				continue
 			}
+			var perGiB []float64
+			for _, r := range h.results {
+				if q := h.quotaReqs[fmt.Sprintf("%s\t%s\t%d", sc, v, r.rep)]; r.scenario == sc && r.path == v && q > 0 && r.bytes > 0 {
+					perGiB = append(perGiB, q/(r.bytes/(1<<30)))
+				}
+			}
 			if v == variants[0] {
-				fmt.Fprintf(&b, "| %s | %s | %s | – | – | %s | – | – |\n", sc, v, spread(mib, "%.0f"), spread(cpu, "%.3f"))
+				fmt.Fprintf(&b, "| %s | %s | %s | – | – | %s | – | – | %s |\n", sc, v, spread(mib, "%.0f"), spread(cpu, "%.3f"), spread(perGiB, "%.0f"))
 				continue
 			}
 			tr := h.pairedRatios(sc, v, variants[0], func(r result) float64 { return r.mibps })
 			cr := h.pairedRatios(sc, v, variants[0], gwCPUPerGiB)
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, v, spread(mib, "%.0f"),
-				spread(tr, "%.3f"), yes(median(tr) >= 0.95), spread(cpu, "%.3f"), spread(cr, "%.3f"), yes(median(cr) <= 1.05))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, v, spread(mib, "%.0f"),
+				spread(tr, "%.3f"), yes(median(tr) >= 0.95), spread(cpu, "%.3f"), spread(cr, "%.3f"), yes(median(cr) <= 1.05), spread(perGiB, "%.0f"))
 		}
 	}
 	fmt.Fprintln(&b)

@@ -28,8 +28,10 @@
 #                        above the run, and the same with server.counters on a
 #                        redis-server of its own; the franz-go producer (1 KiB,
 #                        acks=all) and consumer take them in turn, 7 runs of 1M
-#                        records: throughput and gateway CPU s/GiB against the
-#                        no-quota gateway (quota.md). About 10 minutes.
+#                        records, and the producer at a fixed 60,000 rec/s for
+#                        10 s: throughput and gateway CPU s/GiB against the
+#                        no-quota gateway of the same run (quota.md). About 10
+#                        minutes.
 #   make bench-density   bench/run density: 1,000 and 9,000 idle authenticated
 #                        connection pairs: RSS per pair, GC pauses, one producer.
 #   make bench-micro     the codec micro-benchmarks and the in-process kfake

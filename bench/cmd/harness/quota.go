@@ -22,6 +22,9 @@ import (
 //   - flexway+quotas: listeners.kafka.quotas client and tenant
 //     producer_byte_rate, consumer_byte_rate and request_rate far above
 //     what the run reaches (every request is counted, none is throttled);
+//   - flexway again (BENCH_QUOTA_AA=1, the default): a second gateway
+//     without quotas, the A/A control: its ratio to the first is what the
+//     machine's noise alone gives;
 //   - flexway+quotas+redis (BENCH_QUOTA_REDIS=1, the default): the same with
 //     server.counters on a redis-server the harness starts, so the tenant's
 //     buckets count through the shared store as well;
@@ -37,6 +40,7 @@ import (
 
 const (
 	qOff   = "flexway"
+	qAA    = "flexway again" // a second gateway without quotas: the A/A control
 	qOn    = "flexway+quotas"
 	qRedis = "flexway+quotas+redis"
 )
@@ -103,7 +107,7 @@ func (g *gwProc) stop() {
 // with flexway -check, starts bin/flexway on it and waits until its
 // health answers and its bootstrap port accepts.
 func (h *harness) startQuotaGateway(name string, portFrom int, admin, listenerExtra, serverExtra string) *gwProc {
-	slug := strings.ReplaceAll(name, "+", "-")
+	slug := strings.NewReplacer("+", "-", " ", "-").Replace(name)
 	g := &gwProc{name: name, cfg: filepath.Join(h.work, slug+".yaml"), boot: fmt.Sprintf("127.0.0.1:%d", portFrom), admin: admin,
 		log: filepath.Join(h.out, "gateway-"+slug+".log"), exited: make(chan struct{})}
 	must(os.WriteFile(g.cfg, []byte(h.gatewayYAML(portFrom, admin, listenerExtra, serverExtra)), 0o600))
@@ -286,6 +290,10 @@ func (h *harness) quotaPart() {
 	withRedis := envStr("BENCH_QUOTA_REDIS", "1") == "1"
 	variants := []string{qOff, qOn}
 	h.startQuotaGateway(qOff, base, envStr("BENCH_QUOTA_ADMIN", "127.0.0.1:29466"), "", "")
+	if envStr("BENCH_QUOTA_AA", "1") == "1" {
+		h.startQuotaGateway(qAA, base+9, envStr("BENCH_QUOTA_ADMIN_AA", "127.0.0.1:29469"), "", "")
+		variants = []string{qOff, qAA, qOn}
+	}
 	h.startQuotaGateway(qOn, base+3, envStr("BENCH_QUOTA_ADMIN_ON", "127.0.0.1:29467"), quotasFar, "")
 	if withRedis {
 		r := h.startRedis(envInt("BENCH_REDIS_PORT", 29479))
@@ -353,6 +361,9 @@ func (h *harness) quotaPart() {
 	// The quotas held and were never reached.
 	var notes []string
 	for _, v := range variants[1:] {
+		if v == qAA {
+			continue
+		}
 		g := h.quotaGW[v]
 		thr, err := metricSum(g.admin, "flexway_kafka_throttle_seconds_count")
 		if err != nil {
@@ -437,7 +448,8 @@ func quotaTable(h *harness, scs, variants []string, repeat int, loads, notes []s
 	fmt.Fprintf(&b, "same run (median of the per-run ratios, min–max). CPU s/GiB: the run time of that gateway process's threads\n")
 	fmt.Fprintf(&b, "(/proc/<pid>/task/*/schedstat, ns) per GiB of payload. Within 5 %%: the median ratio is ≥ 0.95 (throughput)\n")
 	fmt.Fprintf(&b, "or ≤ 1.05 (CPU). requests/GiB: flexway_kafka_requests_total over the run per GiB. The fixed-rate row\n")
-	fmt.Fprintf(&b, "paces every variant alike (its MiB/s is the rate): its CPU s/GiB is the gateway's cost at equal batches.\n\n")
+	fmt.Fprintf(&b, "paces every variant alike (its MiB/s is the rate): its CPU s/GiB is the gateway's cost at equal batches.\n")
+	fmt.Fprintf(&b, "%q: a second gateway without quotas (A/A): its ratios are what the machine's noise alone gives.\n\n", qAA)
 	fmt.Fprintln(&b, "| workload | gateway | MiB/s | ratio | within 5 % | CPU s/GiB | CPU ratio | within 5 % | requests/GiB |")
 	fmt.Fprintln(&b, "| --- | --- | --: | --: | :-: | --: | --: | :-: | --: |")
 	yes := func(ok bool) string {

@@ -103,7 +103,16 @@ func main() {
 	flag.StringVar(&h.broker, "broker", "127.0.0.1:29192", "the broker's PLAINTEXT address")
 	flag.StringVar(&h.relayBoot, "relay", "127.0.0.1:29196", "the splice relay's listening address (the broker's RELAY listener advertises it)")
 	flag.StringVar(&h.relayTarget, "relay-target", "127.0.0.1:29195", "the broker's RELAY listener, where the relay connects")
+	pool := flag.String("quota-pool", "", "print the pooled table of these quota-runs.tsv files (comma-separated) and exit")
 	flag.Parse()
+	if *pool != "" {
+		md, err := quotaPool(strings.Split(*pool, ","))
+		if err != nil {
+			die("%v", err)
+		}
+		fmt.Print(md)
+		return
+	}
 
 	h.repeat = envInt("BENCH_REPEAT", 3)
 	h.records = envInt("BENCH_RECORDS", 300000)

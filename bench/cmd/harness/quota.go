@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -487,4 +488,66 @@ func quotaTable(h *harness, scs, variants []string, repeat int, loads, notes []s
 		fmt.Fprintf(&b, "- %s\n", n)
 	}
 	return b.String()
+}
+
+// quotaPool reads the quota-runs.tsv of several runs of the part and
+// returns the pooled table: each variant's ratios to the no-quota gateway
+// of the same repetition of the same run, throughput and CPU per GiB,
+// median and interquartile range over every pair (harness -quota-pool).
+func quotaPool(files []string) (string, error) {
+	type key struct{ sc, v string }
+	thr, cpu := map[key][]float64{}, map[key][]float64{}
+	var order []key
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		type row struct {
+			sc, v, run string
+			mib, cpu   float64
+		}
+		var rows []row
+		base := map[string]row{}
+		for j, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			c := strings.Split(l, "\t")
+			if j == 0 || len(c) < 11 {
+				continue
+			}
+			mib, _ := strconv.ParseFloat(c[3], 64)
+			cg, _ := strconv.ParseFloat(c[8], 64)
+			r := row{c[0], c[1], c[2], mib, cg}
+			rows = append(rows, r)
+			if r.v == qOff {
+				base[r.sc+"\t"+r.run] = r
+			}
+		}
+		for _, r := range rows {
+			b, ok := base[r.sc+"\t"+r.run]
+			if r.v == qOff || !ok || b.mib <= 0 || b.cpu <= 0 {
+				continue
+			}
+			k := key{r.sc, r.v}
+			if _, seen := thr[k]; !seen {
+				order = append(order, k)
+			}
+			thr[k] = append(thr[k], r.mib/b.mib)
+			cpu[k] = append(cpu[k], r.cpu/b.cpu)
+		}
+	}
+	iqr := func(v []float64) string {
+		s := append([]float64(nil), v...)
+		sort.Float64s(s)
+		q := func(p float64) float64 { return s[int(p*float64(len(s)-1))] }
+		return fmt.Sprintf("%.3f (%.3f–%.3f)", median(s), q(0.25), q(0.75))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d runs pooled: each variant's ratio to the no-quota gateway of the same repetition; median (interquartile range).\n\n", len(files))
+	fmt.Fprintln(&b, "| workload | gateway | pairs | throughput ratio | CPU s/GiB ratio |")
+	fmt.Fprintln(&b, "| --- | --- | --: | --: | --: |")
+	sort.SliceStable(order, func(i, j int) bool { return order[i].sc < order[j].sc })
+	for _, k := range order {
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s |\n", k.sc, k.v, len(thr[k]), iqr(thr[k]), iqr(cpu[k]))
+	}
+	return b.String(), nil
 }

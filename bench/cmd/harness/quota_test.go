@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,5 +119,33 @@ func TestSchedSeconds(t *testing.T) {
 	ds, dc := schedSeconds(pid)-s0, cpuSeconds(pid)-c0
 	if ds < 0.3 || dc < 0.1 || ds > dc+0.5 {
 		t.Errorf("ran %.3f s by schedstat, %.2f s by stat (x %d)", ds, dc, x)
+	}
+}
+
+// quotaPool pairs each run with the no-quota run of the same repetition in
+// the same file, and pools the pairs of every file.
+func TestQuotaPool(t *testing.T) {
+	dir := t.TempDir()
+	head := "scenario\tgateway\trun\tmib_s\tbytes\trequests\tcpu_sched_s\tcpu_utime_stime_s\tcpu_s_per_gib\tcpu_us_per_request\twall_s\n"
+	row := func(v string, run int, mib, cpu float64) string {
+		return fmt.Sprintf("w\t%s\t%d\t%.2f\t1\t1\t1\t1\t%.4f\t1\t1\n", v, run, mib, cpu)
+	}
+	a := head + row(qOff, 1, 100, 1) + row(qOn, 1, 90, 1.1) + row(qOff, 2, 200, 2) + row(qOn, 2, 200, 2)
+	b := head + row(qOff, 1, 50, 1) + row(qOn, 1, 55, 0.9) // run 1 of another file: paired with its own
+	var files []string
+	for i, body := range []string{a, b} {
+		f := filepath.Join(dir, fmt.Sprintf("%d.tsv", i))
+		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	md, err := quotaPool(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ratios: throughput 0.9, 1.0, 1.1 -> median 1.0; CPU 1.1, 1.0, 0.9 -> 1.0
+	if want := "| w | flexway+quotas | 3 | 1.000 (0.900–1.000) | 1.000 (0.900–1.000) |"; !strings.Contains(md, want) {
+		t.Errorf("missing %q in\n%s", want, md)
 	}
 }

@@ -19,7 +19,9 @@
 //     gateway and relay, and its plot (bigfetch.go);
 //   - the record-size sweep of the plot (100 B to 100 KiB, acks=1);
 //   - a CPU profile of the gateway (perf record) under an unlimited producer;
-//   - density (bench/cmd/density): idle authenticated connection pairs.
+//   - density (bench/cmd/density): idle authenticated connection pairs;
+//   - quotas configured and not reached (BENCH_PARTS=quota, quota.go): the
+//     gateway with and without quotas, in turn on the same broker.
 //
 // It parses the tools' own output lines, reads the relaying process's (the
 // gateway's or the relay's) CPU time and peak RSS from /proc, and prints one

@@ -17,7 +17,7 @@ import (
 
 // The cost of quotas configured and not reached (issue 8, item 7),
 // BENCH_PARTS=quota (make bench-quota): the same build of flexway runs as
-// two or three gateways at once, side by side on the one broker,
+// two to four gateways at once, side by side on the one broker,
 //
 //   - flexway: no quotas;
 //   - flexway+quotas: listeners.kafka.quotas client and tenant
@@ -30,14 +30,15 @@ import (
 //     server.counters on a redis-server the harness starts, so the tenant's
 //     buckets count through the shared store as well;
 //
-// and the franz-go producer (1 KiB, acks=all) and consumer take them in
-// turn within each run (the order rotating by one each run), for
-// BENCH_QUOTA_REPEAT runs. Recorded: the throughput and the gateway
-// process's CPU seconds per GiB (utime+stime, /proc), each against the
-// no-quota run of the same repetition; the throttles each quota gateway
-// counted (flexway_kafka_throttle_seconds: none, or the quotas were
-// reached) and what the Redis holds for the tenant's byte buckets.
-// quota.md (the table), runs.tsv (every run).
+// and the franz-go producer (1 KiB, acks=all; unlimited, then at a fixed
+// BENCH_QUOTA_RATE) and consumer take them in turn within each run (the
+// order rotating by one each run), for BENCH_QUOTA_REPEAT runs. Recorded:
+// the throughput, the gateway process's CPU seconds per GiB (its threads'
+// schedstat, ns) and its requests (/metrics), each against the no-quota
+// run of the same repetition; the throttles each quota gateway counted
+// (flexway_kafka_throttle_seconds: none, or the quotas were reached) and
+// what the Redis holds for the tenant's buckets. quota.md (the table),
+// quota-runs.tsv and runs.tsv (every run); -quota-pool pools several runs.
 
 const (
 	qOff   = "flexway"

@@ -18,6 +18,8 @@ import (
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/internal/testkit"
+	"github.com/flexway/flexway/quota/counters"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -55,7 +57,7 @@ func portsFree(p, n int) bool {
 
 // quotaGateway boots a gateway (one kfake broker, one partition) with the
 // listener lines given, for benchmarks (testEnv needs a *testing.T).
-func quotaGateway(tb testing.TB, listener string) *benchGateway {
+func quotaGateway(tb testing.TB, listener string, opts ...Option) *benchGateway {
 	tb.Helper()
 	dir := tb.TempDir()
 	base := 0
@@ -82,7 +84,7 @@ func quotaGateway(tb testing.TB, listener string) *benchGateway {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := New(context.Background(), snap, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	e, err := New(context.Background(), snap, append([]Option{WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -210,10 +212,28 @@ func quotaTestClient(t *testing.T, e *Engine) *client {
 		ident: &auth.Identity{Principal: "acme-app", Tenant: "acme", Mechanism: configs.Mechanism("plain")}}
 }
 
+// redisCounters opens a shared counter store (server.counters) on a
+// redis-server started for the test, closed at its end.
+func redisCounters(tb testing.TB) Option {
+	tb.Helper()
+	srv := testkit.StartRedis(tb)
+	store, err := counters.Open(srv.URL(), time.Second, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { store.Close() })
+	return WithCounters(store)
+}
+
 // Invariant 18 with quotas: a Produce and a Fetch answer spent against
-// quotas configured and not reached allocate nothing.
+// quotas configured and not reached allocate nothing, with the tenant's
+// buckets counted in a shared store (server.counters) too.
 func TestQuotaPathAllocs(t *testing.T) {
-	g := quotaGateway(t, quotasNotReached)
+	t.Run("local", func(t *testing.T) { quotaPathAllocs(t, quotaGateway(t, quotasNotReached)) })
+	t.Run("redis", func(t *testing.T) { quotaPathAllocs(t, quotaGateway(t, quotasNotReached, redisCounters(t))) })
+}
+
+func quotaPathAllocs(t *testing.T, g *benchGateway) {
 	cl := quotaTestClient(t, g.e)
 	frame := make([]byte, 16<<10)
 	h := codec.RequestHeader{Key: codec.KeyProduce, Version: 9}
@@ -240,9 +260,16 @@ func TestQuotaPathAllocs(t *testing.T) {
 //
 //	go test ./engine -run '^$' -bench QuotaRequestPath -benchmem
 func BenchmarkQuotaRequestPath(b *testing.B) {
-	for _, c := range []struct{ name, quotas string }{{"off", ""}, {"on", quotasNotReached}} {
+	for _, c := range []struct {
+		name, quotas string
+		redis        bool
+	}{{"off", "", false}, {"on", quotasNotReached, false}, {"on+redis", quotasNotReached, true}} {
 		b.Run(c.name, func(b *testing.B) {
-			g := quotaGateway(b, c.quotas)
+			var opts []Option
+			if c.redis {
+				opts = append(opts, redisCounters(b))
+			}
+			g := quotaGateway(b, c.quotas, opts...)
 			snap := g.e.snap.Load()
 			cl := &client{e: g.e, snap: snap, route: portRoute{cluster: snap.Clusters["shop"]},
 				ident: &auth.Identity{Principal: "acme-app", Tenant: "acme", Mechanism: configs.Mechanism("plain")}}
@@ -260,4 +287,69 @@ func BenchmarkQuotaRequestPath(b *testing.B) {
 			cl.quotaRelease()
 		})
 	}
+}
+
+// Issue 8.7: quotas configured and not reached make no timer and mute
+// nobody. A franz-go producer and consumer run 20,000 records through a
+// gateway with quotas on every rate; then every client connection holds its
+// buckets (its requests were counted), was never muted, and has no unmute
+// timer (made at a connection's first throttle, never per request: so no
+// timer and no goroutine of time.AfterFunc per request either).
+func TestQuotaNotReachedNoTimer(t *testing.T) {
+	g := quotaGateway(t, quotasNotReached)
+	auth := []kgo.Opt{kgo.SeedBrokers(g.boot), kgo.SASL(plain.Auth{User: g.user, Pass: g.pass}.AsMechanism())}
+	// Uncompressed: 20 MiB on the wire each way.
+	p, err := kgo.NewClient(append(auth, kgo.ProducerLinger(time.Millisecond), kgo.ProducerBatchCompression(kgo.NoCompression()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := kgo.NewClient(append(auth, kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n = 20000
+	val := make([]byte, 1024)
+	for i := 0; i < n; i += 1000 {
+		rs := make([]*kgo.Record, 1000)
+		for j := range rs {
+			rs[j] = &kgo.Record{Topic: "orders", Value: val}
+		}
+		if err := p.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for got := 0; got < n; {
+		fs := c.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", got, n, err)
+		}
+		got += fs.NumRecords()
+	}
+	var counted, muted, timers, conns int
+	onLoops(t, g.e, func(l *loop) {
+		muted += len(l.muted)
+		for cl := range l.clients {
+			conns++
+			if q := cl.q; q != nil {
+				if q.p != nil {
+					counted++
+				}
+				if q.timer != nil || q.wake != nil {
+					timers++
+				}
+				if q.muted || q.listed {
+					muted++
+				}
+			}
+		}
+	})
+	if counted == 0 || timers != 0 || muted != 0 {
+		t.Fatalf("%d client connections, %d holding buckets, %d with an unmute timer, %d muted: want buckets held, no timer, none muted",
+			conns, counted, timers, muted)
+	}
+	t.Logf("%d client connections, %d holding buckets, no timer, none muted", conns, counted)
 }

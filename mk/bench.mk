@@ -22,6 +22,16 @@
 #                        RSS, VmHWM during the run against the budgets in force,
 #                        VmRSS every 5 s for a minute after (BENCH_PARTS=many,
 #                        many.md). A few minutes.
+#   make bench-quota     quotas configured and not reached (issue 8.7,
+#                        BENCH_PARTS=quota): the same flexway build as three
+#                        gateways at once, no quotas, quotas on every rate far
+#                        above the run, and the same with server.counters on a
+#                        redis-server of its own; the franz-go producer (1 KiB,
+#                        acks=all) and consumer take them in turn, 7 runs of 1M
+#                        records, and the producer at a fixed 60,000 rec/s for
+#                        10 s: throughput and gateway CPU s/GiB against the
+#                        no-quota gateway of the same run (quota.md). About 10
+#                        minutes.
 #   make bench-density   bench/run density: 1,000 and 9,000 idle authenticated
 #                        connection pairs: RSS per pair, GC pauses, one producer.
 #   make bench-micro     the codec micro-benchmarks and the in-process kfake
@@ -35,7 +45,7 @@
 GO ?= go
 BENCH_RUN := $(CURDIR)/bench/run
 
-.PHONY: bench-real bench-new bench-issue11 bench-many bench-density bench-all bench-micro
+.PHONY: bench-real bench-new bench-issue11 bench-many bench-quota bench-density bench-all bench-micro
 
 bench-real:
 	GO=$(GO) $(BENCH_RUN) real
@@ -48,6 +58,9 @@ bench-issue11:
 
 bench-many:
 	BENCH_PARTS=many GO=$(GO) $(BENCH_RUN) real
+
+bench-quota:
+	BENCH_PARTS=quota GO=$(GO) $(BENCH_RUN) real
 
 bench-density:
 	GO=$(GO) $(BENCH_RUN) density

@@ -19,7 +19,9 @@
 //     gateway and relay, and its plot (bigfetch.go);
 //   - the record-size sweep of the plot (100 B to 100 KiB, acks=1);
 //   - a CPU profile of the gateway (perf record) under an unlimited producer;
-//   - density (bench/cmd/density): idle authenticated connection pairs.
+//   - density (bench/cmd/density): idle authenticated connection pairs;
+//   - quotas configured and not reached (BENCH_PARTS=quota, quota.go): the
+//     gateway with and without quotas, in turn on the same broker.
 //
 // It parses the tools' own output lines, reads the relaying process's (the
 // gateway's or the relay's) CPU time and peak RSS from /proc, and prints one
@@ -81,12 +83,20 @@ type harness struct {
 	relayDone chan struct{}
 	relayLog  string
 
+	firstNodeID int // the broker's node.id (1; tests against kfake: 0)
+
+	quotaGW map[string]*gwProc // the quota part's gateways, by path (quota.go)
+	redis   *redisProc         // the quota part's redis-server
+	// quotaReqs: the requests each run of the quota part asked of its
+	// gateway, by "scenario\tpath\trun"
+	quotaReqs map[string]float64
+
 	results []result
 	fixed   []string // the fixed-rate scenarios' names (they hold the rates)
 }
 
 func main() {
-	h := &harness{}
+	h := &harness{firstNodeID: 1}
 	mode := flag.String("mode", "real", "real (table, plot, profile) | density | all")
 	flag.StringVar(&h.root, "root", ".", "the repository")
 	flag.StringVar(&h.out, "out", "", "results folder (default bench/results/<date>)")
@@ -95,7 +105,16 @@ func main() {
 	flag.StringVar(&h.broker, "broker", "127.0.0.1:29192", "the broker's PLAINTEXT address")
 	flag.StringVar(&h.relayBoot, "relay", "127.0.0.1:29196", "the splice relay's listening address (the broker's RELAY listener advertises it)")
 	flag.StringVar(&h.relayTarget, "relay-target", "127.0.0.1:29195", "the broker's RELAY listener, where the relay connects")
+	pool := flag.String("quota-pool", "", "print the pooled table of these quota-runs.tsv files (comma-separated) and exit")
 	flag.Parse()
+	if *pool != "" {
+		md, err := quotaPool(strings.Split(*pool, ","))
+		if err != nil {
+			die("%v", err)
+		}
+		fmt.Print(md)
+		return
+	}
 
 	h.repeat = envInt("BENCH_REPEAT", 3)
 	h.records = envInt("BENCH_RECORDS", 300000)
@@ -147,6 +166,8 @@ func main() {
 		h.say("signal %v: stopping", s)
 		h.stopGateway()
 		h.stopRelay()
+		h.stopQuotaGateways()
+		h.stopRedis()
 		os.Exit(130)
 	}()
 	defer h.stopGateway()
@@ -171,7 +192,7 @@ func main() {
 }
 
 // parseParts reads BENCH_PARTS: table, bigfetch, rssfetch, sweep, profile,
-// many (not in the default list, nor in "all": many.go);
+// many and quota (not in the default list, nor in "all": many.go, quota.go);
 // "new" stands for bigfetch,rssfetch (what issue 11 added), "issue" for the
 // rows of issue 11's table (the table restricted to them, bigfetch, rssfetch).
 func parseParts(v string) map[string]bool {
@@ -184,15 +205,15 @@ func parseParts(v string) map[string]bool {
 			for k := range known {
 				out[k] = true
 			}
-		case "many":
-			out["many"] = true
+		case "many", "quota":
+			out[f] = true
 		case "new":
 			out["bigfetch"], out["rssfetch"] = true, true
 		case "issue":
 			out["issue"], out["table"], out["bigfetch"], out["rssfetch"] = true, true, true, true
 		default:
 			if !known[f] {
-				die("BENCH_PARTS=%q: %q is not one of table, bigfetch, rssfetch, sweep, profile, many, all, new, issue", v, f)
+				die("BENCH_PARTS=%q: %q is not one of table, bigfetch, rssfetch, sweep, profile, many, quota, all, new, issue", v, f)
 			}
 			out[f] = true
 		}
@@ -377,8 +398,11 @@ components:
     plain: { type: plain }
 `
 
-func (h *harness) writeGatewayConfig() {
-	cfg := fmt.Sprintf(`# flexway benchmark gateway (written by bench/run)
+// gatewayYAML is the benchmark gateway's configuration: cluster shop on
+// ports portFrom..portFrom+2, the admin endpoint on admin, and extra lines
+// under listeners.kafka and server (the quota part's variants, quota.go).
+func (h *harness) gatewayYAML(portFrom int, admin, listenerExtra, serverExtra string) string {
+	return fmt.Sprintf(`# flexway benchmark gateway (written by bench/run)
 version: 1
 contracts:
   asyncapi: ./asyncapi.yaml
@@ -397,16 +421,20 @@ listeners:
     max_connections_per_tenant: 20000
     max_connection_rate_per_tenant: 0
     max_unauthenticated_connections: 256
-    plaintext:
+%s    plaintext:
       mesh_only: true
       bind_host: 127.0.0.1
       advertised_host: 127.0.0.1
       clusters:
-        shop: { ports: { from: %d, to: %d }, first_node_id: 1 }
+        shop: { ports: { from: %d, to: %d }, first_node_id: %d }
 server:
-  admin:
+%s  admin:
     address: %s
-`, h.broker, h.gwPortFrom, h.gwPortFrom+2, h.admin)
+`, h.broker, listenerExtra, portFrom, portFrom+2, h.firstNodeID, serverExtra, admin)
+}
+
+func (h *harness) writeGatewayConfig() {
+	cfg := h.gatewayYAML(h.gwPortFrom, h.admin, "", "")
 	must(os.WriteFile(filepath.Join(h.work, "flexway.yaml"), []byte(cfg), 0o600))
 	must(os.WriteFile(filepath.Join(h.work, "asyncapi.yaml"), []byte(contract), 0o600))
 
@@ -637,6 +665,32 @@ func cpuSeconds(pid int) float64 {
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
 	return (ut + st) / clkTck
+}
+
+// schedSeconds is the time pid's threads have run, summed from
+// /proc/<pid>/task/*/schedstat (its first field, ns): utime+stime at ns
+// precision where stat counts 10 ms ticks. A thread that exits takes its
+// time with it (the Go runtime keeps its threads); 0 when it cannot read.
+func schedSeconds(pid int) float64 {
+	if pid == 0 {
+		return 0
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0
+	}
+	var ns float64
+	for _, t := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(data)); len(f) > 0 {
+			v, _ := strconv.ParseFloat(f[0], 64)
+			ns += v
+		}
+	}
+	return ns / 1e9
 }
 
 // statusKiB reads one "Vm...:  N kB" line of /proc/<pid>/status.

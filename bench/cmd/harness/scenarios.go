@@ -24,6 +24,7 @@ type result struct {
 	p999     float64
 	bytes    float64 // payload bytes moved (relayed, for the gateway and the relay)
 	hopCPU   float64 // the relaying process's (gateway's or relay's) utime+stime over the run, seconds
+	hopSched float64 // the same from its threads' schedstat run time (ns precision; quota.go), seconds
 	hopHWM   float64 // its peak RSS during the run (VmHWM), KiB
 	brCPU    float64 // broker's utime+stime over the run, seconds
 	wall     float64 // seconds the tool ran
@@ -69,6 +70,9 @@ const (
 )
 
 func (h *harness) bootstrap(path string) string {
+	if g := h.quotaGW[path]; g != nil {
+		return g.boot
+	}
 	switch path {
 	case gateway:
 		return h.gwBoot
@@ -80,6 +84,9 @@ func (h *harness) bootstrap(path string) string {
 
 // hopPID is the relaying process of path: the gateway, the relay, or none.
 func (h *harness) hopPID(path string) int {
+	if g := h.quotaGW[path]; g != nil {
+		return g.pid()
+	}
 	switch path {
 	case gateway:
 		return h.gwPID()
@@ -98,14 +105,18 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	if hop != 0 {
 		resetPeak(hop)
 	}
-	g0, b0 := cpuSeconds(hop), cpuSeconds(h.brokerPID)
+	g0, b0, s0 := cpuSeconds(hop), cpuSeconds(h.brokerPID), schedSeconds(hop)
 	t0 := time.Now()
 	r, err := fn()
 	wall := time.Since(t0).Seconds()
-	g1, b1 := cpuSeconds(hop), cpuSeconds(h.brokerPID)
+	g1, b1, s1 := cpuSeconds(hop), cpuSeconds(h.brokerPID), schedSeconds(hop)
 	if path == relay && !h.relayAlive() {
 		data, _ := os.ReadFile(h.relayLog)
 		die("the splice relay died during %s (run %d): %v\n%s", scenario, rep, err, tail(string(data), 4000))
+	}
+	if g := h.quotaGW[path]; g != nil && !g.alive() {
+		data, _ := os.ReadFile(g.log)
+		die("the gateway %s died during %s (run %d): %v\n---- tail of %s ----\n%s", path, scenario, rep, err, g.log, tail(string(data), 4000))
 	}
 	if path == gateway && !h.gatewayAlive() {
 		data, _ := os.ReadFile(h.gwLog)
@@ -122,6 +133,7 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	r.brCPU = b1 - b0
 	if hop != 0 {
 		r.hopCPU = g1 - g0
+		r.hopSched = s1 - s0
 		r.hopHWM = statusKiB(hop, "VmHWM")
 	}
 	h.record(r)
@@ -285,7 +297,7 @@ func (h *harness) loadgen(path, phase string, n, size, rate int, linger time.Dur
 	}
 	args = append(args, extra...)
 	var env []string
-	if path == gateway {
+	if path == gateway || h.quotaGW[path] != nil {
 		args = append(args, "-user", h.keyID)
 		env = []string{"LOADGEN_PASS=" + h.key}
 	}
@@ -333,9 +345,15 @@ func order(rep int, ps ...string) []string {
 
 func (h *harness) runReal() {
 	t0 := time.Now()
-	// BENCH_PARTS=many alone: no relay, no warm-up (many starts its own gateway).
-	onlyMany := len(h.parts) == 1 && h.parts["many"]
-	if !onlyMany {
+	// BENCH_PARTS=many, quota or both alone: no relay, no warm-up (they
+	// start their own gateways).
+	own := 0
+	for _, p := range []string{"many", "quota"} {
+		if h.parts[p] {
+			own++
+		}
+	}
+	if len(h.parts) > own {
 		h.startGateway()
 		h.startRelay()
 		// Warm-up, not recorded: JIT of the broker, page cache, the gateway's heap.
@@ -373,6 +391,9 @@ func (h *harness) runReal() {
 	}
 	if h.parts["many"] {
 		h.many()
+	}
+	if h.parts["quota"] {
+		h.quotaPart()
 	}
 	h.stopRelay()
 	if h.parts["profile"] && h.profile {

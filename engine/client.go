@@ -292,7 +292,10 @@ func (cl *client) process() {
 		if err != nil {
 			return
 		}
-		if !cl.handle(frame[codec.SizeLen:]) {
+		cl.lp.out.lone = n == total // nothing after it in the buffer: written from its slices
+		ok := cl.handle(frame[codec.SizeLen:])
+		cl.lp.out.lone = false
+		if !ok {
 			cl.frameSince = time.Time{} // whole: the wait is the gateway's
 			return                      // waiting: the frame stays in the buffer
 		}

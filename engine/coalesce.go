@@ -36,7 +36,11 @@ type outBatch struct {
 // batches is a loop's two batches: to a client, to a broker. An event
 // writes to one client and its broker connection.
 type batches struct {
-	on       bool // an event is under way: writes are batched
+	on bool // an event is under way: writes are batched
+	// lone: the request being handled is the last whole frame in the
+	// client's buffer; written to the broker at once from its slices when
+	// the batch is empty (one call either way: a copy saved per request).
+	lone     bool
 	toClient outBatch
 	toBroker outBatch
 }
@@ -120,7 +124,7 @@ func (cl *client) batchClient(bs [][]byte) bool {
 // batchBroker takes a frame for the broker connection into the loop's batch.
 func (u *upstreamConn) batchBroker(bs [][]byte) bool {
 	b := &u.cl.lp.out
-	if !b.on {
+	if !b.on || b.lone && len(b.toBroker.buf) == 0 {
 		return false
 	}
 	return b.toBroker.add(nil, u, bs)

@@ -65,6 +65,7 @@ type harness struct {
 	profile      bool
 	parts        map[string]bool // BENCH_PARTS
 	issueOnly    bool            // BENCH_PARTS=issue: the table's rows of issue 11 only
+	produceOnly  bool            // BENCH_PARTS=produce: of those, the Produce rows only
 	bigMiB       int             // BENCH_BIG_MIB
 	bigJava      bool            // BENCH_BIG_JAVA=1: the large fetches with the consumer perf test too
 	rssMiB       int             // BENCH_RSS_MIB
@@ -126,6 +127,7 @@ func main() {
 	h.profile = os.Getenv("BENCH_PROFILE") != "0"
 	h.parts = parseParts(envStr("BENCH_PARTS", "table,bigfetch,rssfetch,sweep,profile"))
 	h.issueOnly = h.parts["issue"]
+	h.produceOnly = h.parts["produce"]
 	h.bigMiB = envInt("BENCH_BIG_MIB", 2048)
 	h.bigJava = os.Getenv("BENCH_BIG_JAVA") == "1"
 	h.rssMiB = envInt("BENCH_RSS_MIB", 1024)
@@ -194,7 +196,9 @@ func main() {
 // parseParts reads BENCH_PARTS: table, bigfetch, rssfetch, sweep, profile,
 // many and quota (not in the default list, nor in "all": many.go, quota.go);
 // "new" stands for bigfetch,rssfetch (what issue 11 added), "issue" for the
-// rows of issue 11's table (the table restricted to them, bigfetch, rssfetch).
+// rows of issue 11's table (the table restricted to them, bigfetch, rssfetch),
+// "produce" for its Produce rows only (perf-test and franz-go, unlimited and
+// at half the direct maximum: the round trip's cost and tail, issue 11.4).
 func parseParts(v string) map[string]bool {
 	known := map[string]bool{"table": true, "bigfetch": true, "rssfetch": true, "sweep": true, "profile": true}
 	out := map[string]bool{}
@@ -211,9 +215,11 @@ func parseParts(v string) map[string]bool {
 			out["bigfetch"], out["rssfetch"] = true, true
 		case "issue":
 			out["issue"], out["table"], out["bigfetch"], out["rssfetch"] = true, true, true, true
+		case "produce":
+			out["produce"], out["issue"], out["table"] = true, true, true
 		default:
 			if !known[f] {
-				die("BENCH_PARTS=%q: %q is not one of table, bigfetch, rssfetch, sweep, profile, many, quota, all, new, issue", v, f)
+				die("BENCH_PARTS=%q: %q is not one of table, bigfetch, rssfetch, sweep, profile, many, quota, all, new, issue, produce", v, f)
 			}
 			out[f] = true
 		}

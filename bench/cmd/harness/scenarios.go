@@ -432,6 +432,9 @@ func (h *harness) runTable() {
 		for _, p := range order(rep) {
 			h.measure(scFranzProduce, p, rep, func() (result, error) { return h.loadgen(p, "produce", h.records, 1024, 0, 5*time.Millisecond) })
 		}
+		if h.produceOnly {
+			continue
+		}
 		for _, p := range order(rep) {
 			h.measure(scFranzConsume, p, rep, func() (result, error) { return h.loadgen(p, "consume", h.records, 1024, 0, 5*time.Millisecond) })
 		}

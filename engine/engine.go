@@ -103,7 +103,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		e.opts.Logger = slog.Default()
 	}
 	if e.opts.Loops <= 0 {
-		e.opts.Loops = runtime.GOMAXPROCS(0)
+		e.opts.Loops = defaultLoops(runtime.GOMAXPROCS(0))
 	}
 	e.log = e.opts.Logger
 	e.refusedLog.perSecond = 10
@@ -279,6 +279,9 @@ func (e *Engine) TLSPort() int { return e.tlsPort }
 
 // Addrs returns the listener addresses.
 func (e *Engine) Addrs() []string { return e.addrs }
+
+// Loops returns the number of event loops.
+func (e *Engine) Loops() int { return e.opts.Loops }
 
 // EmbeddedBrokers returns, for each embedded upstream, its brokers' addresses.
 func (e *Engine) EmbeddedBrokers() map[string][]string {

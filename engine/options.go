@@ -14,7 +14,8 @@ type Options struct {
 	// WriteTimeout closes a client that reads none of its answers for that
 	// long (B3). The seeds fix it at 30 s; tests shorten it.
 	WriteTimeout time.Duration
-	// Loops is the number of event loops (default: GOMAXPROCS).
+	// Loops is the number of event loops (default: defaultLoops, one
+	// fewer than GOMAXPROCS).
 	Loops int
 	// ReadBufferCap is each loop's read buffer (default 256 KiB: the size of
 	// each read is the main lever of a relay's CPU cost).
@@ -54,3 +55,15 @@ func WithSessionLifetime(d time.Duration) Option { return func(o *Options) { o.S
 // WithCounters gives the engine its shared counter store (tests: a store
 // they hold, on a Redis they started).
 func WithCounters(s quota.Store) Option { return func(o *Options) { o.Counters = s } }
+
+// defaultLoops is the number of event loops for procs Ps: one fewer, and
+// at least one (invariant 37). A loop spends its idle time in epoll_wait,
+// a system call that keeps its P; while no P is idle, Go's sysmon takes
+// such a P back within 20 µs and hands it to a spinning thread, then wakes
+// every 20 µs to do it again, and the loop's return from the call must
+// find a P anew: futex and nanosleep calls and a thread switch for every
+// time a loop waits. With one P left idle, sysmon leaves a P in a system
+// call for 10 ms, and what runs off the loops (authentication, the splice
+// sessions, the reclaimer, the admin endpoint) has a P without preempting
+// a loop.
+func defaultLoops(procs int) int { return max(1, procs-1) }

@@ -67,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		go serveAdmin(adm.Address, e, log)
 	}
 	banner(stdout, snap, len(e.Addrs()), e.EmbeddedBrokers(), e.RefusedClusters(), time.Now())
-	log.Info("flexway started", "listeners", len(e.Addrs()))
+	log.Info("flexway started", "listeners", len(e.Addrs()), "loops", e.Loops())
 	notify(daemon.SdNotifyReady)
 	stopWatchdog := watchdog(context.Background()) // until the drain is over too
 	defer stopWatchdog()

@@ -68,6 +68,9 @@ type client struct {
 	queue  relay.Queue
 	budget relay.Budget
 	held   bool
+	// upFull: not read until its broker connection takes what it holds
+	// (whyUpstream, flow.go); in lp.upFull
+	upFull bool
 	// listed: in lp.held, the sweep's list (once: a connection resumed by
 	// an answer and held again is not listed twice)
 	listed bool
@@ -244,7 +247,7 @@ func (cl *client) writev(bs [][]byte) {
 // waitsOnGateway: the frame at the head of the input is whole and waits
 // for the gateway (its budget, its broker connection, a re-authentication).
 func (cl *client) waitsOnGateway() bool {
-	return cl.held || cl.upSt == upDialing || cl.reauthing || cl.muted()
+	return cl.held || cl.upSt == upDialing || cl.reauthing || cl.muted() || cl.upFull
 }
 
 // process handles every whole frame the connection holds, in order, until
@@ -635,6 +638,7 @@ func (cl *client) releaseAs(peerClosed bool) {
 	cl.budget.Release(cl.budget.Reserved)
 	cl.budget.SyncOutbound(0)
 	delete(cl.lp.unread, cl)
+	delete(cl.lp.upFull, cl)
 	if cl.tenant != nil {
 		cl.e.tenants.Release(cl.tenant, time.Now())
 	}

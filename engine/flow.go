@@ -11,6 +11,13 @@ package engine
 //   - A client whose head request waits on the gateway (its budget, its
 //     broker connection's dial) is not read either (whyBudget, whyDial):
 //     what it pipelines waits in the kernel, not in gnet's buffer.
+//   - The client is not read until its broker takes: after a client's
+//     traffic event, a broker connection with more than flowHigh bytes
+//     the socket did not take (gnet's outbound buffer) has its client
+//     paused (whyUpstream); what the client sends meanwhile waits in the
+//     kernel, as it would before a slow broker without the gateway. It is
+//     resumed once the broker is below flowLow: looked at after each of the
+//     broker's traffic events (its answers come as it reads) and at each tick.
 //   - The resume is prompt: a client's unread bytes are the engine's own
 //     (outq, written straight to the socket), and a watcher (one goroutine
 //     and one epoll set per loop, used only while a socket is full) tells
@@ -31,12 +38,13 @@ import (
 type pauseWhy uint8
 
 const (
-	whyBudget pauseWhy = 1 << iota // client: its head request waits for the budgets
-	whyDial                        // client: its head request waits for its broker connection
-	whyDrain                       // broker: its client has not read flowHigh bytes
-	whyQuota                       // client: a KIP-219 mute (quota)
-	whySplice                      // broker: its socket is a splice session's (splice.go)
-	whyBare                        // pauseRead/resume, the bare primitive (tests)
+	whyBudget   pauseWhy = 1 << iota // client: its head request waits for the budgets
+	whyDial                          // client: its head request waits for its broker connection
+	whyDrain                         // broker: its client has not read flowHigh bytes
+	whyQuota                         // client: a KIP-219 mute (quota)
+	whySplice                        // broker: its socket is a splice session's (splice.go)
+	whyBare                          // pauseRead/resume, the bare primitive (tests)
+	whyUpstream                      // client: its broker connection has flowHigh bytes unsent
 )
 
 // The marks of "the broker is not read until the client reads": above
@@ -51,6 +59,8 @@ var (
 	// flowPauses, flowPausedNs: the drain pauses and their time (tests)
 	flowPauses   atomic.Int64
 	flowPausedNs atomic.Int64
+	// upPauses: the pauses of clients for their broker (tests)
+	upPauses atomic.Int64
 )
 
 func init() {
@@ -356,4 +366,42 @@ func (p *pausedConn) writable() {
 	if o, ok := p.ctx.(interface{ socketDrained() }); ok {
 		o.socketDrained()
 	}
+}
+
+// upstreamCheck runs after a client's traffic event, once its batches are
+// flushed: if its broker connection holds more than flowHigh bytes the
+// socket did not take, the client is not read until the broker takes them
+// (whyUpstream). Without it gnet's outbound buffer grew to the client's
+// max_in_flight_bytes whenever the broker read slower than the client
+// wrote: up to 64 MiB per connection, allocated anew after each
+// collection, where the bytes would have waited in the kernel.
+func (cl *client) upstreamCheck() {
+	u := cl.up
+	if cl.upFull || cl.closed || u == nil || u.closed || u.c == nil {
+		return
+	}
+	if int64(u.c.OutboundBuffered()) <= flowHigh.Load() || !cl.holdReads(whyUpstream) {
+		return
+	}
+	upPauses.Add(1)
+	cl.upFull = true
+	if cl.lp.upFull == nil {
+		cl.lp.upFull = map[*client]struct{}{}
+	}
+	cl.lp.upFull[cl] = struct{}{}
+}
+
+// upstreamResume reads the client again once its broker connection holds
+// flowLow bytes or fewer unsent (or is gone): after each of the broker's
+// traffic events, and at each tick.
+func (cl *client) upstreamResume() {
+	if !cl.upFull {
+		return
+	}
+	if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && int64(u.c.OutboundBuffered()) > flowLow.Load() {
+		return
+	}
+	cl.upFull = false
+	delete(cl.lp.upFull, cl)
+	cl.releaseReads(whyUpstream)
 }

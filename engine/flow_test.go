@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 )
@@ -441,4 +443,162 @@ func TestStandInWriteNoAllocs(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("%d bytes out of %d, not in order", len(got), len(want))
 	}
+}
+
+// stallListener is a broker's listener whose connections read nothing
+// while it is stalled: the broker's receive buffer fills, then the
+// gateway's send buffer, as before a broker slower than its clients.
+type stallListener struct {
+	net.Listener
+	mu      sync.Mutex
+	cond    *sync.Cond
+	stalled bool
+}
+
+func stallingListen(network, addr string) (*stallListener, error) {
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		return nil, err
+	}
+	l := &stallListener{Listener: ln}
+	l.cond = sync.NewCond(&l.mu)
+	return l, nil
+}
+
+func (l *stallListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return stallConn{c, l}, nil
+}
+
+func (l *stallListener) stall(v bool) {
+	l.mu.Lock()
+	l.stalled = v
+	l.mu.Unlock()
+	l.cond.Broadcast()
+}
+
+type stallConn struct {
+	net.Conn
+	l *stallListener
+}
+
+func (c stallConn) Read(b []byte) (int, error) {
+	c.l.mu.Lock()
+	for c.l.stalled {
+		c.l.cond.Wait()
+	}
+	c.l.mu.Unlock()
+	return c.Conn.Read(b)
+}
+
+// The client is not read until its broker takes: a producer that writes
+// 48 MiB while the broker reads nothing costs the gateway about flowHigh
+// (plus a read and a batch), not its max_in_flight_bytes (64 MiB): the
+// rest waits in the kernel and the producer's writes block. Once the
+// broker reads again every request is answered and every record is there,
+// in order.
+func TestFlowClientNotReadUntilBrokerTakes(t *testing.T) {
+	skipOnRealKafka(t)
+	var sl *stallListener
+	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "acme.orders"),
+		kfake.ListenFn(func(network, addr string) (net.Listener, error) {
+			l, err := stallingListen(network, addr)
+			sl = l
+			return l, err
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	env := newTestEnvWith(t, envConfig{upstream: fmt.Sprintf("    brokers: [%q]\n", k.ListenAddrs()[0])})
+	env.direct = k.ListenAddrs()
+	r := leaderConn(t, env)
+	cl := clientOf(t, env.e, r)
+
+	const n, per, size = 64, 3, 256 << 10 // 64 requests of 768 KiB
+	var vals [][]byte
+	frames := make([][]byte, n+1)
+	for i := range frames {
+		var batch [][]byte
+		for j := 0; j < per; j++ {
+			v := recordValue(i*per+j, size)
+			batch = append(batch, v)
+			vals = append(vals, v)
+		}
+		frames[i] = rawProduceFrame(r, "orders", -1, batchOf(batch...))
+	}
+	answer := func(i int) {
+		t.Helper()
+		resp := kmsg.ProduceResponse{Version: 9}
+		r.recv(&resp)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("answer %d: %+v", i, resp.Topics)
+		}
+	}
+	// The first request answered: the broker connection is up.
+	if _, err := r.c.Write(frames[0]); err != nil {
+		t.Fatal(err)
+	}
+	answer(0)
+
+	sl.stall(true)
+	pauses := upPauses.Load()
+	var written atomic.Int64
+	werr := make(chan error, 1)
+	go func() {
+		_ = r.c.SetWriteDeadline(time.Now().Add(60 * time.Second))
+		for _, f := range frames[1:] {
+			if _, err := r.c.Write(f); err != nil {
+				werr <- err
+				return
+			}
+			written.Add(int64(len(f)))
+		}
+		werr <- nil
+	}()
+	bound := flowHigh.Load() + 2*int64(env.e.opts.ReadBufferCap) + batchMax
+	var peak int64
+	stable := 0
+	for deadline := time.Now().Add(15 * time.Second); stable < 50 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var held int64
+		var paused bool
+		onLoopOf(t, cl, func() {
+			held = int64(cl.c.InboundBuffered())
+			if cl.up != nil && cl.up.c != nil {
+				held += int64(cl.up.c.OutboundBuffered())
+			}
+			p, ok := cl.c.(*pausedConn)
+			paused = ok && cl.upFull && p.paused()
+		})
+		peak = max(peak, held)
+		if paused {
+			stable++
+		}
+	}
+	total := int64(0)
+	for _, f := range frames[1:] {
+		total += int64(len(f))
+	}
+	if stable < 50 {
+		t.Fatalf("the client was not kept paused while its broker read nothing (pauses %d)", upPauses.Load()-pauses)
+	}
+	if w := written.Load(); w >= total {
+		t.Fatalf("the producer wrote all its %d bytes while the broker read nothing: they are not waiting in the kernel", w)
+	}
+	if peak > bound {
+		t.Fatalf("the gateway held %d bytes for a broker that reads nothing (bound %d; the producer wrote %d)", peak, bound, written.Load())
+	}
+	t.Logf("held at most %d bytes (bound %d) while the producer had written %d of %d", peak, bound, written.Load(), total)
+
+	sl.stall(false)
+	for i := 1; i <= n; i++ {
+		answer(i)
+	}
+	if err := <-werr; err != nil {
+		t.Fatal(err)
+	}
+	consumeValues(t, env, vals)
 }

@@ -27,6 +27,8 @@ type loop struct {
 
 	// muted: clients throttled by a quota until their time (quota.go)
 	muted map[*client]struct{}
+	// upFull: clients not read until their broker takes (flow.go)
+	upFull map[*client]struct{}
 	// out: the writes of the traffic event under way (coalesce.go)
 	out batches
 }
@@ -60,6 +62,7 @@ func (e *Engine) OnTraffic(c gnet.Conn) gnet.Action {
 	defer e.recoverConn(c, "traffic")
 	switch x := c.Context().(type) {
 	case *client:
+		defer x.upstreamCheck() // after the flush below
 		x.lp.out.begin()
 		defer x.lp.out.end()
 		x.onTraffic()
@@ -69,6 +72,9 @@ func (e *Engine) OnTraffic(c gnet.Conn) gnet.Action {
 		x.onTraffic()
 	case *pausedConn: // paused once: its owner's (pause.go)
 		if o, ok := x.ctx.(interface{ onTraffic() }); ok {
+			if cl, ok := x.ctx.(*client); ok {
+				defer cl.upstreamCheck() // after the flush below
+			}
 			if lp := ownerLoop(x.ctx); lp != nil {
 				lp.out.begin()
 				defer lp.out.end()

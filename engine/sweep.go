@@ -20,6 +20,9 @@ func (e *Engine) sweep(l *loop) {
 		}
 		cl.syncOut()
 	}
+	for cl := range l.upFull {
+		cl.upstreamResume()
+	}
 	if len(l.held) > 0 {
 		held := l.held
 		l.held = nil

@@ -216,6 +216,7 @@ func (u *upstreamConn) onTraffic() {
 	}
 	u.spliceCheck()
 	u.flowCheck()
+	cl.upstreamResume()
 	u.renewIfIdle()
 }
 

@@ -281,8 +281,8 @@ func TestConnectionsPerIP(t *testing.T) {
 	if n := env.e.m.refusedBy["max_connections_per_ip"].Get(); n != 1 {
 		t.Fatalf("refusals counted: %d", n)
 	}
-	conns[0].c.Close() // a place is given back
-	time.Sleep(200 * time.Millisecond)
+	conns[0].c.Close() // a place is given back, once the gateway saw the close
+	waitUntil(t, 10*time.Second, "the closed connection released", func() bool { return env.e.m.connections.Get() == 2 })
 	_ = dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 }
 
@@ -303,7 +303,9 @@ func TestConnectionsPerTenant(t *testing.T) {
 	env.waitLog(3*time.Second, "kafka authentication refused", "bound=max_connections_per_tenant", "tenant=acme")
 	_ = dialRaw(t, env.boot, "globex-app", env.keys["globex-app"]) // another tenant is not disturbed
 	a1.c.Close()
-	time.Sleep(200 * time.Millisecond)
+	// Once the gateway saw the close (and the refused client's): acme's
+	// second connection and globex's are left.
+	waitUntil(t, 10*time.Second, "the closed connection released", func() bool { return env.e.m.connections.Get() == 2 })
 	_ = dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 }
 

@@ -649,6 +649,10 @@ func TestQuotaReplicasShareTenantRateRedis(t *testing.T) {
 			defer cancel()
 			var errs atomic.Int64
 			var wg sync.WaitGroup
+			// Both replicas set up before either produces: the second's
+			// set-up (its topics on a real broker) would otherwise start it
+			// seconds late, inside the measured span, from a full bucket.
+			var cls []*kgo.Client
 			for i := 0; i < 2; i++ {
 				store, err := counters.Open(srv.URL(), every, nil)
 				if err != nil {
@@ -656,7 +660,9 @@ func TestQuotaReplicasShareTenantRateRedis(t *testing.T) {
 				}
 				t.Cleanup(func() { store.Close() })
 				env := newTestEnv(t, "    quotas:\n      tenant: { producer_byte_rate: 1MiB }\n", WithCounters(store))
-				cl := env.client("acme-app", producerOpts(&throttleHook{})...)
+				cls = append(cls, env.client("acme-app", producerOpts(&throttleHook{})...))
+			}
+			for _, cl := range cls {
 				wg.Add(1)
 				go func() { defer wg.Done(); produceFlatOut(ctx, cl, 8<<10, m, &errs) }()
 			}

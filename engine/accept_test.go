@@ -102,7 +102,9 @@ func noRefusal(t *testing.T, e *Engine) {
 // of the first four lets exactly one waiting connection in, answered.
 func TestMaxConnectionsQueuesAtBound(t *testing.T) {
 	const bound = 4
-	env := newTestEnvPorts(t, fmt.Sprintf("    max_connections: %d\n", bound), 4)
+	// auth_timeout far past the test: the two connections that never
+	// authenticate must hold their places, not be closed at the default 10 s.
+	env := newTestEnvPorts(t, fmt.Sprintf("    max_connections: %d\n    auth_timeout: 2m\n", bound), 4)
 	peak := gaugePeak(t, env.e)
 	port := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", env.base+i) }
 

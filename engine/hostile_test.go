@@ -179,8 +179,8 @@ func TestTricklingPartialFrameClosedAtIdleTimeout(t *testing.T) {
 // which is absolute: the bytes that keep coming do not extend it.
 func TestTricklingBeforeAuthClosedAtAuthTimeout(t *testing.T) {
 	env := newTestEnv(t, "    auth_timeout: 1s\n    idle_timeout: 1h\n")
+	start := time.Now() // before the dial: the gateway's clock starts at its accept
 	r := dialPlain(t, env.boot)
-	start := time.Now()
 	trickle(t, r.c, append([]byte{0, 0, 0, 100}, make([]byte, 100)...), 100*time.Millisecond)
 	if d := closedAfter(t, r.c, start, 4*time.Second); d < 900*time.Millisecond {
 		t.Fatalf("closed after %v, before auth_timeout", d)

@@ -183,6 +183,51 @@ func (s *ProduceRequestStream) Slices() [][]byte {
 	return s.vec.Slices()
 }
 
+// RecordsLeft is the number of record bytes of the current partition
+// still to come when the stream is inside them (0 otherwise).
+func (s *ProduceRequestStream) RecordsLeft() int {
+	if s.err != nil || s.st != psRecords {
+		return 0
+	}
+	return s.recLeft
+}
+
+// SkipRecords accounts for n record bytes of the current partition that
+// went to the broker another way (the engine's splice: they never enter
+// the process), as if they had been fed and written. Only inside records
+// (n at most RecordsLeft()) and with no piece pending (Slices taken);
+// false otherwise, and nothing changes. The stream goes on with the bytes
+// that follow them.
+func (s *ProduceRequestStream) SkipRecords(n int) bool {
+	if n < 0 || n > s.RecordsLeft() || s.Pending() > 0 {
+		return false
+	}
+	s.recLeft -= n
+	s.remain -= n
+	s.out += n
+	if s.recLeft == 0 {
+		s.afterRecords()
+		if s.st == psEnd && !s.flex && s.remain == 0 {
+			// The records were the frame's last bytes (as unit does at
+			// psEnd, which no Feed would reach: nothing is left to feed).
+			if s.out != s.size+SizeLen {
+				s.fail(ErrCodecUnforeseen) // cannot happen: the head counted every byte
+				return true
+			}
+			s.st = psDone
+		}
+	}
+	return true
+}
+
+// Pending is the number of output bytes produced and not yet taken by Slices.
+func (s *ProduceRequestStream) Pending() int {
+	if s.fresh {
+		return 0
+	}
+	return s.vec.Len()
+}
+
 func (s *ProduceRequestStream) fail(err error) (int, error) {
 	s.err = err
 	s.vec.Reset()

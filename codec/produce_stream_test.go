@@ -129,7 +129,7 @@ func FuzzProduceRequestStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, frame []byte, cut uint16, splits []byte) {
 		j := &prefixJudge{}
 		want, info, dropped, werr := wholeProduce(frame, j)
-		size := splitSizes(splits, len(frame), false)
+		size := splitSizes(splits, len(frame), true) // record bytes skipped too (the engine's splice)
 		var s ProduceRequestStream
 		got, serr := streamProduce(t, &s, frame, int(cut), j, size)
 		switch {
@@ -179,6 +179,65 @@ func TestProduceRequestStreamLarge(t *testing.T) {
 			got, err := streamProduce(t, &s, frame, 0, &prefixJudge{}, size)
 			if err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("v%d %s: %v, same bytes %v", v, name, err, bytes.Equal(got, want))
+			}
+		}
+	}
+}
+
+// SkipRecords: record bytes that reach the broker another way (the
+// engine's splice) are accounted for, and the stream goes on with what
+// follows them: the broker sees the same bytes as the whole-frame form,
+// whatever is skipped, wherever (the frame's last bytes included); a skip
+// is refused outside records or with a piece pending.
+func TestProduceRequestStreamSkipRecords(t *testing.T) {
+	rng := rand.New(rand.NewSource(12))
+	tx := "tx"
+	var s ProduceRequestStream
+	for _, v := range []int16{3, 8, 9, 12} {
+		frame := cleanProduce(v, &tx, -1, 200<<10, 3, rng, "orders")
+		want, _, _, err := wholeProduce(frame, &prefixJudge{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := 0; round < 20; round++ {
+			h, _ := ParseRequestHeader(frame)
+			if err := s.Begin(&h, frame[:MaxStreamUnit], len(frame), fuzzCorr, fuzzClientOut, &prefixJudge{}); err != nil {
+				t.Fatal(err)
+			}
+			var out []byte
+			pos, skipped := 0, 0
+			for !s.Done() {
+				if s.RecordsLeft() == 0 && s.SkipRecords(1) {
+					t.Fatal("a skip outside records was taken")
+				}
+				if left := s.RecordsLeft(); left > 0 && rng.Intn(2) == 0 {
+					k := 1 + rng.Intn(left)
+					if round%4 == 0 {
+						k = left // to the partition's end: for the last, the frame's
+					}
+					if !s.SkipRecords(k) {
+						t.Fatalf("v%d: skip of %d of %d refused", v, k, left)
+					}
+					out = append(out, frame[pos:pos+k]...)
+					pos += k
+					skipped += k
+					continue
+				}
+				end := min(len(frame), pos+1+rng.Intn(90000))
+				n, err := s.Feed(frame[pos:end])
+				if err != nil {
+					t.Fatalf("v%d: %v", v, err)
+				}
+				if s.Pending() > 0 && s.RecordsLeft() > 0 && s.SkipRecords(1) {
+					t.Fatal("a skip with a piece pending was taken")
+				}
+				for _, sl := range s.Slices() {
+					out = append(out, sl...)
+				}
+				pos += n
+			}
+			if !bytes.Equal(out, want) || skipped == 0 || pos != len(frame) || s.Remaining() != 0 {
+				t.Fatalf("v%d round %d: %d bytes skipped, at %d of %d, output differs from the whole-frame form", v, round, skipped, pos, len(frame))
 			}
 		}
 	}

@@ -71,6 +71,8 @@ type client struct {
 	// upFull: not read until its broker connection takes what it holds
 	// (whyUpstream, flow.go); in lp.upFull
 	upFull bool
+	// upLight: upFull by the light hold (SO_RCVLOWAT, flow.go), not a pause
+	upLight bool
 	// listed: in lp.held, the sweep's list (once: a connection resumed by
 	// an answer and held again is not listed twice)
 	listed bool

@@ -329,6 +329,7 @@ func (e *Engine) Serve() error {
 		gnet.WithLogger(gnetLogger{e.log}),
 	)
 	e.closePaused() // the loops returned: the sockets they no longer held
+	e.closePipes()
 	e.acc.stop()
 	select {
 	case e.started <- err:

@@ -377,10 +377,26 @@ func (p *pausedConn) writable() {
 // collection, where the bytes would have waited in the kernel.
 func (cl *client) upstreamCheck() {
 	u := cl.up
-	if cl.upFull || cl.closed || u == nil || u.closed || u.c == nil {
+	if cl.closed || u == nil || u.closed || u.c == nil {
 		return
 	}
-	if int64(u.c.OutboundBuffered()) <= flowHigh.Load() || !cl.holdReads(whyUpstream) {
+	if cl.upFull {
+		if cl.upLight {
+			// Read while lightly held: the kernel's mark was reached (or
+			// the client's window closed). Held for real from now on.
+			cl.upLight = false
+			cl.setRcvLowat(1)
+			cl.holdReads(whyUpstream)
+		}
+		return
+	}
+	if int64(u.c.OutboundBuffered()) <= flowHigh.Load() {
+		return
+	}
+	switch {
+	case cl.lightHold():
+		cl.upLight = true
+	case !cl.holdReads(whyUpstream):
 		return
 	}
 	upPauses.Add(1)
@@ -389,6 +405,49 @@ func (cl *client) upstreamCheck() {
 		cl.lp.upFull = map[*client]struct{}{}
 	}
 	cl.lp.upFull[cl] = struct{}{}
+}
+
+// upLowat: the light hold's mark, the bytes the client's socket may hold
+// before epoll reports it readable again (the kernel caps it at half its
+// largest receive buffer, and reports a socket whose window is closed).
+const upLowat = 4 << 20
+
+// lightHold is the producer's pause without a detach, when it may: the
+// client's socket, attached to gnet and not paused for another reason,
+// gets SO_RCVLOWAT at upLowat, so that gnet's epoll does not report it
+// readable while its broker takes what it holds (one system call, and one
+// to resume, where a detach and a re-enroll cost some fifteen). Should the
+// client fill the kernel's mark first, gnet reads it and the next
+// upstreamCheck holds it for real (pauseReads).
+func (cl *client) lightHold() bool {
+	if cl.tlsHS != nil || upLowatOff.Load() {
+		return false
+	}
+	if p, ok := cl.c.(*pausedConn); ok && (p.st != rpAttached || p.why != 0 || p.live == nil) {
+		return false
+	}
+	if !cl.setRcvLowat(upLowat) {
+		return false
+	}
+	upLightHolds.Add(1)
+	return true
+}
+
+// upLowatOff (tests): the producer's pause always detaches. upLightHolds:
+// the light holds (tests).
+var (
+	upLowatOff   atomic.Bool
+	upLightHolds atomic.Int64
+)
+
+// setRcvLowat sets the client socket's SO_RCVLOWAT (1: the kernel's
+// default, at which it reports what it holds at once).
+func (cl *client) setRcvLowat(v int) bool {
+	fd := cl.c.Fd()
+	if fd < 0 {
+		return false
+	}
+	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, v) == nil
 }
 
 // upstreamResume reads the client again once its broker connection holds
@@ -403,5 +462,12 @@ func (cl *client) upstreamResume() {
 	}
 	cl.upFull = false
 	delete(cl.lp.upFull, cl)
+	if cl.upLight {
+		cl.upLight = false
+		if !cl.closed { // (a closed client's fd may be another's by now)
+			cl.setRcvLowat(1) // epoll reports what the socket holds at once
+		}
+		return
+	}
 	cl.releaseReads(whyUpstream)
 }

@@ -499,9 +499,29 @@ func (c stallConn) Read(b []byte) (int, error) {
 // (plus a read and a batch), not its max_in_flight_bytes (64 MiB): the
 // rest waits in the kernel and the producer's writes block. Once the
 // broker reads again every request is answered and every record is there,
-// in order.
+// in order. Twice: with the light hold (SO_RCVLOWAT; escalated to a pause
+// once the client fills the kernel's mark), and with the pause alone.
 func TestFlowClientNotReadUntilBrokerTakes(t *testing.T) {
 	skipOnRealKafka(t)
+	t.Run("light", func(t *testing.T) {
+		light := upLightHolds.Load()
+		flowClientNotRead(t)
+		if upLightHolds.Load() == light {
+			t.Fatal("the client was never held lightly")
+		}
+	})
+	t.Run("pause", func(t *testing.T) {
+		upLowatOff.Store(true)
+		t.Cleanup(func() { upLowatOff.Store(false) })
+		light := upLightHolds.Load()
+		flowClientNotRead(t)
+		if upLightHolds.Load() != light {
+			t.Fatal("held lightly with the light hold off")
+		}
+	})
+}
+
+func flowClientNotRead(t *testing.T) {
 	var sl *stallListener
 	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "acme.orders"),
 		kfake.ListenFn(func(network, addr string) (net.Listener, error) {
@@ -571,7 +591,7 @@ func TestFlowClientNotReadUntilBrokerTakes(t *testing.T) {
 				held += int64(cl.up.c.OutboundBuffered())
 			}
 			p, ok := cl.c.(*pausedConn)
-			paused = ok && cl.upFull && p.paused()
+			paused = cl.upFull && (cl.upLight || ok && p.paused()) // held lightly (SO_RCVLOWAT) or paused
 		})
 		peak = max(peak, held)
 		if paused {

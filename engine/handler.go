@@ -31,6 +31,11 @@ type loop struct {
 	upFull map[*client]struct{}
 	// out: the writes of the traffic event under way (coalesce.go)
 	out batches
+	// pp: the pipe the loop splices Produce records through
+	// (produce_splice.go), nil until first used; ppFailed: uses left
+	// before making one is tried again.
+	pp       *loopPipe
+	ppFailed int
 }
 
 // OnOpen implements gnet.EventHandler: a client connection the acceptor

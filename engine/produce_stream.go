@@ -121,6 +121,9 @@ func (cl *client) feedProduce() bool {
 		if cl.closed {
 			return false
 		}
+		if !ps.Done() && cl.inBuffered() == 0 && cl.spliceProduce() && cl.closed {
+			return false // the records still in the socket went to the broker, unless it failed
+		}
 		if ps.Done() {
 			cl.ps.s, cl.ps.carry = nil, 0
 			if cl.inBuffered() == 0 {

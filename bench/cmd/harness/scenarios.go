@@ -365,6 +365,9 @@ func (h *harness) runReal() {
 		}
 	}
 
+	if h.parts["hold"] {
+		h.hold()
+	}
 	if h.parts["table"] {
 		h.runTable()
 	}

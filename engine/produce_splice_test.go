@@ -1,0 +1,197 @@
+package engine
+
+// Issue 11.4, the Produce records spliced on the loop (produce_splice.go):
+// what waits in the client's socket goes to the broker's without entering
+// the process, and the broker receives the same bytes.
+
+import (
+	"fmt"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/codec"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// produceFrameV is rawProduceFrame at version v.
+func produceFrameV(r *rawConn, v int16, topic string, records []byte) []byte {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = v, -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	r.corr++
+	b := []byte{0, 0, 0, 0}
+	b = codec.AppendRequestHeader(b, req.Key(), req.GetVersion(), r.corr, []byte("raw"), false, req.IsFlexible())
+	b = req.AppendTo(b)
+	codec.PutSize(b, len(b)-4)
+	return b
+}
+
+// A client writes large Produce requests whole (one partition of 4 MiB of
+// records each, at a version whose records end the frame and at one where
+// tags follow): most of their records are spliced, the answers are the
+// broker's, and every record is on the broker intact and in order. With
+// splicing off, nothing is spliced (the counter is the gateway's).
+func TestSpliceProduceRecords(t *testing.T) {
+	skipOnRealKafka(t)
+	env := newTestEnv(t, "")
+	bigBatches(t, env)
+	r := leaderConn(t, env)
+	_ = r.c.(*net.TCPConn).SetWriteBuffer(8 << 20)
+
+	var vals [][]byte
+	send := func(v int16, first int) int64 {
+		t.Helper()
+		var batch [][]byte
+		for j := 0; j < 16; j++ {
+			val := recordValue(first+j, 256<<10)
+			batch = append(batch, val)
+			vals = append(vals, val)
+		}
+		frame := produceFrameV(r, v, "orders", batchOf(batch...))
+		before := produceSplicedBytes.Load()
+		_ = r.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		if _, err := r.c.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		resp := kmsg.ProduceResponse{Version: v}
+		r.recv(&resp)
+		if len(resp.Topics) != 1 || resp.Topics[0].Topic != "orders" || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("v%d: answer %+v", v, resp.Topics)
+		}
+		return produceSplicedBytes.Load() - before
+	}
+	for i, v := range []int16{8, 9, 8, 9} {
+		got := send(v, i*16)
+		t.Logf("v%d request %d: %d of 4 MiB spliced", v, i, got)
+		if got < 1<<20 {
+			t.Fatalf("v%d request %d: %d record bytes spliced of 4 MiB", v, i, got)
+		}
+	}
+	old := produceSpliceMin.Swap(0)
+	t.Cleanup(func() { produceSpliceMin.Store(old) })
+	if got := send(9, 64); got != 0 {
+		t.Fatalf("splicing off: %d bytes spliced", got)
+	}
+	consumeValues(t, env, vals)
+}
+
+// A broker that stops reading while records are spliced to it: the
+// producer is paused (flow.go) with the rest in the kernel, whichever
+// path met the full socket, and once the broker reads again every record
+// arrives intact and in order. With testPipeShort, every pass meets a
+// "full" socket: half of the pipe is read out and written to the broker
+// connection behind the spliced half, and the records are intact too.
+func TestSpliceProduceBrokerFull(t *testing.T) {
+	skipOnRealKafka(t)
+	var sl *stallListener
+	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "acme.orders"),
+		kfake.ListenFn(func(network, addr string) (net.Listener, error) {
+			l, err := stallingListen(network, addr)
+			sl = l
+			return l, err
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	env := newTestEnvWith(t, envConfig{upstream: fmt.Sprintf("    brokers: [%q]\n", k.ListenAddrs()[0])})
+	env.direct = k.ListenAddrs()
+	bigBatches(t, env)
+	r := leaderConn(t, env)
+	_ = r.c.(*net.TCPConn).SetWriteBuffer(8 << 20)
+
+	var vals [][]byte
+	frames := func(n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			var batch [][]byte
+			for j := 0; j < 12; j++ { // 3 MiB
+				v := recordValue(len(vals), 256<<10)
+				batch = append(batch, v)
+				vals = append(vals, v)
+			}
+			out[i] = produceFrameV(r, 9, "orders", batchOf(batch...))
+		}
+		return out
+	}
+	answer := func(i int) {
+		t.Helper()
+		resp := kmsg.ProduceResponse{Version: 9}
+		r.recv(&resp)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("answer %d: %+v", i, resp.Topics)
+		}
+	}
+	write := func(fs [][]byte, written *atomic.Int64) chan error {
+		werr := make(chan error, 1)
+		go func() {
+			_ = r.c.SetWriteDeadline(time.Now().Add(60 * time.Second))
+			for _, f := range fs {
+				if _, err := r.c.Write(f); err != nil {
+					werr <- err
+					return
+				}
+				written.Add(int64(len(f)))
+			}
+			werr <- nil
+		}()
+		return werr
+	}
+
+	// Half of every pass read out of the pipe.
+	testPipeShort.Store(true)
+	outs, spliced := producePipeOuts.Load(), produceSplicedBytes.Load()
+	var written atomic.Int64
+	fs := frames(4)
+	werr := write(fs, &written)
+	for i := range fs {
+		answer(i)
+	}
+	testPipeShort.Store(false)
+	if err := <-werr; err != nil {
+		t.Fatal(err)
+	}
+	if producePipeOuts.Load() == outs || produceSplicedBytes.Load() == spliced {
+		t.Fatalf("%d passes read out, %d bytes spliced", producePipeOuts.Load()-outs, produceSplicedBytes.Load()-spliced)
+	}
+
+	// A broker that reads nothing.
+	sl.stall(true)
+	spliced = produceSplicedBytes.Load()
+	written.Store(0)
+	fs = frames(24)
+	werr = write(fs, &written)
+	total := int64(0)
+	for _, f := range fs {
+		total += int64(len(f))
+	}
+	for last, stable := int64(-1), 0; stable < 30; time.Sleep(10 * time.Millisecond) {
+		if w := written.Load(); w != last {
+			last, stable = w, 0
+		} else {
+			stable++
+		}
+	}
+	if w := written.Load(); w >= total {
+		t.Fatalf("the producer wrote all its %d bytes while the broker read nothing", w)
+	}
+	sl.stall(false)
+	for i := range fs {
+		answer(i)
+	}
+	if err := <-werr; err != nil {
+		t.Fatal(err)
+	}
+	if produceSplicedBytes.Load()-spliced < 8<<20 {
+		t.Fatalf("%d bytes spliced of %d", produceSplicedBytes.Load()-spliced, total)
+	}
+	consumeValues(t, env, vals)
+}

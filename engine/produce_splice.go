@@ -23,6 +23,7 @@ package engine
 // The pipe is empty whenever the loop leaves this file.
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/flexway/flexway/codec"
@@ -42,8 +43,9 @@ func init() { produceSpliceMin.Store(64 << 10) }
 const producePipeSize = 1 << 20
 
 // produceSplicedBytes: record bytes spliced to brokers; producePipeOuts:
-// the passes that met a full broker socket (tests, profiles).
-var produceSplicedBytes, producePipeOuts atomic.Int64
+// the passes that met a full broker socket; produceUnits: the headers
+// taken from the socket between two partitions' records (tests, profiles).
+var produceSplicedBytes, producePipeOuts, produceUnits atomic.Int64
 
 // testPipeShort (tests): every pass writes half of what the pipe holds to
 // the broker's socket, as when it is full, and reads out the rest.
@@ -138,28 +140,91 @@ func (cl *client) spliceProduce() bool {
 		return false
 	}
 	moved := false
-	for left > 0 {
-		n, err := unix.Splice(cfd, nil, pp.w, nil, min(left, pp.size), spliceFlags)
-		if n <= 0 {
-			if err == unix.EINTR {
-				continue
+	for {
+		for left > 0 {
+			n, err := unix.Splice(cfd, nil, pp.w, nil, min(left, pp.size), spliceFlags)
+			if n <= 0 {
+				if err == unix.EINTR {
+					continue
+				}
+				return moved // the socket is empty (EAGAIN), ended or failed: gnet sees which at its next read
 			}
-			break // the socket is empty (EAGAIN), ended or failed: gnet sees which at its next read
+			moved = true
+			if !ps.SkipRecords(int(n)) { // cannot happen: n is at most RecordsLeft
+				cl.dropPipe(pp, int(n))
+				cl.streamFailed("records spliced past the partition")
+				return false
+			}
+			left -= int(n)
+			produceSplicedBytes.Add(n)
+			if rest := cl.pipeToBroker(pp, int(n), bfd); rest > 0 {
+				cl.pipeOut(pp, rest, u) // the broker's socket is full: the rest waits in its outbound buffer
+				return moved
+			}
+		}
+		// The partition's records are through: the next partition's
+		// header, if whole in the socket, is taken here rather than with
+		// a read of the loop's buffer (which would copy the records after
+		// it), and its records are spliced in turn.
+		if ps.Done() || !cl.produceUnit(pp, cfd, u) {
+			return moved
 		}
 		moved = true
-		if !ps.SkipRecords(int(n)) { // cannot happen: n is at most RecordsLeft
-			cl.dropPipe(pp, int(n))
-			cl.close(closeMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: records spliced past the partition")
-			return false
-		}
-		left -= int(n)
-		produceSplicedBytes.Add(n)
-		if rest := cl.pipeToBroker(pp, int(n), bfd); rest > 0 {
-			cl.pipeOut(pp, rest, u) // the broker's socket is full: the rest waits in its outbound buffer
-			break
+		if left = ps.RecordsLeft(); int64(left) < produceSpliceMin.Load() {
+			return moved // a small partition, or the frame's end: through the loop's buffer
 		}
 	}
-	return moved
+}
+
+// produceUnit takes the stream's next unit (a partition's tags and
+// header, the topic's tags, the request's) from the client's socket,
+// looked at first (MSG_PEEK) then taken for what the stream used, and
+// writes its output to the broker's socket. False: not whole there yet,
+// the broker's socket did not take it all (the rest waits in its outbound
+// buffer: nothing may pass it), or the stream failed (the client closed).
+func (cl *client) produceUnit(pp *loopPipe, cfd int, u *upstreamConn) bool {
+	ps := cl.ps.s
+	if pp.out == nil {
+		pp.out = make([]byte, 64<<10)
+	}
+	head := pp.out[:min(produceUnitPeek, ps.Remaining())]
+	k, _, err := unix.Recvfrom(cfd, head, unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	if k <= 0 || err != nil {
+		return false
+	}
+	used, err := ps.Feed(head[:k])
+	if err != nil {
+		cl.streamFailed(err.Error())
+		return false
+	}
+	if used == 0 {
+		return false // a unit not yet whole
+	}
+	if sl := ps.Slices(); len(sl) > 0 {
+		_, _ = u.c.Writev(sl) // straight to the socket: the batch was flushed, nothing is unsent
+	}
+	// Take what the stream used (the bytes just looked at: they are there).
+	got, err := unix.Read(cfd, pp.out[produceUnitPeek:produceUnitPeek+used])
+	if got != used {
+		cl.streamFailed(fmt.Sprintf("the socket gave %d of %d bytes it held (%v)", got, used, err))
+		return false
+	}
+	produceUnits.Add(1)
+	return !cl.closed && !u.closed && u.c.OutboundBuffered() == 0
+}
+
+// produceUnitPeek: what produceUnit looks at; a partition's header and the
+// tags around it take some 20 bytes, the rest it sees of the records is
+// written from it.
+const produceUnitPeek = 256
+
+// streamFailed closes the client whose streamed Produce cannot go on, as
+// feedProduce does for a malformed one: its frame is partly written to the
+// broker, whose connection closes with it.
+func (cl *client) streamFailed(why string) {
+	cl.ps.s = nil
+	cl.ts.request(codec.KeyProduce, decRefused, causeUnsupported)
+	cl.close(closeMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+why)
 }
 
 // pipeToBroker splices n bytes from the pipe to the broker's socket; it

@@ -5,6 +5,8 @@ package engine
 // the process, and the broker receives the same bytes.
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/flexway/flexway/codec"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -194,4 +197,86 @@ func TestSpliceProduceBrokerFull(t *testing.T) {
 		t.Fatalf("%d bytes spliced of %d", produceSplicedBytes.Load()-spliced, total)
 	}
 	consumeValues(t, env, vals)
+}
+
+// Requests of two partitions (one broker leads both): the header between
+// the two partitions' records is taken from the socket, and the second
+// partition's records are spliced too; each partition holds its records,
+// intact and in order.
+func TestSpliceProduceSeveralPartitions(t *testing.T) {
+	skipOnRealKafka(t)
+	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "acme.orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	env := newTestEnvWith(t, envConfig{upstream: fmt.Sprintf("    brokers: [%q]\n", k.ListenAddrs()[0])})
+	env.direct = k.ListenAddrs()
+	bigBatches(t, env)
+	r := leaderConn(t, env)
+	_ = r.c.(*net.TCPConn).SetWriteBuffer(8 << 20)
+
+	vals := map[int32][][]byte{}
+	units := produceUnits.Load()
+	for i, v := range []int16{9, 8, 9, 8} {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis = v, -1, 10000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "orders"
+		for p := int32(0); p < 2; p++ {
+			var batch [][]byte
+			for j := 0; j < 8; j++ { // 2 MiB
+				val := recordValue(i*100+int(p)*10+j, 256<<10)
+				batch = append(batch, val)
+				vals[p] = append(vals[p], val)
+			}
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = p, batchOf(batch...)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		r.corr++
+		b := []byte{0, 0, 0, 0}
+		b = codec.AppendRequestHeader(b, req.Key(), req.GetVersion(), r.corr, []byte("raw"), false, req.IsFlexible())
+		b = req.AppendTo(b)
+		codec.PutSize(b, len(b)-4)
+		spliced := produceSplicedBytes.Load()
+		_ = r.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		if _, err := r.c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		resp := kmsg.ProduceResponse{Version: v}
+		r.recv(&resp)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 {
+			t.Fatalf("v%d: answer %+v", v, resp.Topics)
+		}
+		for _, p := range resp.Topics[0].Partitions {
+			if p.ErrorCode != 0 {
+				t.Fatalf("v%d partition %d: error %d", v, p.Partition, p.ErrorCode)
+			}
+		}
+		t.Logf("v%d: %d of 4 MiB spliced", v, produceSplicedBytes.Load()-spliced)
+	}
+	if produceUnits.Load() == units {
+		t.Fatal("no partition header was taken from the socket between two partitions' records")
+	}
+	cons := env.client("acme-app", kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"orders": {0: kgo.NewOffset().At(0), 1: kgo.NewOffset().At(0)}}),
+		kgo.FetchMaxBytes(10<<20), kgo.FetchMaxPartitionBytes(10<<20))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got := map[int32]int{}
+	for got[0] < len(vals[0]) || got[1] < len(vals[1]) {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("records read after 30 s: %v", got)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		fs.EachRecord(func(rec *kgo.Record) {
+			i := got[rec.Partition]
+			if i >= len(vals[rec.Partition]) || !bytes.Equal(rec.Value, vals[rec.Partition][i]) {
+				t.Fatalf("partition %d record %d: not the record written", rec.Partition, i)
+			}
+			got[rec.Partition]++
+		})
+	}
 }

@@ -121,8 +121,13 @@ func (cl *client) feedProduce() bool {
 		if cl.closed {
 			return false
 		}
-		if !ps.Done() && cl.inBuffered() == 0 && cl.spliceProduce() && cl.closed {
-			return false // the records still in the socket went to the broker, unless it failed
+		if !ps.Done() && cl.inBuffered() == 0 {
+			// The records (and the headers between them) still in the
+			// socket go to the broker without the loop's buffer.
+			cl.spliceProduce()
+			if cl.closed || cl.ps.s == nil {
+				return false
+			}
 		}
 		if ps.Done() {
 			cl.ps.s, cl.ps.carry = nil, 0

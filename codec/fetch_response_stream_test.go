@@ -438,32 +438,7 @@ func TestFetchResponseStreamSkipRecords(t *testing.T) {
 			if s.SkipRecords(1) {
 				t.Fatal("a skip before any record was taken")
 			}
-			var out []byte
-			pos, skipped := 0, 0
-			for !s.Done() {
-				if left := s.RecordsLeft(); left > 0 && rng.Intn(2) == 0 {
-					k := 1 + rng.Intn(left)
-					if !s.SkipRecords(k) {
-						t.Fatalf("v%d: skip of %d of %d refused", v, k, left)
-					}
-					out = append(out, frame[pos:pos+k]...)
-					pos += k
-					skipped += k
-					continue
-				}
-				end := min(len(frame), pos+1+rng.Intn(90000))
-				n, err := s.Feed(frame[pos:end])
-				if err != nil {
-					t.Fatalf("v%d: %v", v, err)
-				}
-				if s.Pending() > 0 && s.RecordsLeft() > 0 && s.SkipRecords(1) {
-					t.Fatal("a skip with a piece pending was taken")
-				}
-				for _, sl := range s.Slices() {
-					out = append(out, sl...)
-				}
-				pos += n
-			}
+			out, skipped := feedSkipping(t, &s, frame, rng, func() bool { return false })
 			if !bytes.Equal(out, want) || skipped == 0 {
 				t.Fatalf("v%d round %d: %d bytes skipped, output differs from the whole-frame form", v, round, skipped)
 			}

@@ -204,40 +204,9 @@ func TestProduceRequestStreamSkipRecords(t *testing.T) {
 			if err := s.Begin(&h, frame[:MaxStreamUnit], len(frame), fuzzCorr, fuzzClientOut, &prefixJudge{}); err != nil {
 				t.Fatal(err)
 			}
-			var out []byte
-			pos, skipped := 0, 0
-			for !s.Done() {
-				if s.RecordsLeft() == 0 && s.SkipRecords(1) {
-					t.Fatal("a skip outside records was taken")
-				}
-				if left := s.RecordsLeft(); left > 0 && rng.Intn(2) == 0 {
-					k := 1 + rng.Intn(left)
-					if round%4 == 0 {
-						k = left // to the partition's end: for the last, the frame's
-					}
-					if !s.SkipRecords(k) {
-						t.Fatalf("v%d: skip of %d of %d refused", v, k, left)
-					}
-					out = append(out, frame[pos:pos+k]...)
-					pos += k
-					skipped += k
-					continue
-				}
-				end := min(len(frame), pos+1+rng.Intn(90000))
-				n, err := s.Feed(frame[pos:end])
-				if err != nil {
-					t.Fatalf("v%d: %v", v, err)
-				}
-				if s.Pending() > 0 && s.RecordsLeft() > 0 && s.SkipRecords(1) {
-					t.Fatal("a skip with a piece pending was taken")
-				}
-				for _, sl := range s.Slices() {
-					out = append(out, sl...)
-				}
-				pos += n
-			}
-			if !bytes.Equal(out, want) || skipped == 0 || pos != len(frame) || s.Remaining() != 0 {
-				t.Fatalf("v%d round %d: %d bytes skipped, at %d of %d, output differs from the whole-frame form", v, round, skipped, pos, len(frame))
+			out, skipped := feedSkipping(t, &s, frame, rng, func() bool { return round%4 == 0 }) // to the partition's end: for the last, the frame's
+			if !bytes.Equal(out, want) || skipped == 0 {
+				t.Fatalf("v%d round %d: %d bytes skipped, output differs from the whole-frame form", v, round, skipped)
 			}
 		}
 	}

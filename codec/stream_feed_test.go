@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"math/rand"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -97,6 +98,59 @@ func feedCopies(t testing.TB, s unitStream, frame []byte, maxLeft int, size func
 type recordSkipper interface {
 	RecordsLeft() int
 	SkipRecords(n int) bool
+}
+
+// skipStream is a stream whose record bytes may be skipped, as the tests
+// drive it.
+type skipStream interface {
+	unitStream
+	recordSkipper
+	Pending() int
+}
+
+// feedSkipping feeds frame to the begun stream s in random chunks, and,
+// at random inside records, skips some of them (all that is left of the
+// partition when toEnd says so for that skip) as the engine's splice does,
+// the skipped bytes reaching the output as they are. It checks that a skip
+// is refused outside records and with a piece pending, and returns the
+// output and the bytes skipped.
+func feedSkipping(t testing.TB, s skipStream, frame []byte, rng *rand.Rand, toEnd func() bool) ([]byte, int) {
+	var out []byte
+	pos, skipped := 0, 0
+	for !s.Done() {
+		if s.RecordsLeft() == 0 && s.SkipRecords(1) {
+			t.Fatal("a skip outside records was taken")
+		}
+		if left := s.RecordsLeft(); left > 0 && rng.Intn(2) == 0 {
+			k := 1 + rng.Intn(left)
+			if toEnd() {
+				k = left
+			}
+			if !s.SkipRecords(k) {
+				t.Fatalf("skip of %d of %d refused", k, left)
+			}
+			out = append(out, frame[pos:pos+k]...)
+			pos += k
+			skipped += k
+			continue
+		}
+		end := min(len(frame), pos+1+rng.Intn(90000))
+		n, err := s.Feed(frame[pos:end])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Pending() > 0 && s.RecordsLeft() > 0 && s.SkipRecords(1) {
+			t.Fatal("a skip with a piece pending was taken")
+		}
+		for _, sl := range s.Slices() {
+			out = append(out, sl...)
+		}
+		pos += n
+	}
+	if pos != len(frame) || s.Remaining() != 0 {
+		t.Fatalf("done at %d of %d", pos, len(frame))
+	}
+	return out, skipped
 }
 
 // splitSizes is the fuzz targets' chunk sizes, read from splits: the

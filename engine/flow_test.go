@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"io"
 	"math"
 	"net"
@@ -20,7 +19,6 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 )
@@ -522,19 +520,7 @@ func TestFlowClientNotReadUntilBrokerTakes(t *testing.T) {
 }
 
 func flowClientNotRead(t *testing.T) {
-	var sl *stallListener
-	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "acme.orders"),
-		kfake.ListenFn(func(network, addr string) (net.Listener, error) {
-			l, err := stallingListen(network, addr)
-			sl = l
-			return l, err
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
-	env := newTestEnvWith(t, envConfig{upstream: fmt.Sprintf("    brokers: [%q]\n", k.ListenAddrs()[0])})
-	env.direct = k.ListenAddrs()
+	env, sl := kfakeEnv(t, 1)
 	r := leaderConn(t, env)
 	cl := clientOf(t, env.e, r)
 

@@ -19,15 +19,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// produceFrameV is rawProduceFrame at version v.
-func produceFrameV(r *rawConn, v int16, topic string, records []byte) []byte {
+// produceFrameV is a Produce of records to topic/0 at version v, its frame
+// with its size prefix.
+func produceFrameV(r *rawConn, v int16, topic string, acks int16, records []byte) []byte {
+	return produceRequestFrame(r, v, acks, topic, records)
+}
+
+// produceRequestFrame is a Produce at version v of one topic, a partition
+// for each of records (0, 1, ...), its frame with its size prefix.
+func produceRequestFrame(r *rawConn, v, acks int16, topic string, records ...[]byte) []byte {
 	req := kmsg.NewPtrProduceRequest()
-	req.Version, req.Acks, req.TimeoutMillis = v, -1, 10000
+	req.Version, req.Acks, req.TimeoutMillis = v, acks, 10000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = records
-	rt.Partitions = append(rt.Partitions, rp)
+	for p, recs := range records {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = int32(p), recs
+		rt.Partitions = append(rt.Partitions, rp)
+	}
 	req.Topics = append(req.Topics, rt)
 	r.corr++
 	b := []byte{0, 0, 0, 0}
@@ -35,6 +44,28 @@ func produceFrameV(r *rawConn, v int16, topic string, records []byte) []byte {
 	b = req.AppendTo(b)
 	codec.PutSize(b, len(b)-4)
 	return b
+}
+
+// kfakeEnv is a test env on a kfake cluster of its own, one broker and
+// acme.orders of parts partitions, its batches up to 10 MiB; its broker's
+// connections stop reading while the returned listener is stalled.
+func kfakeEnv(t *testing.T, parts int32) (*testEnv, *stallListener) {
+	t.Helper()
+	var sl *stallListener
+	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(parts, "acme.orders"),
+		kfake.ListenFn(func(network, addr string) (net.Listener, error) {
+			l, err := stallingListen(network, addr)
+			sl = l
+			return l, err
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	env := newTestEnvWith(t, envConfig{upstream: fmt.Sprintf("    brokers: [%q]\n", k.ListenAddrs()[0])})
+	env.direct = k.ListenAddrs()
+	bigBatches(t, env)
+	return env, sl
 }
 
 // A client writes large Produce requests whole (one partition of 4 MiB of
@@ -58,7 +89,7 @@ func TestSpliceProduceRecords(t *testing.T) {
 			batch = append(batch, val)
 			vals = append(vals, val)
 		}
-		frame := produceFrameV(r, v, "orders", batchOf(batch...))
+		frame := produceFrameV(r, v, "orders", -1, batchOf(batch...))
 		before := produceSplicedBytes.Load()
 		_ = r.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
 		if _, err := r.c.Write(frame); err != nil {
@@ -94,20 +125,7 @@ func TestSpliceProduceRecords(t *testing.T) {
 // connection behind the spliced half, and the records are intact too.
 func TestSpliceProduceBrokerFull(t *testing.T) {
 	skipOnRealKafka(t)
-	var sl *stallListener
-	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "acme.orders"),
-		kfake.ListenFn(func(network, addr string) (net.Listener, error) {
-			l, err := stallingListen(network, addr)
-			sl = l
-			return l, err
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
-	env := newTestEnvWith(t, envConfig{upstream: fmt.Sprintf("    brokers: [%q]\n", k.ListenAddrs()[0])})
-	env.direct = k.ListenAddrs()
-	bigBatches(t, env)
+	env, sl := kfakeEnv(t, 1)
 	r := leaderConn(t, env)
 	_ = r.c.(*net.TCPConn).SetWriteBuffer(8 << 20)
 
@@ -121,7 +139,7 @@ func TestSpliceProduceBrokerFull(t *testing.T) {
 				batch = append(batch, v)
 				vals = append(vals, v)
 			}
-			out[i] = produceFrameV(r, 9, "orders", batchOf(batch...))
+			out[i] = produceFrameV(r, 9, "orders", -1, batchOf(batch...))
 		}
 		return out
 	}
@@ -205,24 +223,14 @@ func TestSpliceProduceBrokerFull(t *testing.T) {
 // intact and in order.
 func TestSpliceProduceSeveralPartitions(t *testing.T) {
 	skipOnRealKafka(t)
-	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "acme.orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
-	env := newTestEnvWith(t, envConfig{upstream: fmt.Sprintf("    brokers: [%q]\n", k.ListenAddrs()[0])})
-	env.direct = k.ListenAddrs()
-	bigBatches(t, env)
+	env, _ := kfakeEnv(t, 2)
 	r := leaderConn(t, env)
 	_ = r.c.(*net.TCPConn).SetWriteBuffer(8 << 20)
 
 	vals := map[int32][][]byte{}
 	units := produceUnits.Load()
 	for i, v := range []int16{9, 8, 9, 8} {
-		req := kmsg.NewPtrProduceRequest()
-		req.Version, req.Acks, req.TimeoutMillis = v, -1, 10000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "orders"
+		var recs [][]byte
 		for p := int32(0); p < 2; p++ {
 			var batch [][]byte
 			for j := 0; j < 8; j++ { // 2 MiB
@@ -230,16 +238,9 @@ func TestSpliceProduceSeveralPartitions(t *testing.T) {
 				batch = append(batch, val)
 				vals[p] = append(vals[p], val)
 			}
-			rp := kmsg.NewProduceRequestTopicPartition()
-			rp.Partition, rp.Records = p, batchOf(batch...)
-			rt.Partitions = append(rt.Partitions, rp)
+			recs = append(recs, batchOf(batch...))
 		}
-		req.Topics = append(req.Topics, rt)
-		r.corr++
-		b := []byte{0, 0, 0, 0}
-		b = codec.AppendRequestHeader(b, req.Key(), req.GetVersion(), r.corr, []byte("raw"), false, req.IsFlexible())
-		b = req.AppendTo(b)
-		codec.PutSize(b, len(b)-4)
+		b := produceRequestFrame(r, v, -1, "orders", recs...)
 		spliced := produceSplicedBytes.Load()
 		_ = r.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
 		if _, err := r.c.Write(b); err != nil {

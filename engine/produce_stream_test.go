@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flexway/flexway/codec"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -164,23 +163,10 @@ func leaderConn(t *testing.T, env *testEnv) *rawConn {
 	return r
 }
 
-// produceFrame is a Produce of records to topic/0 at version 9, its frame
-// with its size prefix.
+// rawProduceFrame is a Produce of records to topic/0 at version 9, its
+// frame with its size prefix.
 func rawProduceFrame(r *rawConn, topic string, acks int16, records []byte) []byte {
-	req := kmsg.NewPtrProduceRequest()
-	req.Version, req.Acks, req.TimeoutMillis = 9, acks, 10000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = records
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	r.corr++
-	b := []byte{0, 0, 0, 0}
-	b = codec.AppendRequestHeader(b, req.Key(), req.GetVersion(), r.corr, []byte("raw"), false, req.IsFlexible())
-	b = req.AppendTo(b)
-	codec.PutSize(b, len(b)-4)
-	return b
+	return produceFrameV(r, 9, topic, acks, records)
 }
 
 // batchOf encodes values as one record batch (no compression), as a

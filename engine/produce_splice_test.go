@@ -46,6 +46,17 @@ func produceRequestFrame(r *rawConn, v, acks int16, topic string, records ...[]b
 	return b
 }
 
+// produceAnswered reads the answer to the i-th v9 Produce of one
+// partition sent on r, and fails unless it is a success.
+func produceAnswered(t *testing.T, r *rawConn, i int) {
+	t.Helper()
+	resp := kmsg.ProduceResponse{Version: 9}
+	r.recv(&resp)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("answer %d: %+v", i, resp.Topics)
+	}
+}
+
 // kfakeEnv is a test env on a kfake cluster of its own, one broker and
 // acme.orders of parts partitions, its batches up to 10 MiB; its broker's
 // connections stop reading while the returned listener is stalled.
@@ -143,14 +154,7 @@ func TestSpliceProduceBrokerFull(t *testing.T) {
 		}
 		return out
 	}
-	answer := func(i int) {
-		t.Helper()
-		resp := kmsg.ProduceResponse{Version: 9}
-		r.recv(&resp)
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-			t.Fatalf("answer %d: %+v", i, resp.Topics)
-		}
-	}
+	answer := func(i int) { t.Helper(); produceAnswered(t, r, i) }
 	write := func(fs [][]byte, written *atomic.Int64) chan error {
 		werr := make(chan error, 1)
 		go func() {

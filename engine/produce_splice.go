@@ -15,12 +15,15 @@ package engine
 // client's only when the event returns (what is left in the socket then
 // brings another event: epoll is level-triggered). The broker's batch is
 // flushed first and its connection must have nothing unsent, so the
-// spliced bytes follow everything written before them. A pass ends when
-// the partition's records are through, the client's socket is empty, or
-// the broker's socket is full: what the pipe still holds is then read out
-// and written to the broker connection as any other bytes (it waits in its
-// outbound buffer, and the producer's pause, flow.go, applies as before).
-// The pipe is empty whenever the loop leaves this file.
+// spliced bytes follow everything written before them. At a partition's
+// end the next header is taken from the socket too (produceUnit) and the
+// next partition's records spliced in turn. A pass ends when the client's
+// socket is empty, the request is through or what is left of a partition
+// is below produceSpliceMin, or the broker's socket is full: what the pipe
+// still holds is then read out and written to the broker connection as
+// any other bytes (it waits in its outbound buffer, and the producer's
+// pause, flow.go, applies as before). The pipe is empty whenever the loop
+// leaves this file.
 
 import (
 	"fmt"

@@ -58,7 +58,7 @@ var testPipeShort atomic.Bool
 type loopPipe struct {
 	r, w int
 	size int
-	out  []byte // what a pass could not write is read out into this
+	out  []byte // 64 KiB: what a pass could not write is read out into this; produceUnit's peek
 }
 
 // pipe returns the loop's pipe, nil when none can be made (nothing is
@@ -86,7 +86,7 @@ func (lp *loop) pipe() *loopPipe {
 		lp.ppFailed = 1000
 		return nil
 	}
-	lp.pp = &loopPipe{r: fds[0], w: fds[1], size: size}
+	lp.pp = &loopPipe{r: fds[0], w: fds[1], size: size, out: make([]byte, 64<<10)}
 	return lp.pp
 }
 
@@ -154,7 +154,7 @@ func (cl *client) spliceProduce() bool {
 			}
 			moved = true
 			if !ps.SkipRecords(int(n)) { // cannot happen: n is at most RecordsLeft
-				cl.dropPipe(pp, int(n))
+				cl.pipeOut(pp, int(n), nil)
 				cl.streamFailed("records spliced past the partition")
 				return false
 			}
@@ -187,9 +187,6 @@ func (cl *client) spliceProduce() bool {
 // buffer: nothing may pass it), or the stream failed (the client closed).
 func (cl *client) produceUnit(pp *loopPipe, cfd int, u *upstreamConn) bool {
 	ps := cl.ps.s
-	if pp.out == nil {
-		pp.out = make([]byte, 64<<10)
-	}
 	head := pp.out[:min(produceUnitPeek, ps.Remaining())]
 	k, _, err := unix.Recvfrom(cfd, head, unix.MSG_PEEK|unix.MSG_DONTWAIT)
 	if k <= 0 || err != nil {
@@ -252,12 +249,12 @@ func (cl *client) pipeToBroker(pp *loopPipe, n, bfd int) int {
 }
 
 // pipeOut reads the n bytes left in the pipe and writes them to the broker
-// connection as any other bytes (gnet keeps what its socket does not
-// take; a failed connection is closed by gnet, and the client with it).
+// connection u as any other bytes (gnet keeps what its socket does not
+// take; a failed connection is closed by gnet, and the client with it);
+// with u nil they are dropped (nobody is to receive them).
 func (cl *client) pipeOut(pp *loopPipe, n int, u *upstreamConn) {
-	producePipeOuts.Add(1)
-	if pp.out == nil {
-		pp.out = make([]byte, 64<<10)
+	if u != nil {
+		producePipeOuts.Add(1)
 	}
 	for n > 0 {
 		m, err := unix.Read(pp.r, pp.out[:min(n, len(pp.out))])
@@ -265,31 +262,18 @@ func (cl *client) pipeOut(pp *loopPipe, n int, u *upstreamConn) {
 			if err == unix.EINTR {
 				continue
 			}
-			// The pipe lost bytes it held: cannot happen. The request
-			// cannot be completed; the pipe is made anew.
+			// The pipe lost bytes it held: cannot happen. It is made
+			// anew; a request it was carrying cannot be completed.
 			cl.lp.closePipe()
-			cl.close(closeInternal)
-			cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "error", err)
+			if u != nil {
+				cl.close(closeInternal)
+				cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "error", err)
+			}
 			return
 		}
 		n -= m
-		if !u.closed && u.c != nil {
+		if u != nil && !u.closed && u.c != nil {
 			_, _ = u.c.Write(pp.out[:m])
 		}
-	}
-}
-
-// dropPipe empties the pipe of n bytes nobody is to receive.
-func (cl *client) dropPipe(pp *loopPipe, n int) {
-	if pp.out == nil {
-		pp.out = make([]byte, 64<<10)
-	}
-	for n > 0 {
-		m, err := unix.Read(pp.r, pp.out[:min(n, len(pp.out))])
-		if m <= 0 && err != unix.EINTR {
-			cl.lp.closePipe()
-			return
-		}
-		n -= max(m, 0)
 	}
 }

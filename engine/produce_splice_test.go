@@ -46,6 +46,18 @@ func produceRequestFrame(r *rawConn, v, acks int16, topic string, records ...[]b
 	return b
 }
 
+// recordBatch is a record batch of n records of 256 KiB (recordValue from
+// first on), the records appended to vals.
+func recordBatch(vals *[][]byte, first, n int) []byte {
+	var batch [][]byte
+	for j := 0; j < n; j++ {
+		v := recordValue(first+j, 256<<10)
+		batch = append(batch, v)
+		*vals = append(*vals, v)
+	}
+	return batchOf(batch...)
+}
+
 // produceAnswered reads the answer to the i-th v9 Produce of one
 // partition sent on r, and fails unless it is a success.
 func produceAnswered(t *testing.T, r *rawConn, i int) {
@@ -94,13 +106,7 @@ func TestSpliceProduceRecords(t *testing.T) {
 	var vals [][]byte
 	send := func(v int16, first int) int64 {
 		t.Helper()
-		var batch [][]byte
-		for j := 0; j < 16; j++ {
-			val := recordValue(first+j, 256<<10)
-			batch = append(batch, val)
-			vals = append(vals, val)
-		}
-		frame := produceFrameV(r, v, "orders", -1, batchOf(batch...))
+		frame := produceFrameV(r, v, "orders", -1, recordBatch(&vals, first, 16))
 		before := produceSplicedBytes.Load()
 		_ = r.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
 		if _, err := r.c.Write(frame); err != nil {
@@ -144,13 +150,7 @@ func TestSpliceProduceBrokerFull(t *testing.T) {
 	frames := func(n int) [][]byte {
 		out := make([][]byte, n)
 		for i := range out {
-			var batch [][]byte
-			for j := 0; j < 12; j++ { // 3 MiB
-				v := recordValue(len(vals), 256<<10)
-				batch = append(batch, v)
-				vals = append(vals, v)
-			}
-			out[i] = produceFrameV(r, 9, "orders", -1, batchOf(batch...))
+			out[i] = produceFrameV(r, 9, "orders", -1, recordBatch(&vals, len(vals), 12)) // 3 MiB
 		}
 		return out
 	}
@@ -231,18 +231,12 @@ func TestSpliceProduceSeveralPartitions(t *testing.T) {
 	r := leaderConn(t, env)
 	_ = r.c.(*net.TCPConn).SetWriteBuffer(8 << 20)
 
-	vals := map[int32][][]byte{}
+	var vals [2][][]byte // by partition
 	units := produceUnits.Load()
 	for i, v := range []int16{9, 8, 9, 8} {
 		var recs [][]byte
-		for p := int32(0); p < 2; p++ {
-			var batch [][]byte
-			for j := 0; j < 8; j++ { // 2 MiB
-				val := recordValue(i*100+int(p)*10+j, 256<<10)
-				batch = append(batch, val)
-				vals[p] = append(vals[p], val)
-			}
-			recs = append(recs, batchOf(batch...))
+		for p := range vals {
+			recs = append(recs, recordBatch(&vals[p], i*100+p*10, 8)) // 2 MiB
 		}
 		b := produceRequestFrame(r, v, -1, "orders", recs...)
 		spliced := produceSplicedBytes.Load()

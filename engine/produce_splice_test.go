@@ -46,6 +46,14 @@ func produceRequestFrame(r *rawConn, v, acks int16, topic string, records ...[]b
 	return b
 }
 
+// bulkConn is leaderConn with a socket that takes a whole large request
+// at once (8 MiB).
+func bulkConn(t *testing.T, env *testEnv) *rawConn {
+	r := leaderConn(t, env)
+	_ = r.c.(*net.TCPConn).SetWriteBuffer(8 << 20)
+	return r
+}
+
 // recordBatch is a record batch of n records of 256 KiB (recordValue from
 // first on), the records appended to vals.
 func recordBatch(vals *[][]byte, first, n int) []byte {
@@ -100,8 +108,7 @@ func TestSpliceProduceRecords(t *testing.T) {
 	skipOnRealKafka(t)
 	env := newTestEnv(t, "")
 	bigBatches(t, env)
-	r := leaderConn(t, env)
-	_ = r.c.(*net.TCPConn).SetWriteBuffer(8 << 20)
+	r := bulkConn(t, env)
 
 	var vals [][]byte
 	send := func(v int16, first int) int64 {
@@ -143,8 +150,7 @@ func TestSpliceProduceRecords(t *testing.T) {
 func TestSpliceProduceBrokerFull(t *testing.T) {
 	skipOnRealKafka(t)
 	env, sl := kfakeEnv(t, 1)
-	r := leaderConn(t, env)
-	_ = r.c.(*net.TCPConn).SetWriteBuffer(8 << 20)
+	r := bulkConn(t, env)
 
 	var vals [][]byte
 	frames := func(n int) [][]byte {
@@ -228,8 +234,7 @@ func TestSpliceProduceBrokerFull(t *testing.T) {
 func TestSpliceProduceSeveralPartitions(t *testing.T) {
 	skipOnRealKafka(t)
 	env, _ := kfakeEnv(t, 2)
-	r := leaderConn(t, env)
-	_ = r.c.(*net.TCPConn).SetWriteBuffer(8 << 20)
+	r := bulkConn(t, env)
 
 	var vals [2][][]byte // by partition
 	units := produceUnits.Load()

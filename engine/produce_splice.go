@@ -27,9 +27,11 @@ package engine
 
 import (
 	"fmt"
+	"io"
 	"sync/atomic"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 )
 
@@ -154,14 +156,14 @@ func (cl *client) spliceProduce() bool {
 			}
 			moved = true
 			if !ps.SkipRecords(int(n)) { // cannot happen: n is at most RecordsLeft
-				cl.pipeOut(pp, int(n), nil)
+				cl.pipeOut(int(n), nil)
 				cl.streamFailed("records spliced past the partition")
 				return false
 			}
 			left -= int(n)
 			produceSplicedBytes.Add(n)
-			if rest := cl.pipeToBroker(pp, int(n), bfd); rest > 0 {
-				cl.pipeOut(pp, rest, u) // the broker's socket is full: the rest waits in its outbound buffer
+			if rest := pp.pipeTo(int(n), bfd); rest > 0 {
+				cl.pipeOut(rest, u) // the broker's socket is full: the rest waits in its outbound buffer
 				return moved
 			}
 		}
@@ -227,15 +229,15 @@ func (cl *client) streamFailed(why string) {
 	cl.close(closeMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+why)
 }
 
-// pipeToBroker splices n bytes from the pipe to the broker's socket; it
-// returns how many are still in the pipe (the socket took no more).
-func (cl *client) pipeToBroker(pp *loopPipe, n, bfd int) int {
+// pipeTo splices n bytes from the pipe to the socket fd; it returns how
+// many are still in the pipe (the socket took no more).
+func (pp *loopPipe) pipeTo(n, fd int) int {
 	stop := 0
 	if testPipeShort.Load() {
-		stop = n / 2 // as if the broker's socket took only half
+		stop = n / 2 // as if the socket took only half
 	}
 	for n > stop {
-		m, err := unix.Splice(pp.r, nil, bfd, nil, n-stop, spliceFlags)
+		m, err := unix.Splice(pp.r, nil, fd, nil, n-stop, spliceFlags)
 		if m > 0 {
 			n -= int(m)
 			continue
@@ -248,32 +250,46 @@ func (cl *client) pipeToBroker(pp *loopPipe, n, bfd int) int {
 	return n
 }
 
-// pipeOut reads the n bytes left in the pipe and writes them to the broker
-// connection u as any other bytes (gnet keeps what its socket does not
-// take; a failed connection is closed by gnet, and the client with it);
-// with u nil they are dropped (nobody is to receive them).
-func (cl *client) pipeOut(pp *loopPipe, n int, u *upstreamConn) {
-	if u != nil {
-		producePipeOuts.Add(1)
-	}
+// readOut reads the n bytes left in the pipe and writes them to c as any
+// other bytes (gnet, or the stand-in, keeps what its socket does not take;
+// a failed connection is closed by its owner's event); with c nil they are
+// dropped (nobody is to receive them). An error: the pipe lost bytes it
+// held (cannot happen); it is closed, made anew at its next use, and the
+// caller closes the connection whose bytes it carried.
+func (lp *loop) readOut(n int, c gnet.Conn) error {
+	pp := lp.pp
 	for n > 0 {
 		m, err := unix.Read(pp.r, pp.out[:min(n, len(pp.out))])
 		if m <= 0 {
 			if err == unix.EINTR {
 				continue
 			}
-			// The pipe lost bytes it held: cannot happen. It is made
-			// anew; a request it was carrying cannot be completed.
-			cl.lp.closePipe()
-			if u != nil {
-				cl.close(closeInternal)
-				cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "error", err)
+			lp.closePipe()
+			if err == nil {
+				err = io.ErrUnexpectedEOF
 			}
-			return
+			return err
 		}
 		n -= m
-		if u != nil && !u.closed && u.c != nil {
-			_, _ = u.c.Write(pp.out[:m])
+		if c != nil {
+			_, _ = c.Write(pp.out[:m])
 		}
+	}
+	return nil
+}
+
+// pipeOut writes what the pipe still holds (n bytes) to the broker
+// connection u, or drops it with u nil.
+func (cl *client) pipeOut(n int, u *upstreamConn) {
+	var c gnet.Conn
+	if u != nil {
+		producePipeOuts.Add(1)
+		if !u.closed && u.c != nil {
+			c = u.c
+		}
+	}
+	if err := cl.lp.readOut(n, c); err != nil && u != nil {
+		cl.close(closeInternal)
+		cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "error", err)
 	}
 }

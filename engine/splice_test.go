@@ -16,9 +16,10 @@ import (
 
 // noSplice turns splicing off for the test (the paths it bypasses).
 func noSplice(t *testing.T) {
-	old := spliceMin.Load()
+	old, loop := spliceMin.Load(), fetchSpliceMin.Load()
 	spliceMin.Store(0)
-	t.Cleanup(func() { spliceMin.Store(old) })
+	fetchSpliceMin.Store(0)
+	t.Cleanup(func() { spliceMin.Store(old); fetchSpliceMin.Store(loop) })
 }
 
 // largeAnswers is a broker answering every Fetch with two partitions of

@@ -278,6 +278,17 @@ func (u *upstreamConn) feed() bool {
 		if cl.closed {
 			return false
 		}
+		if !u.fs.Done() && u.c.InboundBuffered() == 0 && u.spliceFetch() {
+			// The records (and the units between them) still in the
+			// socket went to the client without the loop's buffer.
+			if cl.closed || u.fs == nil {
+				return false
+			}
+			u.carry = 0
+			if !u.fs.Done() {
+				return true // feed again: the answer's own last bytes, or wait for the socket
+			}
+		}
 		if u.fs.Done() {
 			p := u.fp
 			p.BrokerThrottle = u.fs.BrokerThrottle()

@@ -73,6 +73,9 @@ type client struct {
 	upFull bool
 	// upLight: upFull by the light hold (SO_RCVLOWAT, flow.go), not a pause
 	upLight bool
+	// upEager: upFull at the first byte its broker did not take, read again
+	// once all are taken (splicesProduce)
+	upEager bool
 	// listed: in lp.held, the sweep's list (once: a connection resumed by
 	// an answer and held again is not listed twice)
 	listed bool
@@ -426,6 +429,9 @@ func (cl *client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Ou
 	case decide.Forward:
 		cl.upCorr++
 		cl.up.write(cl.sess.RW.Vec.Slices())
+		if h.Key == codec.KeyProduce {
+			cl.ps.large = false // a Produce whole in one read
+		}
 		if cl.closed {
 			return
 		}

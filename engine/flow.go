@@ -390,9 +390,12 @@ func (cl *client) upstreamCheck() {
 		}
 		return
 	}
-	if int64(u.c.OutboundBuffered()) <= flowHigh.Load() {
+	out := int64(u.c.OutboundBuffered())
+	eager := out > 0 && cl.splicesProduce()
+	if out <= flowHigh.Load() && !eager {
 		return
 	}
+	cl.upEager = eager
 	switch {
 	case cl.lightHold():
 		cl.upLight = true
@@ -405,6 +408,18 @@ func (cl *client) upstreamCheck() {
 		cl.lp.upFull = map[*client]struct{}{}
 	}
 	cl.lp.upFull[cl] = struct{}{}
+}
+
+// splicesProduce: the client is inside a streamed Produce, or its last
+// Produce was one, whose records are spliced once its broker's socket has
+// nothing unsent (invariant 39).
+// Its producer's pause then comes at the first byte unsent rather than at
+// flowHigh, and ends once all are sent: what the client sends meanwhile
+// waits in its socket to be spliced, rather than be read into the loop's
+// buffer and copied through the broker connection's.
+func (cl *client) splicesProduce() bool {
+	u := cl.up
+	return (cl.ps.s != nil || cl.ps.large) && produceSpliceMin.Load() > 0 && cl.tls == nil && (u.sec == nil || u.sec.tls == nil)
 }
 
 // upLowat: the light hold's mark, the bytes the client's socket may hold
@@ -457,7 +472,11 @@ func (cl *client) upstreamResume() {
 	if !cl.upFull {
 		return
 	}
-	if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && int64(u.c.OutboundBuffered()) > flowLow.Load() {
+	low := flowLow.Load()
+	if cl.upEager {
+		low = 0
+	}
+	if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && int64(u.c.OutboundBuffered()) > low {
 		return
 	}
 	cl.upFull = false

@@ -20,6 +20,8 @@ type produceStream struct {
 	// gather: the frame at the head of the buffer is not streamed; it is
 	// gathered whole and handled as any other (cleared once it is).
 	gather bool
+	// large: the client's last Produce was streamed (splicesProduce)
+	large bool
 }
 
 // beginProduce starts relaying the frame of size bytes at the head of the
@@ -72,7 +74,7 @@ func (cl *client) beginProduce(size int32, n int) bool {
 	cl.quotaPending(p)          // its answer carries the throttle; the mute waits for the stream's end
 	cl.upCorr++
 	cl.discard(codec.SizeLen)
-	cl.ps.s, cl.ps.carry, cl.ps.version = ps, 0, h.Version
+	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large = ps, 0, h.Version, true
 	if p.NoResponse {
 		cl.queue.Put(p)
 	} else {

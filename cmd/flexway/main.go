@@ -68,13 +68,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	banner(stdout, snap, len(e.Addrs()), e.EmbeddedBrokers(), e.RefusedClusters(), time.Now())
 	log.Info("flexway started", "listeners", len(e.Addrs()), "loops", e.Loops())
+	// SIGHUP is caught before systemd hears READY=1: a reload asked as soon
+	// as the service is up must not be lost.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	notify(daemon.SdNotifyReady)
 	stopWatchdog := watchdog(context.Background()) // until the drain is over too
 	defer stopWatchdog()
 
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	for running := true; running; {
 		select {
 		case <-ctx.Done():

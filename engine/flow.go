@@ -412,11 +412,11 @@ func (cl *client) upstreamCheck() {
 
 // splicesProduce: the client is inside a streamed Produce, or its last
 // Produce was one, whose records are spliced once its broker's socket has
-// nothing unsent (invariant 39).
-// Its producer's pause then comes at the first byte unsent rather than at
-// flowHigh, and ends once all are sent: what the client sends meanwhile
-// waits in its socket to be spliced, rather than be read into the loop's
-// buffer and copied through the broker connection's.
+// nothing unsent (invariant 39). Its producer's pause then comes at the
+// first byte unsent rather than at flowHigh, and ends once all are sent:
+// what the client sends meanwhile waits in its socket to be spliced,
+// rather than be read into the loop's buffer and copied through the broker
+// connection's (invariant 40).
 func (cl *client) splicesProduce() bool {
 	u := cl.up
 	return (cl.ps.s != nil || cl.ps.large) && produceSpliceMin.Load() > 0 && cl.tls == nil && (u.sec == nil || u.sec.tls == nil)

@@ -5,11 +5,11 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/flexway/flexway/codec"
-	"github.com/panjf2000/gnet/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -150,39 +150,22 @@ func TestTenantShareWait(t *testing.T) {
 // the next sweep passes over it); it must never be there twice.
 func heldListing(t *testing.T, env *testEnv) (held, twice int) {
 	t.Helper()
-	env.e.loopsMu.Lock()
-	var loops []*loop
-	for _, l := range env.e.loops {
-		loops = append(loops, l)
-	}
-	env.e.loopsMu.Unlock()
-	for _, l := range loops {
-		done := make(chan [2]int, 1)
-		_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			n, dup := 0, 0
-			for cl := range l.clients {
-				if cl.held {
-					n++
-				}
+	var h, d atomic.Int64
+	onLoops(t, env.e, func(l *loop) {
+		for cl := range l.clients {
+			if cl.held {
+				h.Add(1)
 			}
-			seen := map[*client]bool{}
-			for _, cl := range l.held {
-				if seen[cl] {
-					dup++
-				}
-				seen[cl] = true
-			}
-			done <- [2]int{n, dup}
-			return nil
-		}))
-		select {
-		case r := <-done:
-			held, twice = held+r[0], twice+r[1]
-		case <-time.After(5 * time.Second):
-			t.Fatal("a loop did not answer")
 		}
-	}
-	return held, twice
+		seen := map[*client]bool{}
+		for _, cl := range l.held {
+			if seen[cl] {
+				d.Add(1)
+			}
+			seen[cl] = true
+		}
+	})
+	return int(h.Load()), int(d.Load())
 }
 
 // B2: a held connection resumed by an answer and held again is listed once

@@ -4,6 +4,9 @@ package engine
 // spliced on the loop (fetch_splice.go).
 
 import (
+	"io"
+	"net"
+	"sync/atomic"
 	"testing"
 )
 
@@ -57,4 +60,54 @@ func TestSpliceFetchOnLoop(t *testing.T) {
 	if _, spliced = rounds(1); spliced != 0 {
 		t.Fatalf("splicing off: %d bytes spliced", spliced)
 	}
+}
+
+// Clients that close (one with a reset) in the middle of answers spliced
+// on the loop: nothing stays open, and the answers of another client
+// through the same loop's pipe are whole and intact afterwards (a pass
+// left no byte of a closed client's answer in the pipe).
+func TestSpliceFetchOnLoopClientCloses(t *testing.T) {
+	const size = 768 << 10
+	f := largeAnswers(t, size)
+	env := newTestEnvWith(t, envConfig{upstream: f.upstream()})
+	other := dialReader(t, env, "acme-app")
+	other.fetchOrders(12)
+	other.checkOrders(12, size)
+	fds, pipes := settledFds(t), loopPipes(t, env)
+	spliced := fetchSplicedBytes.Load()
+	for i := 0; i < 4; i++ {
+		r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"]) // a 16 KiB window: the answer waits
+		cl := clientOf(t, env.e, r)
+		r.fetchOrders(int16(11 + i%2))
+		buf := make([]byte, 64<<10)
+		if _, err := io.ReadFull(r.c, buf); err != nil { // a part of it
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			_ = r.c.(*net.TCPConn).SetLinger(0) // a reset
+		}
+		_ = r.c.Close()
+		clientGone(t, cl)
+		for _, v := range []int16{11, 12} {
+			other.fetchOrders(v)
+			other.checkOrders(v, size)
+		}
+	}
+	// A loop's pipe, made at its first pass, stays until the engine stops.
+	waitFds(t, fds+2*(loopPipes(t, env)-pipes), "after four clients closed mid-answer")
+	if fetchSplicedBytes.Load() == spliced {
+		t.Fatal("nothing was spliced on the loop")
+	}
+}
+
+// loopPipes counts the loops that have made their pipe (read on each loop).
+func loopPipes(t *testing.T, env *testEnv) int {
+	t.Helper()
+	var n atomic.Int64
+	onLoops(t, env.e, func(l *loop) {
+		if l.pp != nil {
+			n.Add(1)
+		}
+	})
+	return int(n.Load())
 }

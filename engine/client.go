@@ -271,6 +271,9 @@ func (cl *client) process() {
 		}
 		n := cl.inBuffered()
 		if n < codec.SizeLen {
+			if n == 0 && cl.ps.ended {
+				cl.spliceOn() // the next request's head may wait in the socket
+			}
 			return
 		}
 		hb, err := cl.peek(codec.SizeLen)

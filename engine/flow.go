@@ -479,6 +479,15 @@ func (cl *client) upstreamResume() {
 	if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && int64(u.c.OutboundBuffered()) > low {
 		return
 	}
+	if cl.upEager && !cl.closed && cl.inBuffered() == 0 {
+		// What waits in the client's socket is spliced before gnet would
+		// read it into the loop's buffer (spliceOn); held on if the
+		// broker's socket is full again.
+		cl.spliceOn()
+		if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && u.c.OutboundBuffered() > 0 {
+			return
+		}
+	}
 	cl.upFull = false
 	delete(cl.lp.upFull, cl)
 	if cl.upLight {

@@ -15,10 +15,13 @@ package engine
 // bytes, and the producer's pause (flow.go) applies as before.
 
 import (
+	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/flexway/flexway/codec"
 	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
 )
 
 // produceSpliceMin: a partition with fewer record bytes left to come than
@@ -39,31 +42,112 @@ var produceSplicedBytes, producePipeOuts, produceUnits atomic.Int64
 // nothing of the client buffered and the stream's piece written.
 func (cl *client) spliceProduce() bool {
 	ps := cl.ps.s
-	if !cl.spliceMore(ps.RecordsLeft()) || ps.Pending() > 0 || cl.tls != nil || cl.tlsHS != nil || cl.closed {
+	if !cl.spliceMore(ps.RecordsLeft()) || ps.Pending() > 0 {
 		return false
 	}
-	u := cl.up
-	if u == nil || u.closed || u.c == nil || u.sp != nil || (u.sec != nil && u.sec.tls != nil) {
-		return false
-	}
-	if p, ok := cl.c.(*pausedConn); ok && (p.st != rpAttached || p.live == nil) {
-		return false
-	}
-	if b := &cl.lp.out; b.toBroker.up == u {
-		b.toBroker.flush() // what the event wrote before comes first
-	}
-	if u.closed || u.c.OutboundBuffered() > 0 {
-		return false
-	}
-	cfd, bfd := cl.c.Fd(), u.c.Fd()
-	if cfd < 0 || bfd < 0 {
-		return false
-	}
-	pp := cl.lp.pipe()
+	pp, cfd, bfd := cl.spliceReady()
 	if pp == nil {
 		return false
 	}
 	return cl.lp.splicePass(ps, cl, pp, cfd, bfd)
+}
+
+// spliceReady returns the loop's pipe and both sockets when the client's
+// bytes may go to its broker's socket by splice: both in clear text, the
+// client read by gnet (not paused), the broker's connection in no session
+// and with nothing unsent once the loop's batch for it is flushed (what
+// was written before comes first). A nil pipe: not now.
+func (cl *client) spliceReady() (pp *loopPipe, cfd, bfd int) {
+	if cl.tls != nil || cl.tlsHS != nil || cl.closed {
+		return nil, 0, 0
+	}
+	u := cl.up
+	if u == nil || u.closed || u.c == nil || u.sp != nil || (u.sec != nil && u.sec.tls != nil) {
+		return nil, 0, 0
+	}
+	if p, ok := cl.c.(*pausedConn); ok && (p.st != rpAttached || p.live == nil) {
+		return nil, 0, 0
+	}
+	if b := &cl.lp.out; b.toBroker.up == u {
+		b.toBroker.flush()
+	}
+	if u.closed || u.c.OutboundBuffered() > 0 {
+		return nil, 0, 0
+	}
+	cfd, bfd = cl.c.Fd(), u.c.Fd()
+	if cfd < 0 || bfd < 0 {
+		return nil, 0, 0
+	}
+	return cl.lp.pipe(), cfd, bfd
+}
+
+// spliceChain bounds the requests one spliceOn begins from the socket, so
+// that one producer does not keep its loop from the others.
+const spliceChain = 8
+
+// produceNexts: the requests begun from a head looked at in the client's
+// socket (tests, profiles).
+var produceNexts atomic.Int64
+
+// spliceOn splices what the client's socket holds of its streamed
+// requests while nothing of it is buffered: the rest of the one under way,
+// then the requests after it, each begun from its head looked at in the
+// socket (spliceNext), so that gnet never reads their first bytes into the
+// loop's buffer (up to 256 KiB each, copied twice). Called at the end of a
+// client's event once a stream went through, and before a producer held
+// for its broker is read again (upstreamResume): it stops at the first
+// request not to be streamed, a socket emptied, or a broker's socket full.
+func (cl *client) spliceOn() {
+	cl.ps.ended = false
+	for i := 0; i < spliceChain && !cl.closed && cl.inBuffered() == 0; i++ {
+		if ps := cl.ps.s; ps != nil {
+			if !cl.spliceProduce() || cl.closed || !ps.Done() {
+				return
+			}
+			cl.endStream()
+			cl.ps.ended = false
+		}
+		if !cl.spliceNext() {
+			return
+		}
+		cl.lastActive = time.Now()
+	}
+}
+
+// spliceNext begins the client's next request from its head looked at in
+// its socket (MSG_PEEK), when it is a Produce to be streamed and not whole
+// in what is looked at: its size prefix is taken, then its head unit by
+// spliceUnit; true: begun (the stream's records are then the caller's).
+// Whatever it declines, gnet reads and the client's event handles.
+func (cl *client) spliceNext() bool {
+	if cl.ps.s != nil || !cl.ps.large || cl.ps.gather || cl.draining || cl.held || cl.reauthing ||
+		cl.upSt != upReady || cl.muted() || produceSpliceMin.Load() == 0 {
+		return false
+	}
+	pp, cfd, _ := cl.spliceReady()
+	if pp == nil {
+		return false
+	}
+	head := pp.out[:spliceUnitPeek]
+	k, _, err := unix.Recvfrom(cfd, head, unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	if err != nil || k < codec.SizeLen {
+		return false
+	}
+	size := codec.FrameSize(head)
+	if size < 0 || int64(size) > int64(cl.snap.Listener.MaxRequestBytes) || codec.SizeLen+int(size) <= k {
+		return false // refused, or small: through the loop's buffer
+	}
+	if !cl.beginStream(size, head[:k]) {
+		return false
+	}
+	produceNexts.Add(1)
+	if got, err := unix.Read(cfd, pp.out[spliceUnitPeek:spliceUnitPeek+codec.SizeLen]); got != codec.SizeLen {
+		cl.streamFailed(fmt.Sprintf("the socket gave %d of the %d bytes it held (%v)", got, codec.SizeLen, err))
+		return true
+	}
+	cl.frameSince = time.Now()
+	cl.lp.spliceUnit(cl.ps.s, cl, pp, cfd) // the head, and the first partition's header
+	return true
 }
 
 // The client's side of a pass (spliceEnds): its records go to its broker.

@@ -284,3 +284,55 @@ func TestSpliceProduceSeveralPartitions(t *testing.T) {
 		})
 	}
 }
+
+// Requests written back to back, large and small, with the broker
+// stalled for a while: the producer is held for its broker with requests
+// waiting in its socket, and the heads of the large ones that follow a
+// spliced one are taken from the socket (spliceNext: gnet never reads
+// their first bytes), whether the client's own event or its resume meets
+// them; the small ones go through the loop's buffer. Every answer comes,
+// in order, and every record is on the broker intact and in order.
+func TestSpliceProduceNextFromSocket(t *testing.T) {
+	skipOnRealKafka(t)
+	env, sl := kfakeEnv(t, 1)
+	r := bulkConn(t, env)
+
+	var vals [][]byte
+	var frames [][]byte
+	for i := 0; i < 12; i++ {
+		n := 12 // 3 MiB
+		if i%4 == 3 {
+			n = 0 // small: one record of 2 KiB
+		}
+		var recs []byte
+		if n == 0 {
+			v := recordValue(len(vals), 2<<10)
+			vals = append(vals, v)
+			recs = batchOf(v)
+		} else {
+			recs = recordBatch(&vals, len(vals), n)
+		}
+		frames = append(frames, produceFrameV(r, 9, "orders", -1, recs))
+	}
+	nexts, spliced := produceNexts.Load(), produceSplicedBytes.Load()
+	sl.stall(true)
+	werr := make(chan error, 1)
+	go func() {
+		_ = r.c.SetWriteDeadline(time.Now().Add(60 * time.Second))
+		_, err := r.c.Write(bytes.Join(frames, nil))
+		werr <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the producer held, requests waiting in its socket
+	sl.stall(false)
+	for i := range frames {
+		produceAnswered(t, r, i)
+	}
+	if err := <-werr; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d requests begun from the socket, %d MiB spliced", produceNexts.Load()-nexts, (produceSplicedBytes.Load()-spliced)>>20)
+	if produceNexts.Load() == nexts {
+		t.Fatal("no request was begun from its head in the socket")
+	}
+	consumeValues(t, env, vals)
+}

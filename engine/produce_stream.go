@@ -22,6 +22,9 @@ type produceStream struct {
 	gather bool
 	// large: the client's last Produce was streamed (splicesProduce)
 	large bool
+	// ended: a stream went through since the last look at the socket
+	// for the next request's head (spliceOn)
+	ended bool
 }
 
 // beginProduce starts relaying the frame of size bytes at the head of the
@@ -30,6 +33,19 @@ type produceStream struct {
 // API, a Produce not streamed), or until more of its head has come, or for
 // the broker connection or the budget, or the client was closed.
 func (cl *client) beginProduce(size int32, n int) bool {
+	b, err := cl.peek(min(n, codec.SizeLen+codec.MaxStreamUnit))
+	if err != nil || !cl.beginStream(size, b) {
+		return false
+	}
+	cl.discard(codec.SizeLen)
+	return true
+}
+
+// beginStream begins the stream of the frame of size bytes whose first
+// bytes, its size prefix included, are head (from the loop's buffer, or
+// looked at in the socket: spliceNext); true: begun, and the caller takes
+// the size prefix. Nothing of head is kept.
+func (cl *client) beginStream(size int32, head []byte) bool {
 	if cl.ps.gather || cl.state != stAuthed || cl.legacySASL || int64(size) <= streamMinFrame.Load() {
 		return false
 	}
@@ -39,15 +55,10 @@ func (cl *client) beginProduce(size int32, n int) bool {
 		cl.ps.gather = true
 		return false
 	}
-	head := min(n, codec.SizeLen+codec.MaxStreamUnit)
-	b, err := cl.peek(head)
-	if err != nil {
-		return false
-	}
-	prefix := b[codec.SizeLen:]
+	prefix := head[codec.SizeLen:]
 	h, err := codec.ParseRequestHeader(prefix)
 	switch {
-	case err == codec.ErrCodecShort && head < codec.SizeLen+codec.MaxStreamUnit:
+	case err == codec.ErrCodecShort && len(head) < codec.SizeLen+codec.MaxStreamUnit:
 		return false // more of the header to come
 	case err != nil || h.Key != codec.KeyProduce:
 		cl.ps.gather = true
@@ -73,7 +84,6 @@ func (cl *client) beginProduce(size int32, n int) bool {
 	cl.quotaGate(&h, int(size)) // the request and its bytes spent (never true for a Produce)
 	cl.quotaPending(p)          // its answer carries the throttle; the mute waits for the stream's end
 	cl.upCorr++
-	cl.discard(codec.SizeLen)
 	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large = ps, 0, h.Version, true
 	if p.NoResponse {
 		cl.queue.Put(p)
@@ -132,12 +142,7 @@ func (cl *client) feedProduce() bool {
 			}
 		}
 		if ps.Done() {
-			cl.ps.s, cl.ps.carry = nil, 0
-			if cl.inBuffered() == 0 {
-				cl.frameSince = time.Time{}
-			} else {
-				cl.frameSince = cl.lastActive
-			}
+			cl.endStream()
 			return true
 		}
 		if used > 0 { // feed again: the buffer may hold more
@@ -149,6 +154,16 @@ func (cl *client) feedProduce() bool {
 			return false
 		}
 		lim = min(want, 2*lim)
+	}
+}
+
+// endStream: the streamed request went through whole.
+func (cl *client) endStream() {
+	cl.ps.s, cl.ps.carry, cl.ps.ended = nil, 0, true
+	if cl.inBuffered() == 0 {
+		cl.frameSince = time.Time{}
+	} else {
+		cl.frameSince = cl.lastActive
 	}
 }
 

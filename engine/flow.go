@@ -383,16 +383,23 @@ func (cl *client) upstreamCheck() {
 	if cl.upFull {
 		if cl.upLight {
 			// Read while lightly held: the kernel's mark was reached (or
-			// the client's window closed). Held for real from now on.
+			// the client's window closed). If the broker took everything
+			// meanwhile (its answer or the tick, which resume, had not come
+			// yet), the hold ends here; else held for real from now on.
+			if cl.upstreamResume(); !cl.upFull {
+				upLightEnds.Add(1)
+				return
+			}
 			cl.upLight = false
 			cl.setRcvLowat(1)
 			cl.holdReads(whyUpstream)
 		}
 		return
 	}
-	out := int64(u.c.OutboundBuffered())
+	out := int64(u.c.OutboundBuffered()) + int64(u.ppN)
 	eager := out > 0 && cl.splicesProduce()
 	if out <= flowHigh.Load() && !eager {
+		u.pipeOut() // (cannot hold: a pipe is held for spliced requests)
 		return
 	}
 	cl.upEager = eager
@@ -400,6 +407,7 @@ func (cl *client) upstreamCheck() {
 	case cl.lightHold():
 		cl.upLight = true
 	case !cl.holdReads(whyUpstream):
+		u.pipeOut() // nobody would flush it
 		return
 	}
 	upPauses.Add(1)
@@ -453,6 +461,9 @@ func (cl *client) lightHold() bool {
 var (
 	upLowatOff   atomic.Bool
 	upLightHolds atomic.Int64
+	// upLightEnds: light holds read before their resume, ended for a
+	// broker that had taken everything (tests, profiles)
+	upLightEnds atomic.Int64
 )
 
 // setRcvLowat sets the client socket's SO_RCVLOWAT (1: the kernel's
@@ -476,7 +487,7 @@ func (cl *client) upstreamResume() {
 	if cl.upEager {
 		low = 0
 	}
-	if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && int64(u.c.OutboundBuffered()) > low {
+	if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && (!u.flushPipe() || int64(u.c.OutboundBuffered()) > low) {
 		return
 	}
 	if cl.upEager && !cl.closed && cl.inBuffered() == 0 {
@@ -484,7 +495,7 @@ func (cl *client) upstreamResume() {
 		// read it into the loop's buffer (spliceOn); held on if the
 		// broker's socket is full again.
 		cl.spliceOn()
-		if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && u.c.OutboundBuffered() > 0 {
+		if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && (u.pp != nil || u.c.OutboundBuffered() > 0) {
 			return
 		}
 	}

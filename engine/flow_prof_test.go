@@ -27,9 +27,7 @@ import (
 )
 
 func TestFlowProfileRawFetch(t *testing.T) {
-	if os.Getenv("FLEXWAY_FLOW_SPEED") == "" {
-		t.Skip("a loopback profile run: set FLEXWAY_FLOW_SPEED=1")
-	}
+	handRun(t, "a loopback profile run")
 	part := 10 << 20
 	if v, err := strconv.Atoi(os.Getenv("FLEXWAY_FETCH_PART")); err == nil && v > 0 {
 		part = v

@@ -50,9 +50,7 @@ func procKB(t *testing.T, pid int, name string) int64 {
 }
 
 func TestFlowRSS(t *testing.T) {
-	if os.Getenv("FLEXWAY_FLOW_SPEED") == "" {
-		t.Skip("a loopback memory run (96 MiB read 6 times): set FLEXWAY_FLOW_SPEED=1")
-	}
+	handRun(t, "a loopback memory run (96 MiB read 6 times)")
 	const per, size, reads = 192, 256 << 10, 6
 	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "acme.orders"))
 	if err != nil {

@@ -17,6 +17,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// handRun skips a run by hand (speed, memory, profiles) unless
+// FLEXWAY_FLOW_SPEED is set.
+func handRun(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv("FLEXWAY_FLOW_SPEED") == "" {
+		t.Skip(what + ": set FLEXWAY_FLOW_SPEED=1")
+	}
+}
+
 func cpuNow() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -24,9 +33,7 @@ func cpuNow() time.Duration {
 }
 
 func TestFlowSpeedLargeFetch(t *testing.T) {
-	if os.Getenv("FLEXWAY_FLOW_SPEED") == "" {
-		t.Skip("a loopback speed run (96 MiB, a minute): set FLEXWAY_FLOW_SPEED=1")
-	}
+	handRun(t, "a loopback speed run (96 MiB, a minute)")
 	env := newTestEnv(t, "")
 	const per, size = 192, 256 << 10 // 48 MiB on each of the two partitions
 	const reads = 4

@@ -18,9 +18,7 @@ import (
 )
 
 func TestProduceSpliceShare(t *testing.T) {
-	if os.Getenv("FLEXWAY_FLOW_SPEED") == "" {
-		t.Skip("a loopback profile run: set FLEXWAY_FLOW_SPEED=1")
-	}
+	handRun(t, "a loopback profile run")
 	mib := 1024
 	if v, err := strconv.Atoi(os.Getenv("FLEXWAY_PRODUCE_MIB")); err == nil && v > 0 {
 		mib = v

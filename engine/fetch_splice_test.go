@@ -108,9 +108,6 @@ func loopPipes(t *testing.T, env *testEnv) int {
 		if l.pp != nil {
 			n.Add(1)
 		}
-		if l.ppSpare != nil {
-			n.Add(1)
-		}
 	})
 	return int(n.Load())
 }

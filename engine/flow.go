@@ -396,10 +396,9 @@ func (cl *client) upstreamCheck() {
 		}
 		return
 	}
-	out := int64(u.c.OutboundBuffered()) + int64(u.ppN)
+	out := int64(u.c.OutboundBuffered())
 	eager := out > 0 && cl.splicesProduce()
 	if out <= flowHigh.Load() && !eager {
-		u.pipeOut() // (cannot hold: a pipe is held for spliced requests)
 		return
 	}
 	cl.upEager = eager
@@ -407,7 +406,6 @@ func (cl *client) upstreamCheck() {
 	case cl.lightHold():
 		cl.upLight = true
 	case !cl.holdReads(whyUpstream):
-		u.pipeOut() // nobody would flush it
 		return
 	}
 	upPauses.Add(1)
@@ -487,7 +485,7 @@ func (cl *client) upstreamResume() {
 	if cl.upEager {
 		low = 0
 	}
-	if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && (!u.flushPipe() || int64(u.c.OutboundBuffered()) > low) {
+	if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && int64(u.c.OutboundBuffered()) > low {
 		return
 	}
 	if cl.upEager && !cl.closed && cl.inBuffered() == 0 {
@@ -495,7 +493,7 @@ func (cl *client) upstreamResume() {
 		// read it into the loop's buffer (spliceOn); held on if the
 		// broker's socket is full again.
 		cl.spliceOn()
-		if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && (u.pp != nil || u.c.OutboundBuffered() > 0) {
+		if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && u.c.OutboundBuffered() > 0 {
 			return
 		}
 	}

@@ -35,7 +35,6 @@ type loop struct {
 	// (produce_splice.go), nil until first used; ppFailed: uses left
 	// before making one is tried again.
 	pp       *loopPipe
-	ppSpare  *loopPipe // a pipe a broker connection gave back (heldPipe), used before a new one is made
 	ppFailed int
 }
 

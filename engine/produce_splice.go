@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,9 +35,6 @@ func init() { produceSpliceMin.Store(64 << 10) }
 // the passes that met a full broker socket; produceUnits: the headers
 // taken from the socket between two partitions' records (tests, profiles).
 var produceSplicedBytes, producePipeOuts, produceUnits atomic.Int64
-
-// producePipeFlushes: held pipes emptied to the broker by splice (tests).
-var producePipeFlushes atomic.Int64
 
 // spliceProduce moves what the client's socket holds of the current
 // partition's records to the broker, when it may (see above); true when
@@ -73,7 +71,7 @@ func (cl *client) spliceReady() (pp *loopPipe, cfd, bfd int) {
 	if b := &cl.lp.out; b.toBroker.up == u {
 		b.toBroker.flush()
 	}
-	if u.closed || u.pp != nil || u.c.OutboundBuffered() > 0 {
+	if u.closed || u.c.OutboundBuffered() > 0 {
 		return nil, 0, 0
 	}
 	cfd, bfd = cl.c.Fd(), u.c.Fd()
@@ -161,74 +159,18 @@ func (cl *client) spliceMore(left int) bool {
 
 func (cl *client) spliced(n int) { produceSplicedBytes.Add(int64(n)) }
 
-// pipeFull: the broker's socket is full; the pipe, with the rest bytes
-// it still holds, becomes the broker connection's (heldPipe) and the loop
-// takes another.
+// pipeFull: the broker's socket is full; what the pipe still holds is read
+// out and written to the broker connection as any other bytes (it waits in
+// gnet's buffer, and the producer's pause, flow.go, applies).
 func (cl *client) pipeFull(rest int) {
 	producePipeOuts.Add(1)
-	u := cl.up
-	if u.closed || u.c == nil {
-		_ = cl.lp.readOut(rest, nil) // nobody is to receive them
-		return
+	var c gnet.Conn
+	if u := cl.up; !u.closed && u.c != nil {
+		c = u.c
 	}
-	u.pp, u.ppN = cl.lp.pp, rest
-	cl.lp.pp = nil
-}
-
-// The held pipe. What a pass spliced and the broker's socket did not take
-// stays in the pipe, the broker connection's until its socket takes it
-// (flushPipe: before its producer is read again, upstreamResume, and
-// before a draining connection closes), rather than being read out into
-// the process and copied through gnet's outbound buffer (a copy in, a copy
-// out, and gnet's write event). Anything else written to the broker
-// connection meanwhile first reads it out to gnet's buffer (pipeOut), so
-// the bytes keep their order. Its bytes count as unsent for the producer's
-// pause (upstreamCheck).
-
-// flushPipe splices what the held pipe holds to the broker's socket; true
-// once nothing is held (the pipe goes back to the loop).
-func (u *upstreamConn) flushPipe() bool {
-	if u.pp == nil {
-		return true
-	}
-	if u.closed || u.c == nil {
-		u.dropPipe()
-		return true
-	}
-	if fd := u.c.Fd(); fd >= 0 {
-		u.ppN = u.pp.pipeTo(u.ppN, fd)
-	}
-	if u.ppN > 0 {
-		return false
-	}
-	producePipeFlushes.Add(1)
-	u.cl.lp.givePipe(u.pp)
-	u.pp = nil
-	return true
-}
-
-// pipeOut empties the held pipe now: what the socket takes goes by splice,
-// the rest is read out and written to gnet's buffer.
-func (u *upstreamConn) pipeOut() {
-	if u.flushPipe() {
-		return
-	}
-	pp, n := u.pp, u.ppN
-	u.pp, u.ppN = nil, 0
-	if err := pp.readOut(n, u.c, nil); err != nil {
-		cl := u.cl
-		cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "error", err)
+	if err := cl.lp.readOut(rest, c); err != nil {
 		cl.close(closeInternal)
-		return
-	}
-	u.cl.lp.givePipe(pp)
-}
-
-// dropPipe closes the held pipe with what it holds (the connection is gone).
-func (u *upstreamConn) dropPipe() {
-	if u.pp != nil {
-		u.pp.close()
-		u.pp, u.ppN = nil, 0
+		cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "error", err)
 	}
 }
 
@@ -239,7 +181,7 @@ func (cl *client) unitTaken(int) { produceUnits.Add(1) }
 
 func (cl *client) destClear() bool {
 	u := cl.up
-	return !cl.closed && !u.closed && u.pp == nil && u.c.OutboundBuffered() == 0
+	return !cl.closed && !u.closed && u.c.OutboundBuffered() == 0
 }
 
 // streamFailed closes the client whose streamed Produce cannot go on, as

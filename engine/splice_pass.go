@@ -48,10 +48,6 @@ func (lp *loop) pipe() *loopPipe {
 	if lp.pp != nil {
 		return lp.pp
 	}
-	if lp.ppSpare != nil {
-		lp.pp, lp.ppSpare = lp.ppSpare, nil
-		return lp.pp
-	}
 	if lp.ppFailed > 0 {
 		lp.ppFailed--
 		return nil
@@ -84,30 +80,12 @@ func (e *Engine) closePipes() {
 	}
 }
 
-// closePipe closes the loop's pipes.
+// closePipe closes the loop's pipe.
 func (lp *loop) closePipe() {
-	lp.pp.close()
-	lp.ppSpare.close()
-	lp.pp, lp.ppSpare = nil, nil
-}
-
-func (pp *loopPipe) close() {
-	if pp != nil {
-		_ = unix.Close(pp.r)
-		_ = unix.Close(pp.w)
-	}
-}
-
-// givePipe takes back a pipe a broker connection held, empty: the loop's
-// (if it has none), its spare, or closed.
-func (lp *loop) givePipe(pp *loopPipe) {
-	switch {
-	case lp.pp == nil:
-		lp.pp = pp
-	case lp.ppSpare == nil:
-		lp.ppSpare = pp
-	default:
-		pp.close()
+	if p := lp.pp; p != nil {
+		_ = unix.Close(p.r)
+		_ = unix.Close(p.w)
+		lp.pp = nil
 	}
 }
 
@@ -249,23 +227,14 @@ func (pp *loopPipe) pipeTo(n, fd int) int {
 // held (cannot happen); it is closed, made anew at its next use, and the
 // caller closes the connection whose bytes it carried.
 func (lp *loop) readOut(n int, c gnet.Conn) error {
-	return lp.pp.readOut(n, c, lp)
-}
-
-// readOut reads pp's n bytes to c (see loop.readOut); lp: the loop whose
-// pipe it is, closed on a failure (nil: the pipe is closed).
-func (pp *loopPipe) readOut(n int, c gnet.Conn, lp *loop) error {
+	pp := lp.pp
 	for n > 0 {
 		m, err := unix.Read(pp.r, pp.out[:min(n, len(pp.out))])
 		if m <= 0 {
 			if err == unix.EINTR {
 				continue
 			}
-			if lp != nil {
-				lp.closePipe()
-			} else {
-				pp.close()
-			}
+			lp.closePipe()
 			if err == nil {
 				err = io.ErrUnexpectedEOF
 			}

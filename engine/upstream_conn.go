@@ -40,10 +40,6 @@ type upstreamConn struct {
 	// sec: TLS and SASL towards the broker (upstream_secure.go); nil
 	// in clear text without SASL.
 	sec *upSecure
-	// pp holds ppN spliced bytes its socket did not take yet (heldPipe,
-	// produce_splice.go); nil none.
-	pp  *loopPipe
-	ppN int
 }
 
 // streamMinFrame: a Fetch answer longer than this that is not whole in the
@@ -138,9 +134,6 @@ func (u *upstreamConn) opened(c gnet.Conn) {
 
 // write sends a frame to the broker.
 func (u *upstreamConn) write(bs [][]byte) {
-	if u.pp != nil && !u.closed {
-		u.pipeOut() // what the pipe holds was sent before
-	}
 	if u.closed || u.batchBroker(bs) {
 		return
 	}
@@ -361,9 +354,8 @@ func (u *upstreamConn) closeIfFlushed(force bool) bool {
 	if !u.ready {
 		return false
 	}
-	if force || (u.flushPipe() && u.c.OutboundBuffered() == 0) {
+	if force || u.c.OutboundBuffered() == 0 {
 		u.closed = true
-		u.dropPipe()
 		_ = u.c.Close()
 		return true
 	}
@@ -376,7 +368,6 @@ func (u *upstreamConn) closeFromClient() {
 		return
 	}
 	u.closed = true
-	u.dropPipe()
 	if u.c != nil {
 		_ = u.c.Close()
 	}
@@ -387,7 +378,6 @@ func (u *upstreamConn) closeFromClient() {
 func (u *upstreamConn) onClose(err error) {
 	wasClosed := u.closed
 	u.closed = true
-	u.dropPipe()
 	if !wasClosed && !u.cl.closed {
 		msg := "closed by the broker"
 		if err != nil {

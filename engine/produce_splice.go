@@ -69,7 +69,7 @@ func (cl *client) spliceReady() (pp *loopPipe, cfd, bfd int) {
 		return nil, 0, 0
 	}
 	if b := &cl.lp.out; b.toBroker.up == u {
-		b.toBroker.flush()
+		b.toBroker.flush() // what the event wrote before comes first
 	}
 	if u.closed || u.c.OutboundBuffered() > 0 {
 		return nil, 0, 0

@@ -76,6 +76,9 @@ type client struct {
 	// upEager: upFull at the first byte its broker did not take, read again
 	// once all are taken (splicesProduce)
 	upEager bool
+	// upNoRoom: a splice pass found its broker's socket full (roomOut): held
+	// eagerly until the drain watcher says the socket takes more
+	upNoRoom bool
 	// listed: in lp.held, the sweep's list (once: a connection resumed by
 	// an answer and held again is not listed twice)
 	listed bool

@@ -95,6 +95,12 @@ func (u *upstreamConn) pipeFull(rest int) {
 	cl.syncOut()
 }
 
+// room: an answer's records are not bounded by the client's socket (what it
+// does not take waits in the client's queue, counted against its budget).
+func (u *upstreamConn) room(int) int { return -1 }
+
+func (u *upstreamConn) roomOut() {}
+
 // unitOut writes straight to the client's socket: nothing is unsent.
 func (u *upstreamConn) unitOut(sl [][]byte) { _, _ = u.cl.c.Writev(sl) }
 

@@ -397,8 +397,9 @@ func (cl *client) upstreamCheck() {
 		return
 	}
 	out := int64(u.c.OutboundBuffered())
-	eager := out > 0 && cl.splicesProduce()
+	eager := (out > 0 || cl.upNoRoom) && cl.splicesProduce()
 	if out <= flowHigh.Load() && !eager {
+		cl.upNoRoom = false
 		return
 	}
 	cl.upEager = eager
@@ -414,6 +415,27 @@ func (cl *client) upstreamCheck() {
 		cl.lp.upFull = map[*client]struct{}{}
 	}
 	cl.lp.upFull[cl] = struct{}{}
+	if cl.upNoRoom && cl.roomBack() {
+		cl.upstreamResume() // the broker read meanwhile
+	}
+}
+
+// roomBack reports whether the broker's socket takes spliceRoomMin bytes
+// or more (or is gone). A client held for a full broker socket (roomOut)
+// is looked at again after each of the broker's traffic events (its
+// answers come as it reads, and free room) and at each tick, as one held
+// for gnet's outbound buffer. Invariant 42.
+func (cl *client) roomBack() bool {
+	u := cl.up
+	if cl.closed || u == nil || u.closed || u.c == nil {
+		return true
+	}
+	fd := u.c.Fd()
+	if fd < 0 {
+		return true
+	}
+	r := sockRoom(fd)
+	return r < 0 || r >= spliceRoomMin
 }
 
 // splicesProduce: the client is inside a streamed Produce, or its last
@@ -488,6 +510,12 @@ func (cl *client) upstreamResume() {
 	if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && int64(u.c.OutboundBuffered()) > low {
 		return
 	}
+	if cl.upNoRoom {
+		if !cl.roomBack() {
+			return
+		}
+		cl.upNoRoom = false
+	}
 	if cl.upEager && !cl.closed && cl.inBuffered() == 0 {
 		// What waits in the client's socket is spliced before gnet would
 		// read it into the loop's buffer (spliceOn); held on if the
@@ -495,6 +523,12 @@ func (cl *client) upstreamResume() {
 		cl.spliceOn()
 		if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && u.c.OutboundBuffered() > 0 {
 			return
+		}
+		if cl.upNoRoom {
+			if !cl.roomBack() {
+				return
+			}
+			cl.upNoRoom = false
 		}
 	}
 	cl.upFull = false

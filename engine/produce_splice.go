@@ -10,9 +10,13 @@ package engine
 // socket go to the broker's by the loop's splice pass (splice_pass.go),
 // inside the client's traffic event. The broker's batch is flushed first
 // and its connection must have nothing unsent, so the spliced bytes follow
-// everything written before them. A full broker socket ends the pass: what
-// the pipe still holds is written to the broker connection as any other
-// bytes, and the producer's pause (flow.go) applies as before.
+// everything written before them. A pass splices no more than the broker's
+// socket takes (its room, invariant 42) and ends before a full one: the
+// producer is held (flow.go) with the rest in its own socket, and once the
+// broker reads, the rest is spliced from there, even from a socket the
+// pause detached. What the broker's socket still leaves in the pipe (the
+// room is the kernel's estimate) is written to the broker connection as
+// any other bytes.
 
 import (
 	"fmt"
@@ -54,9 +58,12 @@ func (cl *client) spliceProduce() bool {
 
 // spliceReady returns the loop's pipe and both sockets when the client's
 // bytes may go to its broker's socket by splice: both in clear text, the
-// client read by gnet (not paused), the broker's connection in no session
-// and with nothing unsent once the loop's batch for it is flushed (what
-// was written before comes first). A nil pipe: not now.
+// client read by gnet or detached (paused: its socket is the engine's, and
+// what waits in it is spliced before it is enrolled again, rather than
+// read into the loop's buffer at its resume, invariant 42), the broker's
+// connection in no session and with nothing unsent once the loop's batch
+// for it is flushed (what was written before comes first). A nil pipe:
+// not now.
 func (cl *client) spliceReady() (pp *loopPipe, cfd, bfd int) {
 	if cl.tls != nil || cl.tlsHS != nil || cl.closed {
 		return nil, 0, 0
@@ -65,8 +72,8 @@ func (cl *client) spliceReady() (pp *loopPipe, cfd, bfd int) {
 	if u == nil || u.closed || u.c == nil || u.sp != nil || (u.sec != nil && u.sec.tls != nil) {
 		return nil, 0, 0
 	}
-	if p, ok := cl.c.(*pausedConn); ok && (p.st != rpAttached || p.live == nil) {
-		return nil, 0, 0
+	if p, ok := cl.c.(*pausedConn); ok && !(p.st == rpAttached && p.live != nil) && !(p.st == rpPaused && p.fd >= 0) {
+		return nil, 0, 0 // a detach or a re-enroll under way
 	}
 	if b := &cl.lp.out; b.toBroker.up == u {
 		b.toBroker.flush() // what the event wrote before comes first
@@ -157,7 +164,12 @@ func (cl *client) spliceMore(left int) bool {
 	return min > 0 && int64(left) >= min
 }
 
-func (cl *client) spliced(n int) { produceSplicedBytes.Add(int64(n)) }
+func (cl *client) spliced(n int) {
+	produceSplicedBytes.Add(int64(n))
+	if p, ok := cl.c.(*pausedConn); ok && p.live == nil {
+		produceSplicedDetached.Add(int64(n))
+	}
+}
 
 // pipeFull: the broker's socket is full; what the pipe still holds is read
 // out and written to the broker connection as any other bytes (it waits in
@@ -174,6 +186,38 @@ func (cl *client) pipeFull(rest int) {
 	}
 }
 
+// room bounds a pass by what the broker's socket takes (invariant 42), so
+// that nothing is left in the pipe to be read out and copied: the records
+// the broker cannot take yet stay in the client's socket.
+func (cl *client) room(dst int) int {
+	if !produceRoomBound.Load() {
+		return -1
+	}
+	return sockRoom(dst)
+}
+
+// roomOut: the broker's socket is full. The client is held at once
+// (upstreamCheck, at the end of its event) and read again once the broker's
+// socket takes more (roomBack).
+func (cl *client) roomOut() {
+	produceRoomOuts.Add(1)
+	cl.upNoRoom = true
+}
+
+// produceRoomBound (tests): passes are bounded by the broker socket's room;
+// off, a pass splices what the pipe holds and reads out what the socket
+// leaves (the form before invariant 42). produceRoomOuts: the passes a full
+// broker socket ended before a splice.
+// produceSplicedDetached: record bytes spliced from a client's socket while
+// it was detached (tests, profiles).
+var (
+	produceRoomBound       atomic.Bool
+	produceRoomOuts        atomic.Int64
+	produceSplicedDetached atomic.Int64
+)
+
+func init() { produceRoomBound.Store(true) }
+
 // unitOut writes straight to the broker's socket: the batch was flushed, nothing is unsent.
 func (cl *client) unitOut(sl [][]byte) { _, _ = cl.up.c.Writev(sl) }
 
@@ -188,7 +232,27 @@ func (cl *client) destClear() bool {
 // feedProduce does for a malformed one: its frame is partly written to the
 // broker, whose connection closes with it.
 func (cl *client) streamFailed(why string) {
+	cl.dropUnread()
 	cl.ps.s = nil
 	cl.ts.request(codec.KeyProduce, decRefused, causeUnsupported)
 	cl.close(closeMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+why)
+}
+
+// dropUnread reads and drops what the client's socket holds (up to 1 MiB)
+// before a close for a streamed request that cannot go on: the rest of the
+// frame would otherwise be unread at the close, and a socket closed with
+// bytes unread sends a reset, where the client is owed an orderly close
+// (the stream may fail from a peek at the socket, or from a detached one,
+// where gnet had not read the rest).
+func (cl *client) dropUnread() {
+	pp := cl.lp.pp
+	if cl.tls != nil || cl.closed || pp == nil {
+		return
+	}
+	fd := cl.c.Fd()
+	for i := 0; fd >= 0 && i < 16; i++ {
+		if n, _ := unix.Read(fd, pp.out); n <= 0 {
+			return
+		}
+	}
 }

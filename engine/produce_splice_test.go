@@ -336,3 +336,61 @@ func TestSpliceProduceNextFromSocket(t *testing.T) {
 	}
 	consumeValues(t, env, vals)
 }
+
+// Invariant 42: a pass splices no more than the broker's socket takes. A
+// broker that reads nothing for a while, a producer writing 72 MiB: the
+// passes end before a full broker socket (roomOut) and nothing is left in
+// the pipe to be read out; the producer is held with the rest in its own
+// socket, detached once it fills it, and once the broker reads again the
+// rest is spliced from the detached socket before it is enrolled again.
+// Every answer comes and every record is on the broker intact and in
+// order. With the bound off, the same run reads passes out of the pipe.
+func TestSpliceProduceRoomBound(t *testing.T) {
+	skipOnRealKafka(t)
+	env, sl := kfakeEnv(t, 1)
+	r := bulkConn(t, env)
+
+	var vals [][]byte
+	run := func(n int) (outs, rooms, detached int64) {
+		t.Helper()
+		fs := make([][]byte, n)
+		for i := range fs {
+			fs[i] = produceFrameV(r, 9, "orders", -1, recordBatch(&vals, len(vals), 12)) // 3 MiB
+		}
+		outs0, rooms0, det0 := producePipeOuts.Load(), produceRoomOuts.Load(), produceSplicedDetached.Load()
+		sl.stall(true)
+		werr := make(chan error, 1)
+		go func() {
+			_ = r.c.SetWriteDeadline(time.Now().Add(60 * time.Second))
+			_, err := r.c.Write(bytes.Join(fs, nil))
+			werr <- err
+		}()
+		time.Sleep(500 * time.Millisecond) // the broker's socket full, the producer held
+		sl.stall(false)
+		for i := range fs {
+			produceAnswered(t, r, i)
+		}
+		if err := <-werr; err != nil {
+			t.Fatal(err)
+		}
+		return producePipeOuts.Load() - outs0, produceRoomOuts.Load() - rooms0, produceSplicedDetached.Load() - det0
+	}
+
+	outs, rooms, detached := run(24)
+	t.Logf("bounded: %d passes read out of the pipe, %d ended before a full socket, %d MiB spliced from a detached socket", outs, rooms, detached>>20)
+	if rooms == 0 || outs > rooms/4 {
+		t.Fatalf("bounded: %d passes read out of the pipe, %d ended before a full broker socket", outs, rooms)
+	}
+	if detached < 1<<20 {
+		t.Fatalf("bounded: %d bytes spliced from the detached socket", detached)
+	}
+
+	produceRoomBound.Store(false)
+	t.Cleanup(func() { produceRoomBound.Store(true) })
+	outs, rooms, _ = run(24)
+	t.Logf("unbounded: %d passes read out of the pipe, %d ended before a full socket", outs, rooms)
+	if outs == 0 || rooms != 0 {
+		t.Fatalf("unbounded: %d passes read out of the pipe, %d ended before a full broker socket", outs, rooms)
+	}
+	consumeValues(t, env, vals)
+}

@@ -15,7 +15,11 @@ package engine
 // source's socket is empty, the frame is through or what is left of a
 // partition is not to be spliced, or the destination's socket is full:
 // what the pipe still holds is then written to the destination as any
-// other bytes (pipeFull). The pipe is empty whenever a pass returns.
+// other bytes (pipeFull). An owner that bounds its passes by the
+// destination's room (the client's, invariant 42) splices no more into the
+// pipe than the destination's socket takes, and its pass ends before a
+// full one (roomOut): what waits stays in the source's socket. The pipe is
+// empty whenever a pass returns.
 
 import (
 	"fmt"
@@ -91,6 +95,29 @@ func (lp *loop) closePipe() {
 
 const spliceFlags = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
 
+// spliceRoomMin: a destination whose socket takes fewer bytes than this is
+// full for a pass bounded by its room (the client's side, invariant 42:
+// what the broker's socket does not take would be left in the pipe, to be
+// read out and copied through the broker connection's buffer). Smaller
+// passes would cost their system calls for little.
+const spliceRoomMin = 4 << 10
+
+// sockRoom is what the socket fd takes before its send buffer is full, by
+// the kernel's measure: SO_SNDBUF (as autotuning left it) less what is
+// queued (SIOCOUTQ: unsent and unacknowledged), less a thirty-second of it
+// for the buffers' own overhead; -1 when either call fails (not bounded).
+func sockRoom(fd int) int {
+	size, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+	if err != nil {
+		return -1
+	}
+	queued, err := unix.IoctlGetInt(fd, unix.SIOCOUTQ)
+	if err != nil {
+		return -1
+	}
+	return max(0, size-queued-queued>>5)
+}
+
 // recordStream is what a pass needs of a stream (codec's
 // ProduceRequestStream and FetchResponseStream).
 type recordStream interface {
@@ -109,6 +136,8 @@ type spliceEnds interface {
 	spliceMore(left int) bool // a partition with left record bytes to come is spliced
 	spliced(n int)            // n record bytes went through
 	pipeFull(rest int)        // the destination's socket did not take the pipe's last rest bytes
+	room(dst int) int         // what the destination's socket takes now; -1: not bounded
+	roomOut()                 // the pass ended before a full destination: nothing is in the pipe
 	unitOut(sl [][]byte)      // a unit's output, to the destination's socket (nothing is unsent)
 	unitTaken(used int)       // a unit of used bytes was taken from the source's socket
 	destClear() bool          // both open, nothing unsent to the destination
@@ -124,7 +153,15 @@ func (lp *loop) splicePass(st recordStream, e spliceEnds, pp *loopPipe, src, dst
 	moved := false
 	for {
 		for left > 0 {
-			n, err := unix.Splice(src, nil, pp.w, nil, min(left, pp.size), spliceFlags)
+			want := min(left, pp.size)
+			if r := e.room(dst); r >= 0 && r < want {
+				if r < spliceRoomMin {
+					e.roomOut()
+					return moved
+				}
+				want = r
+			}
+			n, err := unix.Splice(src, nil, pp.w, nil, want, spliceFlags)
 			if n <= 0 {
 				if err == unix.EINTR {
 					continue

@@ -378,7 +378,7 @@ func TestSpliceProduceRoomBound(t *testing.T) {
 
 	outs, rooms, detached := run(24)
 	t.Logf("bounded: %d passes read out of the pipe, %d ended before a full socket, %d MiB spliced from a detached socket", outs, rooms, detached>>20)
-	if rooms == 0 || outs >= rooms { // a frame's tail (spliceTailMax) may still be read out
+	if rooms == 0 || outs > rooms/4 {
 		t.Fatalf("bounded: %d passes read out of the pipe, %d ended before a full broker socket", outs, rooms)
 	}
 	if detached < 1<<20 {

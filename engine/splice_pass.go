@@ -102,14 +102,6 @@ const spliceFlags = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
 // passes would cost their system calls for little.
 const spliceRoomMin = 4 << 10
 
-// spliceTailMax: a frame with no more than this left is not bounded by the
-// destination's room: its tail goes on whole, what the socket leaves read
-// out of the pipe and written as any bytes (gnet writes them as soon as the
-// socket takes them), so that the request is whole at the broker once it
-// reads, rather than when the held producer is looked at again (its
-// broker's next answer, which may be this request's, or the tick).
-const spliceTailMax = 256 << 10
-
 // sockRoom is what the socket fd takes before its send buffer is full, by
 // the kernel's measure: SO_SNDBUF (as autotuning left it) less what is
 // queued (SIOCOUTQ: unsent and unacknowledged), less a thirty-second of it
@@ -162,7 +154,7 @@ func (lp *loop) splicePass(st recordStream, e spliceEnds, pp *loopPipe, src, dst
 	for {
 		for left > 0 {
 			want := min(left, pp.size)
-			if r := e.room(dst); r >= 0 && r < want && st.Remaining() > spliceTailMax {
+			if r := e.room(dst); r >= 0 && r < want {
 				if r < spliceRoomMin {
 					e.roomOut()
 					return moved

@@ -148,18 +148,10 @@ func TestSpliceProduceRecords(t *testing.T) {
 // "full" socket: half of the pipe is read out and written to the broker
 // connection behind the spliced half, and the records are intact too.
 func TestSpliceProduceBrokerFull(t *testing.T) {
-	skipOnRealKafka(t)
-	env, sl := kfakeEnv(t, 1)
-	r := bulkConn(t, env)
+	env, r, sl := producerOnStalling(t)
 
 	var vals [][]byte
-	frames := func(n int) [][]byte {
-		out := make([][]byte, n)
-		for i := range out {
-			out[i] = produceFrameV(r, 9, "orders", -1, recordBatch(&vals, len(vals), 12)) // 3 MiB
-		}
-		return out
-	}
+	frames := func(n int) [][]byte { return bigFrames(r, &vals, n) }
 	answer := func(i int) { t.Helper(); produceAnswered(t, r, i) }
 	write := func(fs [][]byte, written *atomic.Int64) chan error {
 		werr := make(chan error, 1)
@@ -293,9 +285,7 @@ func TestSpliceProduceSeveralPartitions(t *testing.T) {
 // them; the small ones go through the loop's buffer. Every answer comes,
 // in order, and every record is on the broker intact and in order.
 func TestSpliceProduceNextFromSocket(t *testing.T) {
-	skipOnRealKafka(t)
-	env, sl := kfakeEnv(t, 1)
-	r := bulkConn(t, env)
+	env, r, sl := producerOnStalling(t)
 
 	var vals [][]byte
 	var frames [][]byte
@@ -315,21 +305,8 @@ func TestSpliceProduceNextFromSocket(t *testing.T) {
 		frames = append(frames, produceFrameV(r, 9, "orders", -1, recs))
 	}
 	nexts, spliced := produceNexts.Load(), produceSplicedBytes.Load()
-	sl.stall(true)
-	werr := make(chan error, 1)
-	go func() {
-		_ = r.c.SetWriteDeadline(time.Now().Add(60 * time.Second))
-		_, err := r.c.Write(bytes.Join(frames, nil))
-		werr <- err
-	}()
-	time.Sleep(300 * time.Millisecond) // the producer held, requests waiting in its socket
-	sl.stall(false)
-	for i := range frames {
-		produceAnswered(t, r, i)
-	}
-	if err := <-werr; err != nil {
-		t.Fatal(err)
-	}
+	// The producer held, requests waiting in its socket.
+	writeWhileStalled(t, r, sl, frames, 300*time.Millisecond)
 	t.Logf("%d requests begun from the socket, %d MiB spliced", produceNexts.Load()-nexts, (produceSplicedBytes.Load()-spliced)>>20)
 	if produceNexts.Load() == nexts {
 		t.Fatal("no request was begun from its head in the socket")
@@ -346,33 +323,15 @@ func TestSpliceProduceNextFromSocket(t *testing.T) {
 // Every answer comes and every record is on the broker intact and in
 // order. With the bound off, the same run reads passes out of the pipe.
 func TestSpliceProduceRoomBound(t *testing.T) {
-	skipOnRealKafka(t)
-	env, sl := kfakeEnv(t, 1)
-	r := bulkConn(t, env)
+	env, r, sl := producerOnStalling(t)
 
 	var vals [][]byte
 	run := func(n int) (outs, rooms, detached int64) {
 		t.Helper()
-		fs := make([][]byte, n)
-		for i := range fs {
-			fs[i] = produceFrameV(r, 9, "orders", -1, recordBatch(&vals, len(vals), 12)) // 3 MiB
-		}
+		fs := bigFrames(r, &vals, n)
 		outs0, rooms0, det0 := producePipeOuts.Load(), produceRoomOuts.Load(), produceSplicedDetached.Load()
-		sl.stall(true)
-		werr := make(chan error, 1)
-		go func() {
-			_ = r.c.SetWriteDeadline(time.Now().Add(60 * time.Second))
-			_, err := r.c.Write(bytes.Join(fs, nil))
-			werr <- err
-		}()
-		time.Sleep(500 * time.Millisecond) // the broker's socket full, the producer held
-		sl.stall(false)
-		for i := range fs {
-			produceAnswered(t, r, i)
-		}
-		if err := <-werr; err != nil {
-			t.Fatal(err)
-		}
+		// The broker's socket full, the producer held.
+		writeWhileStalled(t, r, sl, fs, 500*time.Millisecond)
 		return producePipeOuts.Load() - outs0, produceRoomOuts.Load() - rooms0, produceSplicedDetached.Load() - det0
 	}
 
@@ -393,4 +352,46 @@ func TestSpliceProduceRoomBound(t *testing.T) {
 		t.Fatalf("unbounded: %d passes read out of the pipe, %d ended before a full broker socket", outs, rooms)
 	}
 	consumeValues(t, env, vals)
+}
+
+// writeWhileStalled writes frames back to back on r while the broker reads
+// nothing for d, then reads the answer to each (all must succeed) and waits
+// for the writer.
+func writeWhileStalled(t *testing.T, r *rawConn, sl *stallListener, frames [][]byte, d time.Duration) {
+	t.Helper()
+	sl.stall(true)
+	werr := make(chan error, 1)
+	go func() {
+		_ = r.c.SetWriteDeadline(time.Now().Add(60 * time.Second))
+		_, err := r.c.Write(bytes.Join(frames, nil))
+		werr <- err
+	}()
+	time.Sleep(d)
+	sl.stall(false)
+	for i := range frames {
+		produceAnswered(t, r, i)
+	}
+	if err := <-werr; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bigFrames is n v9 Produce frames of one partition, 3 MiB of records each
+// (their values appended to vals).
+func bigFrames(r *rawConn, vals *[][]byte, n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = produceFrameV(r, 9, "orders", -1, recordBatch(vals, len(*vals), 12))
+	}
+	return out
+}
+
+// producerOnStalling is a client connection (bulkConn) to a kfake broker of
+// its own whose connections stop reading while the listener is stalled
+// (kfakeEnv, one partition); the test is kfake's only.
+func producerOnStalling(t *testing.T) (*testEnv, *rawConn, *stallListener) {
+	t.Helper()
+	skipOnRealKafka(t)
+	env, sl := kfakeEnv(t, 1)
+	return env, bulkConn(t, env), sl
 }

@@ -77,7 +77,7 @@ type client struct {
 	// once all are taken (splicesProduce)
 	upEager bool
 	// upNoRoom: a splice pass found its broker's socket full (roomOut): held
-	// eagerly until the drain watcher says the socket takes more
+	// eagerly until the socket takes more (roomBack, invariant 42)
 	upNoRoom bool
 	// listed: in lp.held, the sweep's list (once: a connection resumed by
 	// an answer and held again is not listed twice)

@@ -206,15 +206,13 @@ func (cl *client) roomOut() {
 
 // produceRoomBound (tests): passes are bounded by the broker socket's room;
 // off, a pass splices what the pipe holds and reads out what the socket
-// leaves (the form before invariant 42). produceRoomOuts: the passes a full
-// broker socket ended before a splice.
+// leaves (the form before invariant 42).
+var produceRoomBound atomic.Bool
+
+// produceRoomOuts: the passes a full broker socket ended before a splice;
 // produceSplicedDetached: record bytes spliced from a client's socket while
 // it was detached (tests, profiles).
-var (
-	produceRoomBound       atomic.Bool
-	produceRoomOuts        atomic.Int64
-	produceSplicedDetached atomic.Int64
-)
+var produceRoomOuts, produceSplicedDetached atomic.Int64
 
 func init() { produceRoomBound.Store(true) }
 

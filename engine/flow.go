@@ -415,9 +415,22 @@ func (cl *client) upstreamCheck() {
 		cl.lp.upFull = map[*client]struct{}{}
 	}
 	cl.lp.upFull[cl] = struct{}{}
-	if cl.upNoRoom && cl.roomBack() {
+	if cl.upNoRoom && !cl.noRoom() {
 		cl.upstreamResume() // the broker read meanwhile
 	}
+}
+
+// noRoom reports whether the client is held for a full broker socket
+// (roomOut) whose room is not back yet; once it is, the reason is dropped.
+func (cl *client) noRoom() bool {
+	if !cl.upNoRoom {
+		return false
+	}
+	if !cl.roomBack() {
+		return true
+	}
+	cl.upNoRoom = false
+	return false
 }
 
 // roomBack reports whether the broker's socket takes spliceRoomMin bytes
@@ -510,11 +523,8 @@ func (cl *client) upstreamResume() {
 	if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && int64(u.c.OutboundBuffered()) > low {
 		return
 	}
-	if cl.upNoRoom {
-		if !cl.roomBack() {
-			return
-		}
-		cl.upNoRoom = false
+	if cl.noRoom() {
+		return
 	}
 	if cl.upEager && !cl.closed && cl.inBuffered() == 0 {
 		// What waits in the client's socket is spliced before gnet would
@@ -524,11 +534,8 @@ func (cl *client) upstreamResume() {
 		if u := cl.up; !cl.closed && u != nil && !u.closed && u.c != nil && u.c.OutboundBuffered() > 0 {
 			return
 		}
-		if cl.upNoRoom {
-			if !cl.roomBack() {
-				return
-			}
-			cl.upNoRoom = false
+		if cl.noRoom() {
+			return
 		}
 	}
 	cl.upFull = false

@@ -53,7 +53,9 @@ type harness struct {
 	relayTarget          string // the broker's RELAY listener, which advertises relayBoot
 	admin                string
 	keyID, key           string
-	clientProps          string // SASL properties for the Java tools
+	clientProps          string // SASL properties for the Java tools (the gateway's tenant key)
+	relayProps           string // SASL properties for the Java tools through the relay (the broker's user)
+	relayUser, relayPass string // the broker's PLAIN user on its RELAY listener (bench/run)
 
 	repeat       int
 	records      int
@@ -472,6 +474,14 @@ func (h *harness) writeGatewayConfig() {
 sasl.mechanism=PLAIN
 sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s";
 `, h.keyID, h.key)), 0o600))
+	// Through the relay, the broker's own user (the RELAY listener is
+	// SASL_PLAINTEXT, bench/run): the same handshake as the gateway's.
+	h.relayUser, h.relayPass = envStr("KAFKA_SASL_USER", "flexway"), envStr("KAFKA_SASL_PASSWORD", "flexway-secret")
+	h.relayProps = filepath.Join(h.work, "relay-sasl.properties")
+	must(os.WriteFile(h.relayProps, []byte(fmt.Sprintf(`security.protocol=SASL_PLAINTEXT
+sasl.mechanism=PLAIN
+sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s";
+`, h.relayUser, h.relayPass)), 0o600))
 	// Rewrite the key out of the saved log (keys-new printed it).
 	for _, m := range mustGlob(filepath.Join(h.out, "logs", "*keys-new.log")) {
 		if data, err := os.ReadFile(m); err == nil {
@@ -489,11 +499,15 @@ func mustGlob(p string) []string {
 }
 
 func (h *harness) createTopics() {
-	// big, acme.big: the large-fetch consumers' topics (bigfetch.go)
+	// big, acme.big: the large-fetch consumers' topics (bigfetch.go).
+	// Each partition keeps its last 2 GiB (the broker looks every 30 s):
+	// the bench writes some 1 GiB a million records, and long or repeated
+	// runs filled this machine's disk before.
 	for _, t := range []string{"perf", "acme.perf", "big", "acme.big"} {
 		if _, err := h.kafkaTool("topic-"+t, "org.apache.kafka.tools.TopicCommand",
 			"--bootstrap-server", h.broker, "--create", "--if-not-exists", "--topic", t,
-			"--partitions", "3", "--replication-factor", "1"); err != nil {
+			"--partitions", "3", "--replication-factor", "1",
+			"--config", "retention.bytes=2147483648", "--config", "segment.bytes=268435456"); err != nil {
 			die("%v", err)
 		}
 	}

@@ -82,6 +82,19 @@ func (h *harness) bootstrap(path string) string {
 	return h.broker
 }
 
+// saslProps is the Java tools' SASL properties file through path: the
+// tenant's key through the gateway, the broker's user through the relay
+// (the same handshake), none direct.
+func (h *harness) saslProps(path string) string {
+	switch path {
+	case gateway:
+		return h.clientProps
+	case relay:
+		return h.relayProps
+	}
+	return ""
+}
+
 // hopPID is the relaying process of path: the gateway, the relay, or none.
 func (h *harness) hopPID(path string) int {
 	if g := h.quotaGW[path]; g != nil {
@@ -176,8 +189,8 @@ func (h *harness) perfProducer(path, acks string, size, n, rate int) (result, er
 	props := envStr("KAFKA_PERF_PROPS_FLAG", "--producer-props")
 	args := []string{"--topic", "perf", "--num-records", strconv.Itoa(n), "--record-size", strconv.Itoa(size),
 		"--throughput", strconv.Itoa(rate), props, "bootstrap.servers=" + h.bootstrap(path), "acks=" + acks}
-	if path == gateway {
-		args = append(args, envStr("KAFKA_PERF_CONFIG_FLAG", "--producer.config"), h.clientProps)
+	if f := h.saslProps(path); f != "" {
+		args = append(args, envStr("KAFKA_PERF_CONFIG_FLAG", "--producer.config"), f)
 	}
 	out, err := h.kafkaTool(fmt.Sprintf("producer-%s-acks%s-%dB", path, acks, size), "org.apache.kafka.tools.ProducerPerformance", args...)
 	if err != nil {
@@ -211,8 +224,8 @@ func (h *harness) perfConsumerOf(path, topic string, n int, props string) (resul
 	switch {
 	case props != "":
 		f := filepath.Join(h.work, "consumer-"+path+".properties")
-		if path == gateway {
-			sasl, err := os.ReadFile(h.clientProps)
+		if sp := h.saslProps(path); sp != "" {
+			sasl, err := os.ReadFile(sp)
 			if err != nil {
 				return result{}, err
 			}
@@ -222,8 +235,8 @@ func (h *harness) perfConsumerOf(path, topic string, n int, props string) (resul
 			return result{}, err
 		}
 		args = append(args, consumerConfigFlag(), f)
-	case path == gateway:
-		args = append(args, consumerConfigFlag(), h.clientProps)
+	case h.saslProps(path) != "":
+		args = append(args, consumerConfigFlag(), h.saslProps(path))
 	}
 	out, err := h.kafkaTool("consumer-"+topic+"-"+path, "org.apache.kafka.tools.ConsumerPerformance", args...)
 	if err != nil {
@@ -297,9 +310,13 @@ func (h *harness) loadgen(path, phase string, n, size, rate int, linger time.Dur
 	}
 	args = append(args, extra...)
 	var env []string
-	if path == gateway || h.quotaGW[path] != nil {
+	switch {
+	case path == gateway || h.quotaGW[path] != nil:
 		args = append(args, "-user", h.keyID)
 		env = []string{"LOADGEN_PASS=" + h.key}
+	case path == relay:
+		args = append(args, "-user", h.relayUser)
+		env = []string{"LOADGEN_PASS=" + h.relayPass}
 	}
 	out, err := h.run(fmt.Sprintf("loadgen-%s-%s", phase, path), env, args...)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -97,5 +98,48 @@ func TestManyTable(t *testing.T) {
 	f.peakKiB = 2 << 20 // 2 GiB
 	if out := manyTable(f); !strings.Contains(out, "above max_total_in_flight_bytes (1 GiB)") {
 		t.Errorf("a peak over the budget is not told:\n%s", out)
+	}
+}
+
+// perf-test's producer: the final line, and the worst latency of the
+// windows after the first (its start makes the p99 of a short run).
+func TestParsePerfProducer(t *testing.T) {
+	out := `[2026-12-04 16:57:00,000] WARN something
+214970 records sent, 42994.0 records/sec (41.99 MB/sec), 75.7 ms avg latency, 453.0 ms max latency.
+215030 records sent, 43006.0 records/sec (42.00 MB/sec), 1.2 ms avg latency, 14.0 ms max latency.
+215000 records sent, 43000.0 records/sec (41.99 MB/sec), 1.1 ms avg latency, 31.5 ms max latency.
+645000 records sent, 42980.1 records/sec (41.97 MB/sec), 26.01 ms avg latency, 453.00 ms max latency, 1 ms 50th, 260 ms 95th, 305 ms 99th, 440 ms 99.9th.
+`
+	r, err := parsePerfProducer(out, 1024, 645000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.p99 != 305 || r.p50 != 1 || r.later != 31.5 || r.mibps != 41.97 {
+		t.Fatalf("parsed p50 %v p99 %v later %v MiB/s %v; want 1, 305, 31.5 (the windows after the first), 41.97", r.p50, r.p99, r.later, r.mibps)
+	}
+	// One window only (a short run): no "after".
+	one := "1000 records sent, 999.0 records/sec (0.98 MB/sec), 9.0 ms avg latency, 300.0 ms max latency.\n" +
+		"1000 records sent, 999.0 records/sec (0.98 MB/sec), 9.00 ms avg latency, 300.00 ms max latency, 2 ms 50th, 280 ms 95th, 299 ms 99th, 300 ms 99.9th.\n"
+	if r, err := parsePerfProducer(one, 1024, 1000); err != nil || !math.IsNaN(r.later) {
+		t.Fatalf("one window: later %v, err %v; want NaN", r.later, err)
+	}
+	if _, err := parsePerfProducer(out, 1024, 700000); err == nil {
+		t.Fatal("a run that sent fewer records than asked passed")
+	}
+	// In the summary: the median of the runs' "after 5 s".
+	h := &harness{repeat: 2}
+	fx := scProduceFixed("all", 43000)
+	h.fixed = []string{fx}
+	for i, l := range []float64{14, 40} {
+		h.results = append(h.results,
+			result{scenario: fx, path: direct, rep: i + 1, recs: 1, mibps: 1, p50: 1, p99: 250, later: 12},
+			result{scenario: fx, path: gateway, rep: i + 1, recs: 1, mibps: 1, bytes: 1 << 30, p50: 1, p99: 300, later: l},
+			result{scenario: fx, path: relay, rep: i + 1, recs: 1, mibps: 1, bytes: 1 << 30, p50: 1, p99: 280, later: nan})
+	}
+	s := h.summaryTable()
+	for _, want := range []string{"1.00 / 250 ms (after 5 s: max 12.0)", "1.00 / 300 ms (after 5 s: max 27.0)", "1.00 / 280 ms · "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
 	}
 }

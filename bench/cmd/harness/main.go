@@ -469,19 +469,11 @@ func (h *harness) writeGatewayConfig() {
 		die("cannot read the output of flexway keys new:\n%s", out)
 	}
 	must(os.WriteFile(filepath.Join(h.work, "api-keys.yaml"), []byte("keys:\n"+strings.Join(entry, "\n")+"\n"), 0o600))
-	h.clientProps = filepath.Join(h.work, "client-sasl.properties")
-	must(os.WriteFile(h.clientProps, []byte(fmt.Sprintf(`security.protocol=SASL_PLAINTEXT
-sasl.mechanism=PLAIN
-sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s";
-`, h.keyID, h.key)), 0o600))
+	h.clientProps = h.writeSASLProps("client-sasl.properties", h.keyID, h.key)
 	// Through the relay, the broker's own user (the RELAY listener is
 	// SASL_PLAINTEXT, bench/run): the same handshake as the gateway's.
 	h.relayUser, h.relayPass = envStr("KAFKA_SASL_USER", "flexway"), envStr("KAFKA_SASL_PASSWORD", "flexway-secret")
-	h.relayProps = filepath.Join(h.work, "relay-sasl.properties")
-	must(os.WriteFile(h.relayProps, []byte(fmt.Sprintf(`security.protocol=SASL_PLAINTEXT
-sasl.mechanism=PLAIN
-sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s";
-`, h.relayUser, h.relayPass)), 0o600))
+	h.relayProps = h.writeSASLProps("relay-sasl.properties", h.relayUser, h.relayPass)
 	// Rewrite the key out of the saved log (keys-new printed it).
 	for _, m := range mustGlob(filepath.Join(h.out, "logs", "*keys-new.log")) {
 		if data, err := os.ReadFile(m); err == nil {
@@ -491,6 +483,17 @@ sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule require
 	if _, err := h.run("flexway-check", nil, filepath.Join(h.bin, "flexway"), "-check", "-config", filepath.Join(h.work, "flexway.yaml")); err != nil {
 		die("%v", err)
 	}
+}
+
+// writeSASLProps writes the Java tools' properties for SASL_PLAINTEXT PLAIN
+// as user into the work folder and returns the file's path.
+func (h *harness) writeSASLProps(name, user, pass string) string {
+	f := filepath.Join(h.work, name)
+	must(os.WriteFile(f, []byte(fmt.Sprintf(`security.protocol=SASL_PLAINTEXT
+sasl.mechanism=PLAIN
+sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s";
+`, user, pass)), 0o600))
+	return f
 }
 
 func mustGlob(p string) []string {

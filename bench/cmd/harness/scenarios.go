@@ -242,14 +242,15 @@ func (h *harness) perfConsumer(path string, n int) (result, error) {
 }
 
 // perfConsumerOf is perfConsumer on topic with extra consumer properties
-// (lines of a properties file, "" for none): through the gateway they go in
-// one file with the SASL ones.
+// (lines of a properties file, "" for none): through the gateway or the
+// relay they go in one file with the SASL ones.
 func (h *harness) perfConsumerOf(path, topic string, n int, props string) (result, error) {
 	args := []string{"--bootstrap-server", h.bootstrap(path), "--topic", topic, "--messages", strconv.Itoa(n), "--timeout", "60000"}
+	sp := h.saslProps(path)
 	switch {
 	case props != "":
 		f := filepath.Join(h.work, "consumer-"+path+".properties")
-		if sp := h.saslProps(path); sp != "" {
+		if sp != "" {
 			sasl, err := os.ReadFile(sp)
 			if err != nil {
 				return result{}, err
@@ -260,8 +261,8 @@ func (h *harness) perfConsumerOf(path, topic string, n int, props string) (resul
 			return result{}, err
 		}
 		args = append(args, consumerConfigFlag(), f)
-	case h.saslProps(path) != "":
-		args = append(args, consumerConfigFlag(), h.saslProps(path))
+	case sp != "":
+		args = append(args, consumerConfigFlag(), sp)
 	}
 	out, err := h.kafkaTool("consumer-"+topic+"-"+path, "org.apache.kafka.tools.ConsumerPerformance", args...)
 	if err != nil {

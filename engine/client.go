@@ -108,6 +108,10 @@ type client struct {
 	// when the drain began, the last requests it is owed answers for.
 	draining  bool
 	drainLeft int
+	// served: a request past the handshake (ApiVersions, SASL) was taken.
+	// Until then the drain resets the connection rather than closing it
+	// (drain.go, invariant 28).
+	served bool
 
 	q *quotaConn // the quotas (quota.go); nil until the first request under quotas
 }
@@ -367,6 +371,11 @@ func (cl *client) handle(frame []byte) bool {
 	if !cl.checkSession() {
 		return true
 	}
+	switch h.Key {
+	case codec.KeyApiVersions, codec.KeySASLHandshake, codec.KeySASLAuthenticate:
+	default:
+		cl.served = true
+	}
 	if cl.answerLocally(&h, frame) {
 		cl.quotaLocal()
 		return true
@@ -619,6 +628,16 @@ func (cl *client) close(why closeCause, attrs ...any) {
 	cl.flushOwn(false)
 	_ = cl.c.Close()
 	cl.release()
+}
+
+// reset closes the connection as close does, but with a reset (RST,
+// SO_LINGER 0): what its socket still holds is dropped.
+func (cl *client) reset(why closeCause, attrs ...any) {
+	if cl.closed {
+		return
+	}
+	_ = cl.c.SetLinger(0)
+	cl.close(why, attrs...)
 }
 
 // release gives back everything the connection holds; idempotent.

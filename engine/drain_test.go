@@ -2,11 +2,18 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"net"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/codec"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -222,4 +229,139 @@ func TestDrainTakesNoNewRequest(t *testing.T) {
 	if !seen["first"] || !seen["in-flight"] || seen["after"] {
 		t.Fatalf("on the broker: %v; want first and in-flight, not after", seen)
 	}
+}
+
+// stopConn is a client's connection that stops the gateway before its
+// client writes its first request of key before (franz-go writes each
+// request whole): the write goes on once the drain has closed the
+// connection. It records the first error its reads or writes return.
+type stopConn struct {
+	net.Conn
+	t      *testing.T
+	env    *testEnv
+	before int16
+
+	mu      sync.Mutex
+	stopped bool
+	err     error
+}
+
+func (c *stopConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	stop := !c.stopped && len(p) >= 6 && int16(binary.BigEndian.Uint16(p[4:6])) == c.before
+	c.stopped = c.stopped || stop
+	c.mu.Unlock()
+	if stop {
+		c.stopGateway()
+	}
+	n, err := c.Conn.Write(p)
+	c.record(err)
+	return n, err
+}
+
+func (c *stopConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.record(err)
+	return n, err
+}
+
+func (c *stopConn) record(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+func (c *stopConn) firstErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// stopGateway stops the engine once it holds this connection (its only
+// one) and returns when the drain has closed it.
+func (c *stopConn) stopGateway() {
+	waitUntil := func(what string, ok func() bool) {
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				c.t.Errorf("the gateway never %s", what)
+				return
+			}
+		}
+	}
+	waitUntil("held the connection", func() bool { return liveClients(c.env) == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	c.t.Cleanup(cancel)
+	go c.env.e.Stop(ctx)
+	waitUntil("closed the connection at its stop", func() bool { return liveClients(c.env) == 0 })
+}
+
+// liveClients counts the client connections the loops hold.
+func liveClients(env *testEnv) int64 {
+	var n atomic.Int64
+	env.e.onLoops(time.Now().Add(time.Second), func(l *loop) {
+		for cl := range l.clients {
+			if !cl.closed {
+				n.Add(1)
+			}
+		}
+	})
+	return n.Load()
+}
+
+// stopAtRequest returns a franz-go dialer (over dial) whose first
+// connection stops the gateway before its first request of key (stopConn);
+// later dials find the listener closed.
+func stopAtRequest(t *testing.T, env *testEnv, key int16, dial func(ctx context.Context, network, host string) (net.Conn, error)) (func(ctx context.Context, network, host string) (net.Conn, error), *stopConn) {
+	first := &stopConn{t: t, env: env, before: key}
+	var once atomic.Bool
+	return func(ctx context.Context, network, host string) (net.Conn, error) {
+		c, err := dial(ctx, network, host)
+		if err != nil || !once.CompareAndSwap(false, true) {
+			return c, err
+		}
+		first.Conn = c
+		return first, nil
+	}, first
+}
+
+// U4 and P1 with franz-go: a connection the drain finds before it had an
+// answer past the handshake is reset, not closed. franz-go takes an orderly
+// close before its first answer for a misconfigured listener
+// (ErrFirstReadEOF, "is TLS missing?") and fails every record it buffers:
+// an idempotent producer connecting at a restart lost its records that
+// way (seen in CI). A reset it retries. Before authentication (a SASL
+// client stopped at its ApiVersions, then at its SaslHandshake) and after
+// (a certificate's session stopped at its Metadata, its first request
+// past ApiVersions).
+func TestDrainResetsConnectionBeforeItsFirstAnswer(t *testing.T) {
+	check := func(t *testing.T, cl *kgo.Client, first *stopConn) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := cl.Ping(ctx)
+		if err == nil {
+			t.Fatal("a ping through a stopped gateway succeeded")
+		}
+		if _, ok := errors.AsType[*kgo.ErrFirstReadEOF](err); ok {
+			t.Fatalf("franz-go took the stop for a misconfiguration: %v", err)
+		}
+		if got := first.firstErr(); !errors.Is(got, syscall.ECONNRESET) && !errors.Is(got, syscall.EPIPE) {
+			t.Fatalf("the connection open at the stop got %v, want a reset", got)
+		}
+	}
+	for _, key := range []int16{codec.KeyApiVersions, codec.KeySASLHandshake} {
+		t.Run("sasl, at "+kmsg.NameForKey(key), func(t *testing.T) {
+			env := newTestEnv(t, "")
+			dial, first := stopAtRequest(t, env, key, (&net.Dialer{}).DialContext)
+			check(t, env.client("acme-app", kgo.Dialer(dial)), first)
+		})
+	}
+	t.Run("certificate, at Metadata", func(t *testing.T) {
+		te := newTLSEnv(t, "")
+		c := te.client["billing"]
+		dial, first := stopAtRequest(t, te.testEnv, int16(kmsg.Metadata), te.dialer(&c, tls.VersionTLS12, tls.VersionTLS13))
+		check(t, te.certClient("billing", kgo.Dialer(dial)), first)
+	})
 }

@@ -91,8 +91,7 @@ func (e *Engine) sweep(l *loop) {
 		if now.Sub(cl.outSince) >= e.opts.WriteTimeout {
 			// RST, not FIN: a peer that reads nothing would keep the socket
 			// in FIN-WAIT-1 with its unsent bytes for minutes.
-			_ = cl.c.SetLinger(0)
-			cl.close(closeWriteTimeout, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "unread_bytes", out, "after", e.opts.WriteTimeout.String())
+			cl.reset(closeWriteTimeout, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "unread_bytes", out, "after", e.opts.WriteTimeout.String())
 		}
 	}
 }

@@ -108,10 +108,10 @@ type client struct {
 	// when the drain began, the last requests it is owed answers for.
 	draining  bool
 	drainLeft int
-	// served: a request past the handshake (ApiVersions, SASL) was taken.
-	// Until then the drain resets the connection rather than closing it
-	// (drain.go, invariant 28).
-	served bool
+	// answered: an answer past the handshake (ApiVersions, SASL) was
+	// written. Until then a close of a transient cause is a reset
+	// (closeLine.transient, invariant 43).
+	answered bool
 
 	q *quotaConn // the quotas (quota.go); nil until the first request under quotas
 }
@@ -371,11 +371,6 @@ func (cl *client) handle(frame []byte) bool {
 	if !cl.checkSession() {
 		return true
 	}
-	switch h.Key {
-	case codec.KeyApiVersions, codec.KeySASLHandshake, codec.KeySASLAuthenticate:
-	default:
-		cl.served = true
-	}
 	if cl.answerLocally(&h, frame) {
 		cl.quotaLocal()
 		return true
@@ -548,15 +543,30 @@ func (cl *client) fetchCap() int32 {
 }
 
 // answerLocal writes (or queues behind the answers owed before it) one of
-// the gateway's own answers, given as a whole frame.
+// the gateway's own answers to the handshake (ApiVersions, SASL), given as
+// a whole frame.
 func (cl *client) answerLocal(frame []byte) {
 	if cl.queue.Len() == 0 {
 		cl.write(frame)
 		return
 	}
 	p := cl.queue.Get()
+	p.Key = handshakeAnswer
 	p.Local = append(p.Local[:0], frame...)
 	cl.queue.Push(p)
+}
+
+// handshakeAnswer: the key of answerLocal's queued answers.
+const handshakeAnswer = -1
+
+// noteAnswer: an answer to a request of key was written to the client.
+// One past the handshake makes the client answered.
+func (cl *client) noteAnswer(key int16) {
+	switch key {
+	case handshakeAnswer, codec.KeyApiVersions, codec.KeySASLHandshake, codec.KeySASLAuthenticate:
+	default:
+		cl.answered = true
+	}
 }
 
 // answerPending writes the answer decide built in the session's Vec.
@@ -564,6 +574,7 @@ func (cl *client) answerPending(p *decide.Pending) {
 	sl := cl.sess.RW.Vec.Slices()
 	if cl.queue.Len() == 0 {
 		cl.writev(sl)
+		cl.noteAnswer(p.Key)
 		cl.queue.Put(p)
 		return
 	}
@@ -583,6 +594,7 @@ func (cl *client) flushLocal() {
 		}
 		cl.queue.Pop()
 		cl.write(p.Local)
+		cl.noteAnswer(p.Key)
 		cl.queue.Put(p)
 	}
 }
@@ -623,6 +635,9 @@ func (cl *client) protocolError(h codec.RequestHeader, err error) {
 func (cl *client) close(why closeCause, attrs ...any) {
 	if cl.closed {
 		return
+	}
+	if closeCauses[why].transient && !cl.answered {
+		_ = cl.c.SetLinger(0)
 	}
 	cl.e.closingFor(why, cl.ts, attrs)
 	cl.flushOwn(false)

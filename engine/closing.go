@@ -73,6 +73,14 @@ type closeLine struct {
 	// normal closures only (seed 001: never mixed with refusals); "" is not
 	// counted.
 	metric string
+	// transient: the cause is the gateway's or its broker's, not the
+	// client's: a connection that had no answer past the handshake yet is
+	// reset (RST), not closed in order. franz-go takes an orderly close
+	// before its first answer for a misconfigured listener (ErrFirstReadEOF:
+	// "is TLS missing?", "is SASL missing?") and fails every record it
+	// buffers, where it retries a reset. Such a socket holds nothing a reset
+	// could drop. A refusal keeps its orderly close: there the hint is right.
+	transient bool
 }
 
 const (
@@ -112,16 +120,16 @@ var closeCauses = [numCloseCauses]closeLine{
 	closeWriteTimeout:     {name: "write timeout", msg: "kafka connection closed: the client does not read its answers", level: slog.LevelWarn},
 	closeTLSRead:          {name: "tls read", msg: loggedByCall},
 
-	closeUnknownBroker:    {name: "unknown broker", msg: "kafka connection closed: the broker of this port is unknown to the upstream", level: slog.LevelWarn},
-	closeDialFailed:       {name: "upstream dial", msg: "kafka connection closed: broker unreachable", level: slog.LevelWarn},
+	closeUnknownBroker:    {name: "unknown broker", msg: "kafka connection closed: the broker of this port is unknown to the upstream", level: slog.LevelWarn, transient: true},
+	closeDialFailed:       {name: "upstream dial", msg: "kafka connection closed: broker unreachable", level: slog.LevelWarn, transient: true},
 	closeAnswerTooLarge:   {name: "max_response_bytes", msg: "kafka connection closed: broker answer larger than max_response_bytes", level: slog.LevelWarn},
 	closeAnswerOutOfOrder: {name: "answer out of order", msg: "kafka connection closed: broker answer out of order", level: slog.LevelWarn},
 	closeAnswerMalformed:  {name: "malformed answer", msg: "kafka connection closed: malformed broker answer", level: slog.LevelWarn},
-	closeBrokerClosed:     {name: "upstream closed", msg: "kafka connection closed: broker connection ended", level: slog.LevelInfo},
-	closeUpstreamAuth:     {name: "upstream authentication", msg: "kafka upstream authentication failed", level: slog.LevelError},
+	closeBrokerClosed:     {name: "upstream closed", msg: "kafka connection closed: broker connection ended", level: slog.LevelInfo, transient: true},
+	closeUpstreamAuth:     {name: "upstream authentication", msg: "kafka upstream authentication failed", level: slog.LevelError, transient: true},
 
 	closeInternal: {name: "internal error", msg: loggedByCall},
-	closeDrained:  {name: "shutdown", msg: loggedByCall},
+	closeDrained:  {name: "shutdown", msg: loggedByCall, transient: true},
 }
 
 func (c closeCause) String() string { return closeCauses[c].name }

@@ -1,16 +1,24 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // A broker the gateway cannot reach: the client whose request needed it is
-// closed unanswered, the failed dial logged with the broker and counted;
+// reset unanswered (a transient cause before its first answer: franz-go
+// retries a reset, where an orderly close would fail its records as a
+// misconfiguration), the failed dial logged with the broker and counted;
 // once the broker is reachable again a new client is served.
 func TestBrokerUnreachableClosesClient(t *testing.T) {
 	env := newTestEnv(t, "")
@@ -32,7 +40,7 @@ func TestBrokerUnreachableClosesClient(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", env.nodePort(node))
 	r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
 	metadataOrders(r)
-	r.closedWithoutAnswer(5 * time.Second)
+	r.resetWithoutAnswer(5 * time.Second)
 	env.waitLog(5*time.Second, "kafka connection closed: broker unreachable", "broker="+strconv.Itoa(int(node)))
 	if n := env.e.m.upErr.Get(); n != failed+1 {
 		t.Fatalf("failed upstream connections: %d, want %d", n, failed+1)
@@ -45,7 +53,7 @@ func TestBrokerUnreachableClosesClient(t *testing.T) {
 }
 
 // A port of the range whose node the upstream does not know: the client is
-// closed at its first request, without a dial, logged with the node.
+// reset at its first request, without a dial, logged with the node.
 func TestUnknownBrokerClosesClient(t *testing.T) {
 	env := newTestEnvWith(t, envConfig{nports: 5}) // the bootstrap and four nodes
 	node := env.first + int32(env.nports-2)
@@ -55,9 +63,54 @@ func TestUnknownBrokerClosesClient(t *testing.T) {
 	failed := env.e.m.upErr.Get()
 	r := dialRaw(t, fmt.Sprintf("127.0.0.1:%d", env.nodePort(node)), "acme-app", env.keys["acme-app"])
 	metadataOrders(r)
-	r.closedWithoutAnswer(5 * time.Second)
+	r.resetWithoutAnswer(5 * time.Second)
 	env.waitLog(5*time.Second, "the broker of this port is unknown to the upstream", "node="+strconv.Itoa(int(node)))
 	if n := env.e.m.upErr.Get(); n != failed {
 		t.Fatalf("failed upstream connections: %d, want %d (no dial)", n, failed)
+	}
+}
+
+// A broker unreachable for a while (a restart), asked by a client without
+// SASL (a certificate's session) on a new connection: franz-go takes an
+// orderly close before a connection's first answer for a misconfigured
+// listener (ErrFirstReadEOF, "is SASL missing?"; an idempotent producer
+// fails every record it buffers when its InitProducerId meets it). The
+// gateway resets such a connection instead (closeLine.transient), a
+// network error franz-go retries; once the broker is back the same
+// request is answered.
+func TestBrokerUnreachableResetsCertSession(t *testing.T) {
+	te := newTLSEnv(t, "")
+	up := te.e.upstreams["events"]
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // nothing listens there now
+	cl := te.certClient("billing")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cl.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	node := te.nodes()[0]
+	own, _ := up.Addr(node)
+	up.Learn(node, "127.0.0.1", int32(gone))
+	_, err = cl.Broker(int(node)).Request(ctx, kmsg.NewPtrMetadataRequest())
+	if err == nil {
+		t.Fatal("a request to an unreachable broker was answered")
+	}
+	if _, ok := errors.AsType[*kgo.ErrFirstReadEOF](err); ok {
+		t.Fatalf("franz-go took the unreachable broker for a misconfiguration: %v", err)
+	}
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("the request failed with %v, want a reset", err)
+	}
+	te.waitLog(5*time.Second, "kafka connection closed: broker unreachable", "broker="+strconv.Itoa(int(node)))
+	host, port, _ := net.SplitHostPort(own)
+	p, _ := strconv.Atoi(port)
+	up.Learn(node, host, int32(p))
+	if _, err := cl.Broker(int(node)).Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Fatalf("once the broker is back: %v", err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // (nothing new is accepted), then every connection is marked on its own
 // loop:
 //
-//   - before authentication (and during it), nothing is owed: reset now;
+//   - before authentication (and during it), nothing is owed: closed now;
 //   - an open session takes only the requests it had sent whole when the
 //     drain began (drainLeft: the gateway read them); what it sends later
 //     stays unread, never forwarded, and its client sends it again
@@ -36,12 +36,8 @@ import (
 // are waited for too. server.shutdown_timeout (or the caller's deadline)
 // bounds it all; what is left then is closed, and the log says how much.
 //
-// A connection that has had no answer past the handshake (ApiVersions,
-// SASL) is reset (RST), not closed: franz-go takes an orderly close before
-// its first answer for a misconfigured listener ("is TLS missing?",
-// ErrFirstReadEOF) and fails every record it buffers, where a reset is a
-// network error it retries, elsewhere. Such a connection has nothing of
-// value in its socket for a reset to drop.
+// A stop is a transient cause (closeLine.transient): a connection that had
+// no answer past the handshake yet is reset, not closed.
 
 // drainEvery: how often the drain looks again at the connections.
 const drainEvery = sweepEvery
@@ -125,7 +121,7 @@ func (e *Engine) drainPass(l *loop) (conns int64) {
 			continue
 		}
 		if cl.state != stAuthed {
-			cl.reset(closeDrained)
+			cl.close(closeDrained)
 			continue
 		}
 		if !cl.draining {
@@ -137,11 +133,7 @@ func (e *Engine) drainPass(l *loop) (conns int64) {
 			continue
 		}
 		if cl.drained() {
-			if cl.served {
-				cl.close(closeDrained)
-			} else {
-				cl.reset(closeDrained)
-			}
+			cl.close(closeDrained)
 			continue
 		}
 		conns++

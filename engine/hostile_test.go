@@ -8,10 +8,12 @@ import (
 	"bytes"
 	"crypto/tls"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,6 +45,21 @@ func (r *rawConn) closedWithoutAnswer(within time.Duration) {
 	}
 	if n != 0 {
 		r.t.Fatalf("answered %d bytes before closing", n)
+	}
+}
+
+// resetWithoutAnswer: the gateway resets the connection (RST) within
+// within, without a byte of answer: a transient cause before the first
+// answer (closeLine.transient).
+func (r *rawConn) resetWithoutAnswer(within time.Duration) {
+	r.t.Helper()
+	_ = r.c.SetReadDeadline(time.Now().Add(within))
+	n, err := io.Copy(io.Discard, r.c)
+	if !errors.Is(err, syscall.ECONNRESET) {
+		r.t.Fatalf("want a reset within %v, got %v", within, err)
+	}
+	if n != 0 {
+		r.t.Fatalf("answered %d bytes before the reset", n)
 	}
 }
 

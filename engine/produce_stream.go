@@ -84,7 +84,6 @@ func (cl *client) beginStream(size int32, head []byte) bool {
 	cl.quotaGate(&h, int(size)) // the request and its bytes spent (never true for a Produce)
 	cl.quotaPending(p)          // its answer carries the throttle; the mute waits for the stream's end
 	cl.upCorr++
-	cl.served = true
 	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large = ps, 0, h.Version, true
 	if p.NoResponse {
 		cl.queue.Put(p)

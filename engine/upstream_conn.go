@@ -196,6 +196,7 @@ func (u *upstreamConn) onTraffic() {
 			return
 		}
 		cl.writev(cl.sess.RW.Vec.Slices())
+		cl.noteAnswer(p.Key)
 		_, _ = u.c.Discard(total)
 		if p.Key == codec.KeyFetch {
 			cl.ts.fetched(total)
@@ -293,6 +294,7 @@ func (u *upstreamConn) feed() bool {
 			p := u.fp
 			p.BrokerThrottle = u.fs.BrokerThrottle()
 			u.fs, u.fp, u.carry = nil, nil, 0
+			cl.noteAnswer(p.Key)
 			cl.queue.Pop()
 			cl.lp.pending.Add(-1)
 			cl.budget.Release(p.Reserve)

@@ -381,7 +381,7 @@ func TestUpstreamTLSRefusedCertificate(t *testing.T) {
 			node := running.nodes()[0]
 			r := dialRaw(t, fmt.Sprintf("127.0.0.1:%d", running.nodePort(node)), "acme-app", running.keys["acme-app"])
 			metadataOrders(r)
-			r.closedWithoutAnswer(10 * time.Second)
+			r.resetWithoutAnswer(10 * time.Second)
 			line := running.waitLog(10*time.Second, "kafka connection closed: broker unreachable", "upstream=events", "broker="+strconv.Itoa(int(node)), tc.why)
 			if strings.Contains(line, "PRIVATE KEY") || strings.Contains(line, k.pass) {
 				t.Fatalf("the log line holds a secret: %s", line)
@@ -427,7 +427,7 @@ listeners:
 
 // A wrong password (PLAIN or SCRAM-SHA-512): the gateway does not start on
 // it; once started (a reload reads the password file again), the client
-// whose request needed the broker is closed at once, not held, and the
+// whose request needed the broker is reset at once (invariant 43), not held, and the
 // gateway logs "kafka upstream authentication failed" with the upstream's
 // name, never the password. The right password back, a client is served.
 func TestUpstreamWrongPassword(t *testing.T) {
@@ -450,7 +450,7 @@ func TestUpstreamWrongPassword(t *testing.T) {
 			addr := fmt.Sprintf("127.0.0.1:%d", env.nodePort(node))
 			r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
 			metadataOrders(r)
-			r.closedWithoutAnswer(10 * time.Second)
+			r.resetWithoutAnswer(10 * time.Second)
 			line := env.waitLog(10*time.Second, "kafka upstream authentication failed", "upstream=events", "broker="+strconv.Itoa(int(node)))
 			if strings.Contains(line, wrong) || strings.Contains(line, k.pass) {
 				t.Fatalf("the log line holds the password: %s", line)
@@ -681,9 +681,10 @@ func TestRealKafkaReauthentication(t *testing.T) {
 }
 
 // A wrong password against Apache Kafka (make test-kafka, the SASL modes):
-// after a reload reads the wrong one, the client is closed at once and the
-// gateway logs "kafka upstream authentication failed", then clients are
-// told SASL_AUTHENTICATION_FAILED; the right one back, a client is served.
+// after a reload reads the wrong one, the client is reset at once
+// (invariant 43) and the gateway logs "kafka upstream authentication
+// failed", then clients are told SASL_AUTHENTICATION_FAILED; the right one
+// back, a client is served.
 func TestRealKafkaWrongPassword(t *testing.T) {
 	sec := os.Getenv(envKafkaSecurity)
 	if _, real := realKafka(); !real || (sec != "sasl_ssl" && sec != "sasl_plaintext") {
@@ -711,7 +712,7 @@ func TestRealKafkaWrongPassword(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", env.nodePort(node))
 	r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
 	metadataOrders(r)
-	r.closedWithoutAnswer(15 * time.Second)
+	r.resetWithoutAnswer(15 * time.Second)
 	line := env.waitLog(15*time.Second, "kafka upstream authentication failed", "upstream=events")
 	if strings.Contains(line, wrong) || strings.Contains(line, strings.TrimSpace(string(good))) {
 		t.Fatalf("the log line holds a password: %s", line)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -291,6 +292,46 @@ func TestConnectionsPerIP(t *testing.T) {
 	conns[0].c.Close() // a place is given back, once the gateway saw the close
 	waitUntil(t, 10*time.Second, "the closed connection released", func() bool { return env.e.m.connections.Get() == 2 })
 	_ = dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+}
+
+// B1 and invariant 43 with franz-go: a connection refused at once for
+// max_unauthenticated_connections or max_connections_per_ip (a reconnect
+// storm after a restart) is reset, not closed in order: franz-go takes an
+// orderly close before its first answer for a misconfigured listener
+// (ErrFirstReadEOF, "is TLS missing?") and fails the records it buffers;
+// a reset it retries, and once a place is free its request is answered.
+func TestConnectionBoundRefusalResets(t *testing.T) {
+	for _, tc := range []struct{ bound, extra string }{
+		{"max_unauthenticated_connections", "    max_unauthenticated_connections: 1\n    max_connections_per_ip: 0\n"},
+		{"max_connections_per_ip", "    max_connections_per_ip: 1\n"},
+	} {
+		t.Run(tc.bound, func(t *testing.T) {
+			env := newTestEnv(t, tc.extra+"    auth_timeout: 30s\n")
+			holder := dialPlain(t, env.boot) // the one place, not authenticated
+			waitUntil(t, 10*time.Second, "the first connection held", func() bool { return liveClients(env) == 1 })
+			cl := env.client("acme-app", kgo.RequestRetries(0))
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := cl.Ping(ctx)
+			cancel()
+			if err == nil {
+				t.Fatal("a connection past the bound was served")
+			}
+			if _, ok := errors.AsType[*kgo.ErrFirstReadEOF](err); ok {
+				t.Fatalf("franz-go took the refusal for a misconfiguration: %v", err)
+			}
+			if !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("refused with %v, want a reset", err)
+			}
+			env.waitLog(3*time.Second, "kafka connection refused", "bound="+tc.bound)
+			holder.c.Close() // the place is given back
+			waitUntil(t, 10*time.Second, "the place given back", func() bool { return liveClients(env) == 0 })
+			ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := cl.Ping(ctx); err != nil {
+				t.Fatalf("once a place is free: %v", err)
+			}
+		})
+	}
 }
 
 // B1: max_connections_per_tenant and max_connection_rate_per_tenant refuse

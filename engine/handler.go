@@ -52,6 +52,9 @@ func (e *Engine) OnOpen(c gnet.Conn) (out []byte, action gnet.Action) {
 		x.opened = true
 		cl := newClient(e, c, x.route)
 		if cl == nil {
+			// Refused for a bound (B1): reset, not closed in order, as a
+			// transient cause before the first answer (invariant 43).
+			_ = c.SetLinger(0)
 			return nil, gnet.Close
 		}
 		c.SetContext(cl)

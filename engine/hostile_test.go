@@ -20,6 +20,7 @@ import (
 	"github.com/flexway/flexway/codec"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -60,6 +61,22 @@ func (r *rawConn) resetWithoutAnswer(within time.Duration) {
 	}
 	if n != 0 {
 		r.t.Fatalf("answered %d bytes before the reset", n)
+	}
+}
+
+// wantReset fails unless err, a franz-go request's, is a reset: never
+// ErrFirstReadEOF, the orderly close before a first answer that franz-go
+// takes for a misconfiguration and does not retry (invariant 43).
+func wantReset(t *testing.T, err error, what string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: answered", what)
+	}
+	if _, ok := errors.AsType[*kgo.ErrFirstReadEOF](err); ok {
+		t.Fatalf("%s: franz-go took it for a misconfiguration: %v", what, err)
+	}
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("%s: %v, want a reset", what, err)
 	}
 }
 

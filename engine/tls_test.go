@@ -297,22 +297,25 @@ func TestRefusalLogRateLimited(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	time.Sleep(200 * time.Millisecond)
 	lines := 0
-	for {
-		select {
-		case l := <-te.logs.ch:
-			if strings.Contains(l, "kafka connection refused") {
-				lines++
+	drain := func() {
+		for {
+			select {
+			case l := <-te.logs.ch:
+				if strings.Contains(l, "kafka connection refused") {
+					lines++
+				}
+				continue
+			default:
 			}
-			continue
-		default:
+			return
 		}
-		break
 	}
-	// 10 lines per second at most: the refusals span at most this many one-second windows.
-	windows := int(elapsed/time.Second) + 2
+	waitUntil(t, 10*time.Second, "a refusal line", func() bool { drain(); return lines > 0 })
+	drain()
+	// 10 lines per second at most: the lines counted were written between
+	// start and now, at most this many one-second windows.
+	windows := int(time.Since(start)/time.Second) + 2
 	if lines == 0 || lines > 10*windows || (windows*10 < 40 && lines >= 40) {
 		t.Fatalf("%d refusal lines for 40 refusals over %d windows", lines, windows)
 	}

@@ -352,15 +352,13 @@ func TestSecondSIGTERMEndsTheDrain(t *testing.T) {
 	}
 	gw.signal(syscall.SIGTERM)
 	gw.waitLog("flexway stopping: draining requests in flight", 10*time.Second)
-	start := time.Now()
 	gw.signal(syscall.SIGTERM)
+	// Ended by the signal, not by shutdown_timeout (60 s) nor the broker's
+	// answer (a minute): "the stop was hastened" in the log below says so.
 	select {
 	case <-gw.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(50 * time.Second):
 		t.Fatal("a second SIGTERM did not end the drain")
-	}
-	if took := time.Since(start); took > 15*time.Second {
-		t.Fatalf("exited %v after the second SIGTERM", took)
 	}
 	if code := gw.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("exit status %d", code)

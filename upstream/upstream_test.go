@@ -156,8 +156,9 @@ func TestDialTimeout(t *testing.T) {
 	cfg := &configs.Upstream{Protocol: "kafka", Brokers: []string{addr}, Timeout: configs.Duration(300 * time.Millisecond)}
 	u := &Upstream{name: "events", cfg: cfg, nodes: map[int32]string{}}
 	// A dial that ignored the configured timeout would end at this
-	// deadline instead, too late for the bound below.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// deadline instead (or at the system's, minutes), far past the bound
+	// below, which a busy machine does not reach.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	began := time.Now()
 	nc, err := u.Dial(ctx, addr)
@@ -170,8 +171,8 @@ func TestDialTimeout(t *testing.T) {
 	if !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("Dial: %v, want a timeout", err)
 	}
-	if took < 250*time.Millisecond || took > 1500*time.Millisecond {
-		t.Fatalf("Dial gave up after %v, want about the configured 300ms", took)
+	if took < 250*time.Millisecond || took > 20*time.Second {
+		t.Fatalf("Dial gave up after %v, want the configured 300ms, not the context's minute", took)
 	}
 }
 
@@ -188,7 +189,9 @@ func TestStartUnreachable(t *testing.T) {
 	cfg := &configs.Upstream{Protocol: "kafka", Brokers: []string{addr}, Timeout: configs.Duration(200 * time.Millisecond)}
 	began := time.Now()
 	startFails(t, cfg, "events: metadata: ")
-	if took := time.Since(began); took > 5*time.Second {
+	// Bounded: 3 × 200ms and the client's own retries, well under this
+	// (a Start that kept retrying an unreachable upstream would not end).
+	if took := time.Since(began); took > 30*time.Second {
 		t.Fatalf("Start gave up after %v, want within 3 × 200ms and the client's own retries", took)
 	}
 

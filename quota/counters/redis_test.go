@@ -149,9 +149,10 @@ func TestRedisDownKeepsDecidingAndReconciles(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	// Atomics: microseconds; the bound is wide for a loaded machine, and far
-	// below a Redis round trip's timeout (1 s).
-	if slowest > 250*time.Millisecond {
+	// Atomics: microseconds. A call that waited on Redis would wait a
+	// round trip's timeout (1 s): the bound is under it, as wide as that
+	// allows for a loaded machine.
+	if slowest > 900*time.Millisecond {
 		t.Fatalf("an Add+Total took %s while redis was down", slowest)
 	}
 	if got := ca.Total(time.Now()); got < int64(n+1) {
@@ -499,7 +500,8 @@ func TestRunningRedisDownGivesUpTheOld(t *testing.T) {
 	srv.Kill()
 	t0 := time.Now()
 	ca.Add(t0, 10000) // spent alone, during the outage
-	if total := ca.Total(t0); total != mine+10000 || time.Since(t0) > 250*time.Millisecond {
+	// Under a round trip's timeout (1 s): the calls did not wait on Redis.
+	if total := ca.Total(t0); total != mine+10000 || time.Since(t0) > 900*time.Millisecond {
 		t.Fatalf("Add+Total while redis is down: total %d after %v", total, time.Since(t0))
 	}
 	eventually(t, 5*time.Second, "the unreachable line", func() bool { return bufA.count("shared counter store unreachable") == 1 })

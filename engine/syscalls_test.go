@@ -203,7 +203,18 @@ func startStrace(t *testing.T, tids []int) *straceRun {
 	if err := cmd.Start(); err != nil {
 		t.Skipf("strace: %v", err)
 	}
-	time.Sleep(500 * time.Millisecond) // attached (strace has no ready signal)
+	// Attached once each thread names strace as its tracer (strace has no
+	// ready signal of its own).
+	tracer := strconv.Itoa(cmd.Process.Pid)
+	waitUntil(t, 30*time.Second, "strace attached to the loops' threads", func() bool {
+		for _, tid := range tids {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/status", tid))
+			if !strings.Contains(string(b), "\nTracerPid:\t"+tracer+"\n") {
+				return false
+			}
+		}
+		return true
+	})
 	return &straceRun{cmd: cmd, out: out}
 }
 

@@ -8,7 +8,7 @@ include mk/interop.mk
 include mk/bench.mk
 include mk/package.mk
 
-.PHONY: all build run check test test-go test-real fuzz bench vet install clean
+.PHONY: all build run check test test-stress test-go test-real fuzz fuzz-targets bench vet install clean
 
 all: build
 
@@ -24,19 +24,28 @@ check: build
 	./$(BIN) -check -config $(CONFIG)
 
 # Installs what the tests need (Debian packages, the Kafka jars, the Java
-# client; idempotently), runs every test against the embedded kfake, then
-# the engine's suite again against a real Apache Kafka broker (started and
-# stopped by scripts/test-kafka.sh).
-test: deps
-	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 20m ./...
-	$(MAKE) test-package
-	$(MAKE) test-kafka
+# client; idempotently), vets, then at once: every test against the embedded
+# kfake (then the Debian package's test), and against a real Apache Kafka
+# broker (started and stopped by scripts/test-kafka.sh) the engine's suite
+# over PLAINTEXT and its gateway-to-broker tests over SASL_SSL and
+# SASL_PLAINTEXT (scripts/test.sh). Each phase prints a line when it starts
+# and when it ends with its time (scripts/phase.sh).
+PHASE := scripts/phase.sh
+test:
+	@$(PHASE) "make test" -- env GO=$(GO) MAKE=$(MAKE) TEST_KAFKA_ARGS='$(TEST_KAFKA_ARGS)' scripts/test.sh
+
+# The kfake suite under a competing CPU load on every core, -count=3
+# (STRESS_RUNS=N: N times in a row, with a tally).
+test-stress:
+	@GO=$(GO) scripts/test-stress.sh
 
 FUZZTIME ?= 10s
 # Each target briefly; -fuzzminimizetime keeps a short run fuzzing rather than minimising.
 FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 fuzz:
+	@$(PHASE) "fuzz (FUZZTIME=$(FUZZTIME))" -- $(MAKE) --no-print-directory fuzz-targets
+
+fuzz-targets:
 	$(FUZZ) ./codec -fuzz '^FuzzRequestHeader$$'
 	$(FUZZ) ./codec -fuzz '^FuzzProduceRewrite$$'
 	$(FUZZ) ./codec -fuzz '^FuzzFetchRequestRewrite$$'

@@ -355,18 +355,41 @@ func TestSpliceProduceRoomBound(t *testing.T) {
 }
 
 // writeWhileStalled writes frames back to back on r while the broker reads
-// nothing for d, then reads the answer to each (all must succeed) and waits
-// for the writer.
+// nothing for d at least, and until the writer is blocked (the producer
+// held, the rest in its socket) or done: a busy machine's slow writer
+// still fills the sockets before the broker reads again. Then it reads the
+// answer to each (all must succeed) and waits for the writer.
 func writeWhileStalled(t *testing.T, r *rawConn, sl *stallListener, frames [][]byte, d time.Duration) {
 	t.Helper()
 	sl.stall(true)
 	werr := make(chan error, 1)
+	var written atomic.Int64
 	go func() {
 		_ = r.c.SetWriteDeadline(time.Now().Add(60 * time.Second))
-		_, err := r.c.Write(bytes.Join(frames, nil))
-		werr <- err
+		// Back to back, in 64 KiB writes: the progress is seen.
+		for b := bytes.Join(frames, nil); len(b) > 0; {
+			n, err := r.c.Write(b[:min(len(b), 64<<10)])
+			written.Add(int64(n))
+			if err != nil {
+				werr <- err
+				return
+			}
+			b = b[n:]
+		}
+		werr <- nil
 	}()
 	time.Sleep(d)
+	deadline := time.Now().Add(30 * time.Second)
+	for last, stable := int64(-1), 0; stable < 10 && len(werr) == 0; time.Sleep(20 * time.Millisecond) {
+		if w := written.Load(); w != last {
+			last, stable = w, 0
+		} else {
+			stable++
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the producer kept writing for 30 s to a broker that reads nothing")
+		}
+	}
 	sl.stall(false)
 	for i := range frames {
 		produceAnswered(t, r, i)

@@ -375,11 +375,14 @@ func (cl *client) handle(frame []byte) bool {
 		cl.quotaLocal()
 		return true
 	}
+	if cl.quotaHold(h.Key, len(frame)) {
+		return false // its principal owes: it waits, muted (quota.go)
+	}
 	grant, ok := cl.admit(h.Key)
 	if !ok {
 		return cl.closed // else it waits
 	}
-	if cl.quotaGate(&h, len(frame)) {
+	if cl.quotaGate(&h, &grant) {
 		return true // a Fetch in debt, answered empty
 	}
 	p := cl.queue.Get()
@@ -575,6 +578,7 @@ func (cl *client) answerPending(p *decide.Pending) {
 	if cl.queue.Len() == 0 {
 		cl.writev(sl)
 		cl.noteAnswer(p.Key)
+		cl.answerThrottle(p)
 		cl.queue.Put(p)
 		return
 	}
@@ -595,6 +599,7 @@ func (cl *client) flushLocal() {
 		cl.queue.Pop()
 		cl.write(p.Local)
 		cl.noteAnswer(p.Key)
+		cl.answerThrottle(p)
 		cl.queue.Put(p)
 	}
 }

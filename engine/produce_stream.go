@@ -64,8 +64,8 @@ func (cl *client) beginStream(size int32, head []byte) bool {
 		cl.ps.gather = true
 		return false
 	}
-	if !cl.checkSession() {
-		return false
+	if !cl.checkSession() || cl.quotaHold(h.Key, int(size)) {
+		return false // closed, or its principal owes: it waits, muted (quota.go)
 	}
 	p := cl.queue.Get()
 	ps, err := cl.sess.ProduceStream(&h, prefix, int(size), cl.upCorr+1, p)
@@ -81,8 +81,8 @@ func (cl *client) beginStream(size int32, head []byte) bool {
 		cl.queue.Put(p) // while it waits, the client is not read (syncReads, flow.go)
 		return false
 	}
-	cl.quotaGate(&h, int(size)) // the request and its bytes spent (never true for a Produce)
-	cl.quotaPending(p)          // its answer carries the throttle; the mute waits for the stream's end
+	cl.quotaGate(&h, nil) // the request and its bytes spent (never true for a Produce)
+	cl.quotaPending(p)    // its answer carries the throttle; the mute waits for the stream's end
 	cl.upCorr++
 	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large = ps, 0, h.Version, true
 	if p.NoResponse {

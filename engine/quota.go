@@ -29,6 +29,7 @@ type quotaConn struct {
 	nextKind  quota.Kind
 	nextScope quota.Scope
 
+	spent     bool      // the request at the head was spent (quotaHold), not yet taken (quotaGate)
 	muted     bool      // no request is handled until muteUntil
 	muteUntil time.Time // the end of the silence (KIP-219)
 	listed    bool      // in lp.muted
@@ -114,29 +115,86 @@ func (cl *client) quotaLocal() {
 	}
 }
 
-// quotaGate spends a request about to be judged: one request, and for a
-// Produce its whole frame. A Fetch of a principal or tenant in debt is
-// answered at once, empty, with its throttle, the broker not asked: true
-// then (the request is done with). Otherwise the throttle decided waits in
-// q.next for quotaPending.
-func (cl *client) quotaGate(h *codec.RequestHeader, size int) bool {
+// quotaHold reports whether a request of key (a frame of size bytes)
+// must wait because its principal or tenant owes (invariant 33): any
+// request while requests are owed, a Produce while produced bytes are. The
+// connection is then muted until the debt is paid, whatever max_throttle
+// (it caps the throttle an answer announces, not the wait), and the
+// request stays in the buffer; what the client sends behind it waits in
+// the kernel. The debt is the principal's, so it holds the next request on
+// every connection of the principal, in any replica sharing its counters.
+// A Fetch owing bytes is not held: quotaGate answers it empty at once (Q2).
+//
+// A request let through is spent at once, in the same step as the look
+// at the debt, so that two loops seeing a paid debt together are a few
+// nanoseconds' race, not a request's: the principal's next request after
+// one past the bucket waits on every connection. The spending is kept for
+// quotaGate (q.spent) while the request waits for something else (its
+// broker connection, the budget).
+func (cl *client) quotaHold(key int16, size int) bool {
 	q := cl.quotaOn()
-	if q == nil {
+	if q == nil || q.spent {
 		return false
 	}
 	now := time.Now()
+	d := q.p.Owed(quota.Requests, now, &q.lim)
+	if key == codec.KeyProduce {
+		d = max(d, q.p.Owed(quota.ProduceBytes, now, &q.lim))
+	}
+	if d > 0 {
+		cl.mute(q, now.Add(d))
+		return true
+	}
+	q.spent = true
 	q.next, q.nextScope = q.p.Spend(quota.Requests, 1, now, &q.lim)
 	q.nextKind = quota.Requests
-	switch h.Key {
-	case codec.KeyProduce:
+	if key == codec.KeyProduce {
 		n := int64(size + codec.SizeLen)
 		if d, s := q.p.Spend(quota.ProduceBytes, n, now, &q.lim); d > q.next {
 			q.next, q.nextKind, q.nextScope = d, quota.ProduceBytes, s
 		}
+	}
+	return false
+}
+
+// minFetchShare is the smallest part of a consumer_byte_rate bucket's
+// depth a Fetch is forwarded for; below it the Fetch is answered empty
+// with the time that part takes to come (no round trip to the broker for
+// a few bytes, invariant 33).
+const minFetchShare = 16
+
+// quotaGate takes a request about to be judged, spent by quotaHold (one
+// request, and for a Produce its whole frame). A Fetch of a principal or
+// tenant in debt is answered at once, empty, with its throttle, the broker
+// not asked: true then (the request is done with). A Fetch forwarded asks
+// the broker for no more than the buckets hold (grant is lowered to the
+// allowance). Otherwise the throttle decided waits in q.next for
+// quotaPending.
+func (cl *client) quotaGate(h *codec.RequestHeader, grant *int64) bool {
+	q := cl.quotaOn()
+	if q == nil {
+		return false
+	}
+	if !q.spent { // a reload brought the quotas between the two steps
+		cl.quotaHold(h.Key, 0)
+	}
+	q.spent = false
+	now := time.Now()
+	switch h.Key {
 	case codec.KeyFetch:
 		d, s := q.p.Debt(quota.FetchBytes, now, &q.lim)
 		if d <= 0 {
-			break
+			a := q.p.Allowance(quota.FetchBytes, now, &q.lim)
+			if a < 0 {
+				break // no consumer_byte_rate
+			}
+			if a >= q.minFetch() {
+				if grant != nil && a < *grant {
+					*grant = max(a, 1)
+				}
+				break
+			}
+			d, s = q.lim.Window/minFetchShare, quota.ScopeClient
 		}
 		if q.next > d {
 			d, s = q.next, q.nextScope
@@ -147,7 +205,7 @@ func (cl *client) quotaGate(h *codec.RequestHeader, size int) bool {
 			break
 		}
 		q.next = 0
-		cl.throttled(quota.FetchBytes, s, d)
+		cl.throttled(quota.FetchBytes, s, time.Duration(throttleMs(d))*time.Millisecond)
 		cl.ts.request(h.Key, decThrottled, causeQuota)
 		cl.answerPending(p)
 		cl.mute(q, now.Add(d))
@@ -156,8 +214,24 @@ func (cl *client) quotaGate(h *codec.RequestHeader, size int) bool {
 	return false
 }
 
-// quotaPending gives the request's answer its throttle, counted; the
-// client is muted from now for as long.
+// minFetch is the smallest allowance a Fetch is forwarded for: a
+// sixteenth of the smaller consumer_byte_rate bucket's depth.
+func (q *quotaConn) minFetch() int64 {
+	m := int64(-1)
+	for _, r := range [2]int64{q.lim.Client[quota.FetchBytes], q.lim.Tenant[quota.FetchBytes]} {
+		if r <= 0 {
+			continue
+		}
+		if d := int64(float64(r) * q.lim.Window.Seconds()); m < 0 || d < m {
+			m = d
+		}
+	}
+	return max(m/minFetchShare, 1)
+}
+
+// quotaPending gives the request's answer its throttle, counted as the
+// client reads it (whole milliseconds); the silence begins when the answer
+// leaves (answerThrottle, KIP-219).
 func (cl *client) quotaPending(p *decide.Pending) {
 	q := cl.q
 	if q == nil || q.next <= 0 {
@@ -167,13 +241,12 @@ func (cl *client) quotaPending(p *decide.Pending) {
 	q.next = 0
 	p.Throttle = throttleMs(d)
 	cl.throttling = true // counted decision="throttled", cause="quota" (countRequest)
-	cl.throttled(q.nextKind, q.nextScope, d)
-	cl.mute(q, time.Now().Add(d))
+	cl.throttled(q.nextKind, q.nextScope, time.Duration(p.Throttle)*time.Millisecond)
 }
 
 // quotaAnswer spends a Fetch answer of n bytes (its whole frame) before it
-// is rewritten: past consumer_byte_rate, the answer carries the throttle
-// and the client is muted.
+// is rewritten: past consumer_byte_rate, the answer carries the throttle,
+// and the client is muted once it has left (answerThrottle).
 func (cl *client) quotaAnswer(p *decide.Pending, n int) {
 	if p.Key != codec.KeyFetch {
 		return
@@ -188,26 +261,27 @@ func (cl *client) quotaAnswer(p *decide.Pending, n int) {
 		return
 	}
 	if ms := throttleMs(d); ms > p.Throttle {
+		cl.throttled(quota.FetchBytes, s, time.Duration(ms-p.Throttle)*time.Millisecond)
 		p.Throttle = ms
 	}
-	cl.throttled(quota.FetchBytes, s, d)
-	cl.mute(q, now.Add(d))
 }
 
-// brokerThrottle applies the broker's own throttle_time_ms read in an
-// answer: the client got the larger of the two delays in that answer; the
-// client is not read (so nothing is sent on its broker connection, which
-// only carries its requests) before the broker's delay ends.
-func (cl *client) brokerThrottle(p *decide.Pending) {
-	if p.BrokerThrottle <= 0 || cl.closed {
+// answerThrottle begins, once an answer has left, the silence its
+// throttle_time_ms announces (KIP-219: from the answer, not from the
+// request): the larger of the gateway's throttle and the broker's own.
+// Nothing is read from the client, so nothing is sent on its broker
+// connection (which only carries its requests), before it ends.
+func (cl *client) answerThrottle(p *decide.Pending) {
+	if cl.closed || (p.Throttle <= 0 && p.BrokerThrottle <= 0) {
 		return
 	}
-	d := time.Duration(p.BrokerThrottle) * time.Millisecond
-	cl.ts.throttled(quotaBroker, scopeBroker, d)
+	if p.BrokerThrottle > 0 {
+		cl.ts.throttled(quotaBroker, scopeBroker, time.Duration(p.BrokerThrottle)*time.Millisecond)
+	}
 	if cl.q == nil {
 		cl.q = &quotaConn{}
 	}
-	cl.mute(cl.q, time.Now().Add(d))
+	cl.mute(cl.q, time.Now().Add(time.Duration(max(p.Throttle, p.BrokerThrottle))*time.Millisecond))
 }
 
 func throttleMs(d time.Duration) int32 {

@@ -239,7 +239,8 @@ func quotaPathAllocs(t *testing.T, g *benchGateway) {
 	h := codec.RequestHeader{Key: codec.KeyProduce, Version: 9}
 	p := &decide.Pending{Key: codec.KeyFetch}
 	step := func() {
-		cl.quotaGate(&h, len(frame))
+		cl.quotaHold(h.Key, len(frame))
+		cl.quotaGate(&h, nil)
 		cl.quotaPending(p)
 		cl.quotaAnswer(p, 64<<10)
 	}
@@ -279,7 +280,8 @@ func BenchmarkQuotaRequestPath(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				cl.quotaGate(&h, len(frame))
+				cl.quotaHold(h.Key, len(frame))
+				cl.quotaGate(&h, nil)
 				cl.quotaPending(p)
 				cl.quotaAnswer(p, 64<<10)
 			}

@@ -162,7 +162,10 @@ func TestQuotaReloadLowersRate(t *testing.T) {
 }
 
 // Q2: a Fetch of a principal in debt gets an empty answer at once with
-// throttle_time_ms, and the broker is not asked.
+// throttle_time_ms, and the broker is not asked. Issue 22.2: the Fetch
+// forwarded asks for no more than the bucket holds; a record batch larger
+// than the bucket still crosses whole (as a broker gives one batch past
+// any bound, KIP-74), and its excess is the debt.
 func TestQuotaFetchInDebtNotForwarded(t *testing.T) {
 	skipOnRealKafka(t)
 	// One broker: the bootstrap's connection reaches the partitions' leader.
@@ -170,19 +173,18 @@ func TestQuotaFetchInDebtNotForwarded(t *testing.T) {
 		listenerExtra: "    quotas:\n      client: { consumer_byte_rate: 100KiB }\n      max_throttle: 300ms\n",
 		upstream:      "    embedded: { brokers: 1, partitions: 2 }\n",
 	})
-	var fetches atomic.Int64
+	var fetches, askedMax atomic.Int64
 	kf := kfakeOf(t, env)
-	kf.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+	kf.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		kf.KeepControl()
 		fetches.Add(1)
+		askedMax.Store(int64(req.(*kmsg.FetchRequest).MaxBytes))
 		return nil, nil, false
 	})
-	prod := env.client("acme-app", kgo.ProducerBatchCompression(kgo.NoCompression()))
-	for i := 0; i < 8; i++ {
-		produceN(t, prod, "orders", 1, strings.Repeat("x", 100<<10))
-	}
+	prod := env.client("acme-orders-producer", kgo.ProducerBatchCompression(kgo.NoCompression()))
+	produceN(t, prod, "orders", 1, strings.Repeat("x", 800<<10)) // one batch of 800 KiB: 8 s at the rate
 	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
-	r.send(rawFetch(1 << 20))
+	r.send(rawFetch(50 << 20))
 	a := fetchAnswer()
 	r.recv(a)
 	got := 0
@@ -191,8 +193,11 @@ func TestQuotaFetchInDebtNotForwarded(t *testing.T) {
 			got += len(p.RecordBatches)
 		}
 	}
-	if got < 400<<10 || a.ThrottleMillis != 300 {
-		t.Fatalf("first answer: %d bytes of records, throttle %d ms (want > 400 KiB, 300 ms capped)", got, a.ThrottleMillis)
+	if m := askedMax.Load(); m <= 0 || m > 100<<10 {
+		t.Errorf("the broker was asked for %d bytes: want at most the bucket's 100 KiB", m)
+	}
+	if got < 800<<10 || a.ThrottleMillis != 300 {
+		t.Fatalf("first answer: %d bytes of records, throttle %d ms (want the 800 KiB batch, 300 ms capped)", got, a.ThrottleMillis)
 	}
 	before := fetches.Load()
 	// Still in debt (about 7 s) after the capped 300 ms: empty answers,

@@ -113,6 +113,19 @@ func (b *Bucket) Debt(now time.Time, rate, window int64) int64 {
 	return b.tat.Load() - now.UnixNano() - window
 }
 
+// Left is what b still holds (units) at rate with a depth of window (ns):
+// rate × window when paid, 0 at its depth or past it.
+func (b *Bucket) Left(now time.Time, rate, window int64) int64 {
+	if rate <= 0 {
+		return 0
+	}
+	free := window - max(b.tat.Load()-now.UnixNano(), 0)
+	if free <= 0 {
+		return 0
+	}
+	return int64(float64(free) * float64(rate) / float64(time.Second))
+}
+
 // Paid reports whether b owes nothing at now: a bucket paid can be
 // forgotten (made again, it is the same).
 func (b *Bucket) Paid(now time.Time) bool { return b.tat.Load() <= now.UnixNano() }

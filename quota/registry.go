@@ -2,6 +2,7 @@ package quota
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,7 +43,8 @@ type Tenant struct {
 	// per-tenant series): found with the tenant, never by name.
 	Data any
 
-	refs       int // principals held (Registry.mu)
+	refs       int          // connections held, of all its principals (Registry.mu)
+	conns      atomic.Int32 // refs, read on the loops (Allowance)
 	principals map[string]*Principal
 }
 
@@ -52,8 +54,9 @@ type Principal struct {
 	Tenant  *Tenant
 	Buckets [NumKinds]Bucket
 
-	key  string
-	refs int // connections (Registry.mu)
+	key   string
+	refs  int          // connections (Registry.mu)
+	conns atomic.Int32 // refs, read on the loops (Allowance)
 }
 
 // Spend charges n of kind to the principal's bucket and its tenant's at
@@ -73,6 +76,37 @@ func (p *Principal) Debt(k Kind, now time.Time, l *Limits) (time.Duration, Scope
 	c := p.Buckets[k].Debt(now, l.Client[k], w)
 	t := p.Tenant.Buckets[k].Debt(now, l.Tenant[k], w)
 	return throttle(c, t, l)
+}
+
+// Owed is how long the principal's next request of kind must wait for its
+// bucket and its tenant's to be within their depth again (0: it may go
+// now). Unlike Debt it is not capped at max_throttle: the cap bounds the
+// throttle announced in an answer, Owed the wait before the next request
+// is served, on any connection of the principal (DESIGN.md, invariant 33).
+func (p *Principal) Owed(k Kind, now time.Time, l *Limits) time.Duration {
+	w := int64(l.Window)
+	return time.Duration(max(p.Buckets[k].Debt(now, l.Client[k], w), p.Tenant.Buckets[k].Debt(now, l.Tenant[k], w), 0))
+}
+
+// Allowance is what the principal may receive of kind at once: the bytes
+// left in its bucket and its tenant's, each shared among the connections
+// that hold it (the principal's, the tenant's), so that answers asked on
+// several connections together stay within the depth. -1: no bound.
+func (p *Principal) Allowance(k Kind, now time.Time, l *Limits) int64 {
+	w := int64(l.Window)
+	a := int64(-1)
+	share := func(b *Bucket, rate int64, refs int32) {
+		if rate <= 0 {
+			return
+		}
+		left := b.Left(now, rate, w) / int64(max(refs, 1))
+		if a < 0 || left < a {
+			a = left
+		}
+	}
+	share(&p.Buckets[k], l.Client[k], p.conns.Load())
+	share(&p.Tenant.Buckets[k], l.Tenant[k], p.Tenant.conns.Load())
+	return a
 }
 
 func throttle(c, t int64, l *Limits) (time.Duration, Scope) {
@@ -137,6 +171,8 @@ func (r *Registry) Acquire(tenant, principal string, now time.Time) *Principal {
 	}
 	p.refs++
 	t.refs++
+	p.conns.Store(int32(p.refs))
+	t.conns.Store(int32(t.refs))
 	return p
 }
 
@@ -147,6 +183,8 @@ func (r *Registry) Release(p *Principal, now time.Time) {
 	defer r.mu.Unlock()
 	p.refs--
 	p.Tenant.refs--
+	p.conns.Store(int32(p.refs))
+	p.Tenant.conns.Store(int32(p.Tenant.refs))
 	r.forget(p, now)
 	r.sweep(now)
 }

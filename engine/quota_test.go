@@ -637,7 +637,8 @@ func TestQuotaReplicasShareTenantRate(t *testing.T) {
 
 // Issue 8 items 4/5, Q3: two gateways (two replicas), each with its own
 // server.counters store on ONE real redis-server, hold a tenant's summed
-// rate within one sync window of the quota: over 10 s, the bytes both let
+// rate, and one key's (issue 22.3: a principal's buckets are shared too),
+// within one sync window of the quota: over 10 s, the bytes both let
 // through are at most rate × (10 s + sync) + the bucket's burst (rate ×
 // window), and at least 0.8 × rate × 10 s. With the default sync (1s) and
 // a short one. The 10 s are measured after the start (4 s): until each
@@ -645,8 +646,17 @@ func TestQuotaReplicasShareTenantRate(t *testing.T) {
 // alone from a full bucket, and then pay that back (DESIGN.md, invariant 32).
 func TestQuotaReplicasShareTenantRateRedis(t *testing.T) {
 	t.Parallel() // a rate over 10 s each: they wait together
-	for _, every := range []time.Duration{time.Second, 200 * time.Millisecond} {
-		t.Run(every.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		scope, quotas string
+		every         time.Duration
+	}{
+		{"tenant", "tenant: { producer_byte_rate: 1MiB }", time.Second},
+		{"tenant", "tenant: { producer_byte_rate: 1MiB }", 200 * time.Millisecond},
+		// Issue 22.3: one key on two gateways is held to its one rate.
+		{"client", "client: { producer_byte_rate: 1MiB }", time.Second},
+	} {
+		every := c.every
+		t.Run(c.scope+"/"+every.String(), func(t *testing.T) {
 			t.Parallel()
 			srv := testkit.StartRedis(t)
 			m := newMeter()
@@ -664,7 +674,7 @@ func TestQuotaReplicasShareTenantRateRedis(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { store.Close() })
-				env := newTestEnv(t, "    quotas:\n      tenant: { producer_byte_rate: 1MiB }\n", WithCounters(store))
+				env := newTestEnv(t, "    quotas:\n      "+c.quotas+"\n", WithCounters(store))
 				cls = append(cls, env.client("acme-app", producerOpts(&throttleHook{})...))
 			}
 			for _, cl := range cls {

@@ -134,7 +134,8 @@ type Registry struct {
 }
 
 // NewRegistry returns an empty registry. store (nil: none) shares the
-// tenants' rate buckets between replicas (Store.Counter over Running);
+// tenants' and the principals' rate buckets between replicas
+// (Store.Counter over Running);
 // newData (nil: none) makes a tenant's Data when it is first seen.
 func NewRegistry(store Store, newData func(tenant string) any) *Registry {
 	return &Registry{store: store, newData: newData, tenants: map[string]*Tenant{}}
@@ -143,6 +144,13 @@ func NewRegistry(store Store, newData func(tenant string) any) *Registry {
 // CounterName is the shared counter's name of a tenant's rate bucket.
 func CounterName(tenant string, k Kind) string {
 	return "kafka:rate:" + tenant + ":" + KindNames[k]
+}
+
+// PrincipalCounterName is the shared counter's name of a principal's rate
+// bucket (issue 22.3): under its tenant's, so that no two tenants' names
+// meet ("kafka:rate:acme:plain:acme-app:producer_byte_rate").
+func PrincipalCounterName(tenant, principal string, k Kind) string {
+	return "kafka:rate:" + tenant + ":" + principal + ":" + KindNames[k]
 }
 
 // Acquire returns the principal's buckets (made at its first connection),
@@ -167,6 +175,13 @@ func (r *Registry) Acquire(tenant, principal string, now time.Time) *Principal {
 	p := t.principals[principal]
 	if p == nil {
 		p = &Principal{Tenant: t, key: principal}
+		if r.store != nil {
+			// The principal's rate is one over every replica, as its
+			// tenant's is: a key used on two gateways has one bucket.
+			for k := range NumKinds {
+				p.Buckets[k].SetCounter(r.store.Counter(PrincipalCounterName(tenant, principal, k), Running))
+			}
+		}
 		t.principals[principal] = p
 	}
 	p.refs++

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/quota"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,21 +31,11 @@ type tenantQuota struct {
 // other loops (or other replicas, within a sync) may pass the limit by as
 // many (DESIGN.md).
 func (cl *client) produceQuota(h *codec.RequestHeader, frame []byte, p *decide.Pending, out decide.Outcome) decide.Outcome {
+	tq, lim := cl.budgetCounters()
+	if tq == nil {
+		return out
+	}
 	q := cl.snap.Listener.Quotas
-	if q == nil || q.Quota == "" || cl.e.counters == nil || cl.ident == nil {
-		return out
-	}
-	pol := cl.snap.File.Policies.Definitions[q.Quota]
-	if pol == nil || pol.Config.Limits == nil {
-		return out
-	}
-	lim := pol.Config.Limits
-	tq := &cl.quota
-	if tq.day == nil || tq.policy != q.Quota || tq.tenant != cl.ident.Tenant {
-		name := q.Quota + ":" + cl.ident.Tenant
-		*tq = tenantQuota{policy: q.Quota, tenant: cl.ident.Tenant,
-			day: cl.e.counters.Counter(name, quota.Day), month: cl.e.counters.Counter(name, quota.Month)}
-	}
 	now := time.Now()
 	var window string
 	var limit int64
@@ -64,4 +55,44 @@ func (cl *client) produceQuota(h *codec.RequestHeader, frame []byte, p *decide.P
 			"window", window, "limit", limit, "lines_dropped", dropped)
 	}
 	return cl.sess.RefuseProduce(h, frame, p, kerr.PolicyViolation.Code)
+}
+
+// budgetCounters returns the client's handles on its tenant's budget
+// counters (made at its first Produce, again when the policy or the tenant
+// changes) and the policy's limits; nil when no budget applies.
+func (cl *client) budgetCounters() (*tenantQuota, *configs.QuotaLimits) {
+	q := cl.snap.Listener.Quotas
+	if q == nil || q.Quota == "" || cl.e.counters == nil || cl.ident == nil {
+		return nil, nil
+	}
+	pol := cl.snap.File.Policies.Definitions[q.Quota]
+	if pol == nil || pol.Config.Limits == nil {
+		return nil, nil
+	}
+	tq := &cl.quota
+	if tq.day == nil || tq.policy != q.Quota || tq.tenant != cl.ident.Tenant {
+		name := q.Quota + ":" + cl.ident.Tenant
+		*tq = tenantQuota{policy: q.Quota, tenant: cl.ident.Tenant,
+			day: cl.e.counters.Counter(name, quota.Day), month: cl.e.counters.Counter(name, quota.Month)}
+	}
+	return tq, pol.Config.Limits
+}
+
+// budgetWaits reports whether a Produce must wait for its tenant's budget
+// counters to be read from the shared store once (issue 22.4): a replica
+// just started knows none of what was spent before it, and would let a
+// spent budget through until its first sync. The connection is held (the
+// tick asks again) for that one read, a round trip to the store, or the
+// store's timeout when it is down (then the replica decides on its own
+// count, as it does while the store is unreachable).
+func (cl *client) budgetWaits(key int16) bool {
+	if key != codec.KeyProduce {
+		return false
+	}
+	tq, _ := cl.budgetCounters()
+	if tq == nil || (quota.CounterReady(tq.day) && quota.CounterReady(tq.month)) {
+		return false
+	}
+	cl.hold()
+	return true
 }

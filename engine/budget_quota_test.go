@@ -227,3 +227,56 @@ func TestProduceQuotaSharedByTwoGateways(t *testing.T) {
 	}
 	second.waitLog(5*time.Second, "kafka produce refused: the tenant's quota is spent", "window=day")
 }
+
+// Issue 22.4, Q3: a day budget spent, the gateway stopped at once (its
+// last count written before it exits, well before the next sync), then a
+// gateway started again on the same redis-server: its first Produce is
+// refused POLICY_VIOLATION, with the seed's line. A replica just started
+// reads the budget once before deciding on it (quota.Ready), so the spent
+// budget is not let through until its first sync.
+func TestProduceQuotaBudgetSurvivesRestart(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	t.Setenv("COUNTERS_URL", srv.URL())
+	ec := envConfig{
+		listenerExtra: "    quotas: { quota: plans }\n",
+		// A sync far longer than the test: only the stop's last
+		// reconciliation and the start's first read move counts.
+		extra: "server:\n  counters: { store: \"${COUNTERS_URL}\", sync: 1m }\n" +
+			"policies:\n  definitions:\n    plans: { type: quota, config: { limits: { day: 20 } } }\n",
+	}
+	produce := func(env *testEnv, n int) []error {
+		prod := env.client("acme-orders-producer", kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))
+		defer prod.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var errs []error
+		for i := 0; i < n; i++ {
+			errs = append(errs, prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte(fmt.Sprintf("r%d", i))}).FirstErr())
+		}
+		return errs
+	}
+	first := newTestEnvWith(t, ec)
+	for i, err := range produce(first, 20) {
+		if err != nil {
+			t.Fatalf("produce %d within the budget of 20: %v", i, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := first.e.Stop(ctx); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	day := "flexway:plans:acme:day:" + time.Now().UTC().Format("2006-01-02")
+	if got, err := srv.Do("GET", day); err != nil || fmt.Sprint(got) != "20" {
+		t.Fatalf("redis holds %v (%v) for %s after the stop: want the 20 counted", got, err, day)
+	}
+
+	again := newTestEnvWith(t, ec)
+	errs := produce(again, 2)
+	for i, err := range errs {
+		if !errors.Is(err, kerr.PolicyViolation) {
+			t.Fatalf("produce %d after the restart, budget spent: %v, want POLICY_VIOLATION", i, err)
+		}
+	}
+	t.Log(again.waitLog(5*time.Second, "kafka produce refused: the tenant's quota is spent", "tenant=acme", "window=day", "policy=plans"))
+}

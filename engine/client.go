@@ -378,6 +378,9 @@ func (cl *client) handle(frame []byte) bool {
 	if cl.quotaHold(h.Key, len(frame)) {
 		return false // its principal owes: it waits, muted (quota.go)
 	}
+	if cl.budgetWaits(h.Key) {
+		return false // its tenant's budget is not read yet (budget_quota.go)
+	}
 	grant, ok := cl.admit(h.Key)
 	if !ok {
 		return cl.closed // else it waits

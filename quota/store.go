@@ -52,3 +52,19 @@ type Counter interface {
 	// others' as of the last sync.
 	Total(now time.Time) int64
 }
+
+// Ready is what a shared store's Counter also says: whether its total has
+// been read from the store once since it was made (its first
+// reconciliation, done or failed). Until then a replica that has just
+// started knows only its own count, none of what was spent before it
+// started (issue 22.4): a day or month budget waits for the first read
+// rather than deciding on nothing. A Counter without it is always ready.
+type Ready interface {
+	Ready() bool
+}
+
+// CounterReady reports whether c may be decided on (Ready).
+func CounterReady(c Counter) bool {
+	r, ok := c.(Ready)
+	return !ok || r.Ready()
+}

@@ -64,7 +64,14 @@ type counter struct {
 	// (both only grow; unsigned: a wrap is a difference like another).
 	mine, others atomic.Uint64
 	run          *running // the reconciliation's own bookkeeping
+
+	// ready: its first reconciliation has run, done or failed
+	// (quota.Ready); a store without Redis makes it ready.
+	ready atomic.Bool
 }
+
+// Ready implements quota.Ready.
+func (c *counter) Ready() bool { return c.ready.Load() }
 
 var _ quota.Counter = (*counter)(nil)
 

@@ -151,7 +151,14 @@ func (r *Redis) Counter(name string, window quota.Window) quota.Counter {
 		c = &counter{name: name, window: window}
 		if window == quota.Running {
 			c.run = &running{}
-			select { // its first read now: what the others spend from now on is learned
+		}
+		if r.cl == nil {
+			c.ready.Store(true) // alone: nothing to learn
+		} else {
+			// Its first read now: what the others spent (a day's or a
+			// month's count before this replica started), and what they
+			// spend from now on (Running), is learned at once.
+			select {
 			case r.kick <- struct{}{}:
 			default:
 			}
@@ -358,6 +365,9 @@ func (r *Redis) reconcile(timeout time.Duration) {
 		if rerr := runs[i].settle(now, runningStale(r.sync)); rerr != nil {
 			fail(rerr)
 		}
+	}
+	for _, c := range list {
+		c.ready.Store(true) // read once, or tried: decided on from now
 	}
 	for _, p := range pends {
 		if perr := p.incr.Err(); perr == nil {

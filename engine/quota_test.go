@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -715,4 +717,49 @@ func (m *meter) perSecond(to time.Duration) []int {
 		}
 	}
 	return out
+}
+
+// Q2, issue 22.5 (KIP-219): the silence a throttle announces begins when
+// the answer leaves, not when the request was forwarded. The broker holds
+// the Produce 1.5 s; its answer carries a throttle of about 1 s; a
+// Metadata sent as that answer comes is answered no sooner than the
+// throttle after it (before, the silence had run out at the broker). The
+// throttle counted in flexway_kafka_throttle_seconds is the answer's own.
+func TestQuotaSilenceFromTheAnswer(t *testing.T) {
+	skipOnRealKafka(t)
+	env := newTestEnv(t, "    quotas:\n      client: { producer_byte_rate: 100KiB }\n      window: 1s\n")
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	servedOrders(t, r)
+	kf := kfakeOf(t, env)
+	kf.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kf.DropControl()
+		kf.SleepControl(func() { time.Sleep(1500 * time.Millisecond) })
+		return nil, nil, false
+	})
+	r.send(rawProduce(200 << 10)) // 100 KiB past the bucket: 1 s at 100 KiB/s
+	a := produceAnswer()
+	r.recv(a)
+	answered := time.Now()
+	if a.ThrottleMillis < 900 || a.ThrottleMillis > 1100 {
+		t.Fatalf("throttle_time_ms = %d, want about 1000", a.ThrottleMillis)
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 4
+	r.send(md)
+	mr := kmsg.NewPtrMetadataResponse()
+	mr.Version = 4
+	r.recv(mr)
+	if waited := time.Since(answered); waited < time.Duration(a.ThrottleMillis)*time.Millisecond-50*time.Millisecond {
+		t.Errorf("the Metadata was answered %v after the throttled answer: the silence (%d ms) begins when the answer leaves", waited, a.ThrottleMillis)
+	}
+	const sum = `flexway_kafka_throttle_seconds_sum{cluster="shop",tenant="acme",quota="producer_byte_rate",scope="client"} `
+	body := metricsText(t, env.e)
+	i := strings.Index(body, sum)
+	if i < 0 {
+		t.Fatalf("no throttle counted:\n%s", grepLines(body, "throttle_seconds"))
+	}
+	got, err := strconv.ParseFloat(strings.Fields(body[i+len(sum):])[0], 64)
+	if err != nil || math.Abs(got-float64(a.ThrottleMillis)/1000) > 1e-6 {
+		t.Errorf("throttle counted %v s (%v), the answer carried %d ms", got, err, a.ThrottleMillis)
+	}
 }

@@ -28,6 +28,19 @@ const seedQuotas = "    quotas:\n      client: { producer_byte_rate: 1MiB, consu
 // library's default request holds 1 MB a partition: one a broker).
 const spreadUpstream = "    embedded: { brokers: 3, partitions: 3 }\n"
 
+// quotaEnv is a gateway under the quotas of listenerExtra in front of three
+// kfake brokers holding the topic (spreadUpstream), or, under make
+// test-kafka, the real broker: each library is then tried once against
+// Apache Kafka too (issue 22.1).
+func quotaEnv(t *testing.T, listenerExtra string) *testEnv {
+	t.Helper()
+	ec := envConfig{listenerExtra: listenerExtra, upstream: spreadUpstream}
+	if _, real := realKafka(); real {
+		ec.upstream = ""
+	}
+	return newTestEnvWith(t, ec)
+}
+
 // libraryClient is a franz-go client as a user makes one: the bootstrap,
 // the key, and nothing else but opts (the library's defaults: 1 MB
 // batches, 10,000 buffered records, its own timeouts and retries).
@@ -99,7 +112,7 @@ func TestQuotaLibraryProducerHeldToRate(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			env := newTestEnvWith(t, envConfig{listenerExtra: seedQuotas, upstream: spreadUpstream})
+			env := quotaEnv(t, seedQuotas)
 			h := &throttleHook{}
 			cl := libraryClient(t, env, "acme-orders-producer", append(c.opts, kgo.WithHooks(h))...)
 			m := newMeter()
@@ -127,7 +140,7 @@ func TestQuotaLibraryProducerHeldToRate(t *testing.T) {
 // first window's burst), not in one go.
 func TestQuotaBufferedProducerPaced(t *testing.T) {
 	t.Parallel()
-	env := newTestEnvWith(t, envConfig{listenerExtra: seedQuotas, upstream: spreadUpstream})
+	env := quotaEnv(t, seedQuotas)
 	cl := libraryClient(t, env, "acme-orders-producer", kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(4096))
 	var wg sync.WaitGroup
 	var failed atomic.Int64
@@ -158,10 +171,7 @@ func TestQuotaBufferedProducerPaced(t *testing.T) {
 // rate, whatever their number.
 func TestQuotaTenantKeysTogetherHeldToRate(t *testing.T) {
 	t.Parallel()
-	env := newTestEnvWith(t, envConfig{
-		listenerExtra: "    quotas:\n      client: { producer_byte_rate: 1MiB }\n      tenant: { producer_byte_rate: 1536KiB }\n      max_throttle: 5s\n",
-		upstream:      spreadUpstream,
-	})
+	env := quotaEnv(t, "    quotas:\n      client: { producer_byte_rate: 1MiB }\n      tenant: { producer_byte_rate: 1536KiB }\n      max_throttle: 5s\n")
 	m := newMeter()
 	ctx, cancel := m.window(17 * time.Second)
 	defer cancel()
@@ -186,7 +196,7 @@ func TestQuotaTenantKeysTogetherHeldToRate(t *testing.T) {
 // 50 MiB Fetch answer.
 func TestQuotaLibraryConsumerHeldToRate(t *testing.T) {
 	t.Parallel()
-	env := newTestEnvWith(t, envConfig{listenerExtra: seedQuotas, upstream: spreadUpstream})
+	env := quotaEnv(t, seedQuotas)
 	// 64 MiB to read, written at the broker directly in batches of 16 KiB.
 	direct := env.directClient(kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(16<<10))
 	val := make([]byte, 4<<10)

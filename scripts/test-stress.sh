@@ -18,8 +18,11 @@ count="${STRESS_COUNT:-3}"
 hogs="${STRESS_HOGS:-$(nproc)}"
 
 pids=()
+run=""
 stop_load() {
   local p
+  # The run under way (a background job, so that a signal is taken at once).
+  if [ -n "$run" ]; then kill_tree "$run"; wait "$run" 2>/dev/null; fi
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
   [ ${#pids[@]} = 0 ] || echo "test-stress: load stopped (${#pids[@]} busy loops)"
@@ -45,7 +48,10 @@ for ((k = 1; k <= runs; k++)); do
   s=0
   # shellcheck disable=SC2086 # STRESS_ARGS is a list of flags
   phase "kfake suite under load, -count=$count (run $k of $runs)" -- \
-    "$GO" test -count="$count" -timeout 90m ${STRESS_ARGS:-} ./... || s=$?
+    "$GO" test -count="$count" -timeout 90m ${STRESS_ARGS:-} ./... &
+  run=$!
+  wait "$run" || s=$?
+  run=""
   if [ "$s" = 0 ]; then
     passed=$((passed + 1))
     echo "test-stress: run $k of $runs passed"

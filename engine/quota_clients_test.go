@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
@@ -222,4 +223,44 @@ func TestQuotaLibraryConsumerHeldToRate(t *testing.T) {
 		t.Errorf("first second brought %.3f MiB: want at most the bucket's 2 MiB and the second's 2 MiB", first/(1<<20))
 	}
 	holdsRate(t, "Fetch answers, seconds 4 to 14", m.rate(4*time.Second, 14*time.Second), 2<<20)
+}
+
+// Q1, issue 22.1: request_rate holds as the byte rates do: a principal
+// asking Metadata flat out from four goroutines of one franz-go client
+// (its connections to three brokers) is served at its request_rate.
+func TestQuotaRequestRateHeld(t *testing.T) {
+	t.Parallel()
+	env := quotaEnv(t, "    quotas:\n      client: { request_rate: 100 }\n      window: 1s\n      max_throttle: 5s\n")
+	cl := libraryClient(t, env, "acme-app")
+	m := newMeter()
+	ctx, cancel := m.window(17 * time.Second)
+	defer cancel()
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				req := kmsg.NewPtrMetadataRequest()
+				req.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("orders")}}
+				if _, err := req.RequestWith(ctx, cl); err != nil {
+					if ctx.Err() == nil {
+						failed.Add(1)
+					}
+					continue
+				}
+				m.add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	got := m.rate(4*time.Second, 14*time.Second)
+	t.Logf("Metadata answered, seconds 4 to 14: %.1f/s (request_rate 100)", got)
+	if !within(got, 100, 0.15) {
+		t.Errorf("Metadata answered at %.1f/s, want request_rate 100 ±15 %%", got)
+	}
+	if failed.Load() != 0 {
+		t.Errorf("%d requests failed", failed.Load())
+	}
 }

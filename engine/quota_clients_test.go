@@ -264,3 +264,35 @@ func TestQuotaRequestRateHeld(t *testing.T) {
 		t.Errorf("%d requests failed", failed.Load())
 	}
 }
+
+// Q1, issue 22.1: two keys of one tenant consuming together with the
+// library's defaults are held to the tenant's consumer_byte_rate.
+func TestQuotaTenantConsumersTogetherHeldToRate(t *testing.T) {
+	t.Parallel()
+	env := quotaEnv(t, "    quotas:\n      tenant: { consumer_byte_rate: 2MiB }\n      window: 1s\n      max_throttle: 5s\n")
+	direct := env.directClient(kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(16<<10))
+	recs := make([]*kgo.Record, 0, 16<<10)
+	for i := 0; i < 16<<10; i++ { // 64 MiB
+		recs = append(recs, &kgo.Record{Topic: env.phys("acme", "orders"), Value: noiseRecord(i, 4<<10)})
+	}
+	if err := direct.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	m := newMeter()
+	ctx, cancel := m.window(17 * time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, id := range []string{"acme-app", "acme-orders-reader"} {
+		cons := libraryClient(t, env, id, kgo.ConsumeTopics("orders"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.WithHooks(&fetchReadHook{m: m}))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				cons.PollFetches(ctx)
+			}
+		}()
+	}
+	wg.Wait()
+	holdsRate(t, "the tenant's consumers together, seconds 4 to 14", m.rate(4*time.Second, 14*time.Second), 2<<20)
+}

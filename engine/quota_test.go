@@ -108,12 +108,7 @@ func TestQuotaThrottleThenMute(t *testing.T) {
 	}
 	// Ignoring the field: a Metadata at once waits the throttle out.
 	sent := time.Now()
-	md := kmsg.NewPtrMetadataRequest()
-	md.Version = 4
-	r.send(md)
-	mr := kmsg.NewPtrMetadataResponse()
-	mr.Version = 4
-	r.recv(mr)
+	metadataRoundTrip(r)
 	if waited := time.Since(sent); waited < 1700*time.Millisecond {
 		t.Errorf("answered after %v: the connection must not be read during the throttle (2 s)", waited)
 	}
@@ -129,6 +124,17 @@ func TestQuotaThrottleThenMute(t *testing.T) {
 	if !strings.Contains(body, `flexway_kafka_bytes_total{cluster="shop",tenant="acme",direction="produce"} 3`) {
 		t.Errorf("metrics lack the produced bytes")
 	}
+}
+
+// metadataRoundTrip asks a Metadata (v4, every topic) on r and reads its
+// answer.
+func metadataRoundTrip(r *rawConn) {
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 4
+	r.send(md)
+	mr := kmsg.NewPtrMetadataResponse()
+	mr.Version = 4
+	r.recv(mr)
 }
 
 // metricsText is the engine's exposition.
@@ -743,12 +749,7 @@ func TestQuotaSilenceFromTheAnswer(t *testing.T) {
 	if a.ThrottleMillis < 900 || a.ThrottleMillis > 1100 {
 		t.Fatalf("throttle_time_ms = %d, want about 1000", a.ThrottleMillis)
 	}
-	md := kmsg.NewPtrMetadataRequest()
-	md.Version = 4
-	r.send(md)
-	mr := kmsg.NewPtrMetadataResponse()
-	mr.Version = 4
-	r.recv(mr)
+	metadataRoundTrip(r)
 	if waited := time.Since(answered); waited < time.Duration(a.ThrottleMillis)*time.Millisecond-50*time.Millisecond {
 		t.Errorf("the Metadata was answered %v after the throttled answer: the silence (%d ms) begins when the answer leaves", waited, a.ThrottleMillis)
 	}

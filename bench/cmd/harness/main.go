@@ -21,7 +21,9 @@
 //   - a CPU profile of the gateway (perf record) under an unlimited producer;
 //   - density (bench/cmd/density): idle authenticated connection pairs;
 //   - quotas configured and not reached (BENCH_PARTS=quota, quota.go): the
-//     gateway with and without quotas, in turn on the same broker.
+//     gateway with and without quotas, in turn on the same broker;
+//   - quotas reached (BENCH_PARTS=quota-reached, reached.go): each client
+//     library held by the seed's quotas, and a noisy neighbour.
 //
 // It parses the tools' own output lines, reads the relaying process's (the
 // gateway's or the relay's) CPU time and peak RSS from /proc, and prints one
@@ -94,11 +96,16 @@ type harness struct {
 	// gateway, by "scenario\tpath\trun"
 	quotaReqs map[string]float64
 
+	reached []reachedRun // the quotas-reached part's runs (reached.go)
+
 	results []result
 	fixed   []string // the fixed-rate scenarios' names (they hold the rates)
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "client" { // the franz-go clients of the quotas-reached part (client.go)
+		os.Exit(clientMain(os.Args[2:]))
+	}
 	h := &harness{firstNodeID: 1}
 	mode := flag.String("mode", "real", "real (table, plot, profile) | density | all")
 	flag.StringVar(&h.root, "root", ".", "the repository")
@@ -196,7 +203,8 @@ func main() {
 }
 
 // parseParts reads BENCH_PARTS: table, bigfetch, rssfetch, sweep, profile,
-// many and quota (not in the default list, nor in "all": many.go, quota.go);
+// many, quota and quota-reached (not in the default list, nor in "all":
+// many.go, quota.go, reached.go);
 // "new" stands for bigfetch,rssfetch (what issue 11 added), "issue" for the
 // rows of issue 11's table (the table restricted to them, bigfetch, rssfetch),
 // "produce" for its Produce rows only (perf-test and franz-go, unlimited and
@@ -212,7 +220,7 @@ func parseParts(v string) map[string]bool {
 			for k := range known {
 				out[k] = true
 			}
-		case "many", "quota", "hold":
+		case "many", "quota", "quota-reached", "hold":
 			out[f] = true
 		case "new":
 			out["bigfetch"], out["rssfetch"] = true, true
@@ -222,7 +230,7 @@ func parseParts(v string) map[string]bool {
 			out["produce"], out["issue"], out["table"] = true, true, true
 		default:
 			if !known[f] {
-				die("BENCH_PARTS=%q: %q is not one of table, bigfetch, rssfetch, sweep, profile, many, quota, hold, all, new, issue, produce", v, f)
+				die("BENCH_PARTS=%q: %q is not one of table, bigfetch, rssfetch, sweep, profile, many, quota, quota-reached, hold, all, new, issue, produce", v, f)
 			}
 			out[f] = true
 		}
@@ -383,6 +391,10 @@ channels:
     address: "{tenant}.big"
     parameters:
       tenant: { x-flexway-bind: tenant }
+  quota:
+    address: "{tenant}.quota"
+    parameters:
+      tenant: { x-flexway-bind: tenant }
 operations:
   perfSend:
     action: send
@@ -399,6 +411,18 @@ operations:
   bigReceive:
     action: receive
     channel: { $ref: "#/channels/big" }
+    x-flexway-upstream: kafka
+    x-flexway-kafka-proxy: { cluster: shop }
+    security: [ { $ref: "#/components/securitySchemes/plain" } ]
+  quotaSend:
+    action: send
+    channel: { $ref: "#/channels/quota" }
+    x-flexway-upstream: kafka
+    x-flexway-kafka-proxy: { cluster: shop }
+    security: [ { $ref: "#/components/securitySchemes/plain" } ]
+  quotaReceive:
+    action: receive
+    channel: { $ref: "#/channels/quota" }
     x-flexway-upstream: kafka
     x-flexway-kafka-proxy: { cluster: shop }
     security: [ { $ref: "#/components/securitySchemes/plain" } ]

@@ -391,7 +391,7 @@ func (h *harness) runReal() {
 	// BENCH_PARTS=many, quota or both alone: no relay, no warm-up (they
 	// start their own gateways).
 	own := 0
-	for _, p := range []string{"many", "quota"} {
+	for _, p := range []string{"many", "quota", "quota-reached"} {
 		if h.parts[p] {
 			own++
 		}
@@ -440,6 +440,9 @@ func (h *harness) runReal() {
 	}
 	if h.parts["quota"] {
 		h.quotaPart()
+	}
+	if h.parts["quota-reached"] {
+		h.reachedPart()
 	}
 	h.stopRelay()
 	if h.parts["profile"] && h.profile {

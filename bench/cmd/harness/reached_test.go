@@ -1,0 +1,206 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/configs"
+)
+
+// The gateway of the part carries the seed's quotas, and the contract's
+// quota channel has the operations the part's keys are made for.
+func TestReachedGatewayLoads(t *testing.T) {
+	h := &harness{broker: "127.0.0.1:29192", firstNodeID: 1}
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"asyncapi.yaml": contract,
+		"api-keys.yaml": "keys: []\n",
+		"on.yaml":       h.gatewayYAML(29125, "127.0.0.1:29471", seedQuotas, ""),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := configs.Load(filepath.Join(dir, "on.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := s.Listener.Quotas
+	if q == nil || q.Client == nil || q.Tenant == nil {
+		t.Fatalf("quotas %+v", q)
+	}
+	if q.Client.ProducerByteRate != seedProduceRate || q.Client.ConsumerByteRate != seedConsumeRate || q.Tenant.ProducerByteRate != 2<<20 {
+		t.Errorf("client %+v tenant %+v: not the seed's", q.Client, q.Tenant)
+	}
+	for _, op := range []string{"quotaSend", "quotaReceive", "perfSend"} {
+		if s.Operations[op] == nil {
+			t.Errorf("operation %s missing from the contract", op)
+		}
+	}
+	if p := parseParts("quota,quota-reached"); !p["quota"] || !p["quota-reached"] || p["table"] {
+		t.Errorf("parseParts: %v", p)
+	}
+}
+
+// A meter's rate spans seconds 4 to 14 of its first bytes, and its first
+// second is what came in [start, start+1s].
+func TestMeterHeld(t *testing.T) {
+	s := time.Unix(1000, 0)
+	m := &meter{}
+	m.add(s.Add(-time.Second), 0)
+	m.add(s, 3<<20) // a burst at the start
+	for i := 1; i <= 200; i++ {
+		m.add(s.Add(time.Duration(i)*100*time.Millisecond), 100<<10) // 1000 KiB/s for 20 s
+	}
+	if got := m.firstSecond(); got != 3<<20+10*(100<<10) {
+		t.Errorf("first second %v", got)
+	}
+	rate, span := m.held()
+	if span != 10 || math.Abs(rate-1000<<10) > 1 {
+		t.Errorf("held %v over %v s, want %v over 10 s", rate, span, 1000<<10)
+	}
+	// A run that ended at its 8th second is measured from its 4th to its last bytes.
+	short := &meter{ev: m.ev[:82]}
+	if rate, span := short.held(); math.Abs(span-4.0) > 0.01 || math.Abs(rate-1000<<10) > 1<<10 {
+		t.Errorf("short run: %v over %v s", rate, span)
+	}
+	// One of a second: its whole run.
+	tiny := &meter{}
+	tiny.add(s, 1<<20)
+	tiny.add(s.Add(500*time.Millisecond), 1<<20)
+	if rate, span := tiny.held(); span != 0.5 || rate != 2<<20 {
+		t.Errorf("tiny run: %v over %v s", rate, span)
+	}
+	if rate, _ := (&meter{}).held(); !math.IsNaN(rate) {
+		t.Errorf("empty meter: %v", rate)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var v []float64
+	for i := 1; i <= 100; i++ {
+		v = append(v, float64(i))
+	}
+	if p := percentile(v, 0.99); p != 99 {
+		t.Errorf("p99 %v", p)
+	}
+	if p := percentile(v, 0.5); p != 50 {
+		t.Errorf("p50 %v", p)
+	}
+	if p := percentile(v[:1], 0.99); p != 1 {
+		t.Errorf("one: %v", p)
+	}
+	if !math.IsNaN(percentile(nil, 0.99)) {
+		t.Error("none: not NaN")
+	}
+}
+
+// harness client's lines: records read, acknowledged and requests.
+func TestParseClientLines(t *testing.T) {
+	ns := time.Unix(2000, 0).UnixNano()
+	lines := []timedLine{
+		{s: fmt.Sprintf("C %d 1024 0", ns)},
+		{s: fmt.Sprintf("C %d 1024 0", ns+1e9)},
+		{s: fmt.Sprintf("P %d 1024 2500 1", ns)},
+		{s: fmt.Sprintf("Q %d 0 1500 0", ns)},
+		{s: fmt.Sprintf("Q %d 1 700 0", ns)},
+		{s: "garbage"},
+	}
+	read, acked, reqs, recs := parseClientLines(lines, 0)
+	if read.total() != 2048 || acked.total() != 1024 {
+		t.Errorf("read %v acked %v", read.total(), acked.total())
+	}
+	if len(reqs) != 1 || reqs[0].ms != 1.5 || len(recs) != 1 || recs[0].ms != 2.5 {
+		t.Errorf("reqs %+v recs %+v", reqs, recs)
+	}
+	if _, _, f, _ := parseClientLines(lines, 1); len(f) != 1 || f[0].ms != 0.7 {
+		t.Errorf("fetch requests %+v", f)
+	}
+}
+
+// kafka-consumer-perf-test's detailed stats: a line each second with the
+// MB read so far.
+func TestParsePerfConsumerDetail(t *testing.T) {
+	out := `time, threadId, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
+2026-12-05 10:00:01:000, 0, 4.0000, 4.0, 4096, 4096, 300, 700, 5.7, 5851
+2026-12-05 10:00:02:000, 0, 6.0000, 2.0, 6144, 2048, 0, 1000, 2.0, 2048
+2026-12-05 10:00:03:000, 0, 8.0000, 2.0, 8192, 2048, 0, 1000, 2.0, 2048
+WARNING: something
+`
+	m := parsePerfConsumerDetail(out)
+	if got := m.firstSecond(); math.Abs(got-4<<20) > 1 {
+		t.Errorf("first second %v MiB", got/(1<<20))
+	}
+	if got := m.total(); math.Abs(got-8<<20) > 1 {
+		t.Errorf("total %v MiB", got/(1<<20))
+	}
+	want := time.Date(2026, 12, 5, 10, 0, 0, 0, time.Local)
+	if !m.start().Equal(want) {
+		t.Errorf("start %v, want %v", m.start(), want)
+	}
+}
+
+func TestParsePyLines(t *testing.T) {
+	m, rtts := parsePyLines([]timedLine{{s: "E 1000.5 1024"}, {s: "E 1000.6 1024"}, {s: "R 1001.0 25000"}, {s: "x"}})
+	if m.total() != 2048 || len(rtts) != 1 || rtts[0].ms != 25 {
+		t.Errorf("meter %v rtts %+v", m.total(), rtts)
+	}
+}
+
+// The neighbour's windows: alone before acme starts, beside it after.
+func TestNeighbourWindows(t *testing.T) {
+	s := time.Unix(3000, 0)
+	acked := &meter{}
+	var recs []latAt
+	for i := 0; i < 36*100; i++ { // 100 records/s of 1 KiB for 36 s
+		at := s.Add(time.Duration(i) * 10 * time.Millisecond)
+		acked.add(at, 1024)
+		ms := 2.0
+		if at.Sub(s) >= neighbourAStart {
+			ms = 3.0
+		}
+		recs = append(recs, latAt{at, ms})
+	}
+	nb := &neighbourResult{rate: 100}
+	nbFill(nb, s, 36*time.Second, acked, recs, recs)
+	if nb.aloneP99 != 2 || nb.withP99 != 3 || nb.aloneN != 1000 || nb.withN != 2200 {
+		t.Errorf("%+v", nb)
+	}
+	if math.Abs(nb.aloneMiB-100.0/1024) > 1e-9 || math.Abs(nb.withMiB-100.0/1024) > 1e-9 {
+		t.Errorf("throughput %v %v", nb.aloneMiB, nb.withMiB)
+	}
+	md := reachedTable(nil, nb, 3, nil, nil, nil)
+	if !strings.Contains(md, "| p99 record ms | 2.00 | 3.00 | 1.50 |") || !strings.Contains(md, "under 10 %: **no**") {
+		t.Errorf("table:\n%s", md)
+	}
+}
+
+// The table: a row per library and direction, the quota's runs against
+// the no-quota gateway's CPU, failed runs left out and listed.
+func TestReachedTable(t *testing.T) {
+	var runs []reachedRun
+	for rep := 1; rep <= 3; rep++ {
+		runs = append(runs,
+			reachedRun{lib: "franz-go", dir: "produce", gw: rOn, rep: rep, rate: float64(1<<20) * (0.98 + 0.01*float64(rep)), first: 2 << 20, p99: 900, cpu: 0.03, bytes: 18 << 20},
+			reachedRun{lib: "franz-go", dir: "produce", gw: rOff, rep: rep, rate: nan, first: nan, p99: nan, cpu: 0.012, bytes: 18 << 20},
+			reachedRun{lib: "kcat", dir: "consume", gw: rOn, rep: rep, rate: 3 << 20, first: 8 << 20, p99: nan, cpu: 0.05, bytes: 36 << 20})
+	}
+	runs = append(runs, reachedRun{lib: "kcat", dir: "consume", gw: rOff, rep: 1, err: "kcat: boom\nmore", cpu: 1, bytes: 1})
+	md := reachedTable(runs, nil, 3, []string{"franz-go", "kcat"}, []string{"franz-go produce 1.2"}, []string{"a note"})
+	for _, want := range []string{
+		"| franz-go | produce | 1 MiB/s | 1.000 (0.990–1.010) | yes | 2.00 (2.00–2.00) | 900 (900–900) | 1.71 (1.71–1.71) | 0.683 (0.683–0.683) | 2.50 |",
+		"| kcat | consume | 2 MiB/s | 3.000 (3.000–3.000) | **no** | 8.00 (8.00–8.00) | – | 1.42 (1.42–1.42) | – | – |",
+		"| franz-go | consume | 2 MiB/s | – | – | – | – | – | – | – |",
+		"- Failed (left out of the figures): kcat consume on no-quotas, run 1: kcat: boom",
+		"- a note",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("missing %q in:\n%s", want, md)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -191,6 +192,54 @@ func TestFetchRequestRewriteAllVersions(t *testing.T) {
 		}
 		if w.Dropped.Len() != 1 {
 			t.Fatalf("v%d dropped %+v", v, w.Dropped)
+		}
+	}
+}
+
+// Issue 22.2: what the quotas allow a Fetch's answer is split evenly over
+// the partitions forwarded, each partition_max_bytes brought down to its
+// share (never raised), the response bound left as the budget set it, the
+// long poll's min_bytes no more than the shares; every version.
+func TestFetchRequestQuotaBytesSplit(t *testing.T) {
+	for v := int16(4); v <= 12; v++ {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = v
+		req.MinBytes = 1 << 20
+		req.MaxBytes = 50 << 20
+		tp := kmsg.NewFetchRequestTopic()
+		tp.Topic = "orders"
+		for p, max := range []int32{1 << 20, 10 << 10, 0, 1 << 20} {
+			pp := kmsg.NewFetchRequestTopicPartition()
+			pp.Partition, pp.PartitionMaxBytes, pp.LogStartOffset = int32(p), max, 7
+			tp.Partitions = append(tp.Partitions, pp)
+		}
+		req.Topics = append(req.Topics, tp)
+		frame := frameOf(req, 5, "c")
+		h, _ := ParseRequestHeader(frame)
+		var w Rewriter
+		if _, err := w.FetchRequest(&h, 9, []byte("acme.c"), frame[h.BodyOffset:], &prefixJudge{}, FetchLimits{MaxBytes: 32 << 20, QuotaBytes: 200 << 10}); err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		out := joined(&w.Vec)
+		h2, _ := ParseRequestHeader(out)
+		got := kmsg.NewPtrFetchRequest()
+		got.Version = v
+		if err := got.ReadFrom(out[h2.BodyOffset:]); err != nil {
+			t.Fatalf("v%d decode: %v", v, err)
+		}
+		var maxes []int32
+		for _, pp := range got.Topics[0].Partitions {
+			maxes = append(maxes, pp.PartitionMaxBytes)
+			if v >= 5 && pp.LogStartOffset != 7 {
+				t.Fatalf("v%d: the partition's other fields moved: %+v", v, pp)
+			}
+		}
+		const share = 200 << 10 / 4
+		if want := []int32{share, 10 << 10, share, share}; !slices.Equal(maxes, want) {
+			t.Fatalf("v%d: partition_max_bytes %v, want %v", v, maxes, want)
+		}
+		if got.MaxBytes != 32<<20 || got.MinBytes != 4*share {
+			t.Fatalf("v%d: max_bytes %d, min_bytes %d: want the budget's 32 MiB and the shares' %d", v, got.MaxBytes, got.MinBytes, 4*share)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package codec
 
-import "github.com/twmb/franz-go/pkg/kbin"
+import (
+	"encoding/binary"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+)
 
 // FetchJudge decides the names of one Fetch request and its response.
 type FetchJudge interface {
@@ -16,6 +20,15 @@ type FetchJudge interface {
 type FetchLimits struct {
 	MaxWaitMs int32 // max_fetch_wait
 	MaxBytes  int32 // the response bound (max_response_bytes / 2, less what the budget allows)
+	// QuotaBytes (0: none) is what the quotas allow the whole answer: it is
+	// split evenly over the partitions forwarded, each partition's
+	// partition_max_bytes brought down to its share. The response bound is
+	// left as it is: a broker that reaches it may leave the partitions
+	// after out of its answer (kfake does; Apache Kafka lists them empty),
+	// and a Java consumer throws away a full Fetch answer that lacks a
+	// partition it asked for. A broker still gives one batch past the
+	// bounds (KIP-74).
+	QuotaBytes int32
 }
 
 // FetchInfo is what the forward path needs to know of a Fetch request.
@@ -106,6 +119,13 @@ func (w *Rewriter) FetchRequest(h *RequestHeader, corr int32, clientID []byte, b
 		minBytes = maxBytes
 	}
 	info.MaxBytes = maxBytes
+	var partMax int32 // each partition's share of QuotaBytes (0: none)
+	if lim.QuotaBytes > 0 && info.Partitions > 0 {
+		partMax = max(lim.QuotaBytes/int32(info.Partitions), 1)
+		if all := partMax * int32(info.Partitions); minBytes > all {
+			minBytes = all // a long poll waits for no more than the shares hold
+		}
+	}
 
 	w.Vec.Reset()
 	o := AppendRequestHeader(w.Vec.Own, h.Key, v, corr, clientID, h.ClientNull, flex)
@@ -148,6 +168,12 @@ func (w *Rewriter) FetchRequest(h *RequestHeader, corr int32, clientID []byte, b
 				fixed = fetchPartitionFixed(v)
 			}
 			o = append(o, start[:fixed]...)
+			if partMax > 0 { // partition_max_bytes, the last fixed field
+				pm := o[len(o)-4:]
+				if v := int32(binary.BigEndian.Uint32(pm)); v > partMax || v <= 0 {
+					binary.BigEndian.PutUint32(pm, uint32(partMax))
+				}
+			}
 			o = appendEmptyTags(o, flex)
 		}
 		r.tags()

@@ -4,7 +4,8 @@ package decide
 // isolation level): a receive operation opens a topic. The request is a
 // consumer's (ReplicaID -1), always full (no incremental session), bounded
 // to max_fetch_wait and to the bytes the budgets allow (at most
-// max_response_bytes / 2). The answer's record batches are referenced, never
+// max_response_bytes / 2), its partitions to their share of what the quotas
+// allow (Session.FetchQuota). The answer's record batches are referenced, never
 // copied (D5).
 
 import "github.com/flexway/flexway/codec"
@@ -16,8 +17,9 @@ const fetchOverhead = 128
 
 func fetchRequest(s *Session, h *codec.RequestHeader, body []byte, p *Pending) Outcome {
 	info, err := s.RW.FetchRequest(h, p.UpCorr, s.cid, body, s.View, codec.FetchLimits{
-		MaxWaitMs: s.Limits.MaxFetchWaitMs,
-		MaxBytes:  s.grant,
+		MaxWaitMs:  s.Limits.MaxFetchWaitMs,
+		MaxBytes:   s.grant,
+		QuotaBytes: s.FetchQuota,
 	})
 	if err != nil {
 		p.Cause = "malformed Fetch: " + err.Error()

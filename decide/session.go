@@ -45,7 +45,10 @@ type Session struct {
 	Versions *Versions
 	Brokers  Brokers
 	Limits   Limits
-	RW       codec.Rewriter
+	// FetchQuota is what the quotas allow the answer of the Fetch being
+	// judged (0: no bound), set by the caller for that one request.
+	FetchQuota int32
+	RW         codec.Rewriter
 	// stream relays a large Fetch answer as it arrives (FetchStream).
 	stream codec.FetchResponseStream
 	// pstream relays a large Produce request as it arrives (ProduceStream).

@@ -385,7 +385,7 @@ func (cl *client) handle(frame []byte) bool {
 	if !ok {
 		return cl.closed // else it waits
 	}
-	if cl.quotaGate(&h, &grant) {
+	if cl.quotaGate(&h) {
 		return true // a Fetch in debt, answered empty
 	}
 	p := cl.queue.Get()
@@ -430,6 +430,7 @@ func (cl *client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
 // answer; p receives what the answer will need.
 func (cl *client) judge(h *codec.RequestHeader, frame []byte, grant int64, p *decide.Pending) decide.Outcome {
 	out := cl.sess.Request(h, frame, cl.upCorr+1, int32(min(grant, int64(cl.fetchCap()))), p)
+	cl.sess.FetchQuota = 0 // quotaGate's, for this request alone
 	if out == decide.Forward && h.Key == codec.KeyProduce {
 		out = cl.produceQuota(h, frame, p, out) // budget_quota.go
 	}

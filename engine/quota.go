@@ -167,10 +167,10 @@ const minFetchShare = 16
 // request, and for a Produce its whole frame). A Fetch of a principal or
 // tenant in debt is answered at once, empty, with its throttle, the broker
 // not asked: true then (the request is done with). A Fetch forwarded asks
-// the broker for no more than the buckets hold (grant is lowered to the
-// allowance). Otherwise the throttle decided waits in q.next for
-// quotaPending.
-func (cl *client) quotaGate(h *codec.RequestHeader, grant *int64) bool {
+// the broker for no more than the buckets hold (Session.FetchQuota, the
+// allowance, split over its partitions by codec). Otherwise the throttle
+// decided waits in q.next for quotaPending.
+func (cl *client) quotaGate(h *codec.RequestHeader) bool {
 	q := cl.quotaOn()
 	if q == nil {
 		return false
@@ -189,9 +189,7 @@ func (cl *client) quotaGate(h *codec.RequestHeader, grant *int64) bool {
 				break // no consumer_byte_rate
 			}
 			if a >= q.minFetch() {
-				if grant != nil && a < *grant {
-					*grant = max(a, 1)
-				}
+				cl.sess.FetchQuota = int32(min(a, 1<<31-1)) // for this Fetch alone (judge)
 				break
 			}
 			d, s = q.lim.Window/minFetchShare, quota.ScopeClient

@@ -1,8 +1,8 @@
 package engine
 
 // Issue 22.1 for the client libraries other than franz-go: the Java
-// producer (Kafka's own perf tool), librdkafka (kcat, confluent-kafka) and
-// kafka-python, each as users run it (the library's
+// producer and consumer (Kafka's own perf tools), librdkafka (kcat,
+// confluent-kafka) and kafka-python, each as users run it (the library's
 // defaults: no batch, buffer or timeout chosen for the gateway), against
 // the seed's quotas (seedQuotas) over a topic spread on three brokers
 // (spreadUpstream), with incompressible records. Each rate is measured by
@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -127,7 +128,7 @@ func timedMeter(t *testing.T, out string) (*meter, int) {
 	return m, n
 }
 
-// ---- the Java tools (kafka-producer-perf-test) ----
+// ---- the Java tools (kafka-producer-perf-test, kafka-consumer-perf-test) ----
 
 var kafkaToolsOnce struct {
 	once sync.Once
@@ -224,6 +225,115 @@ func TestQuotaLibsJavaProducer(t *testing.T) {
 		secs += n / r
 	}
 	holdsRate(t, fmt.Sprintf("acknowledged, the tool's windows 2 and 3 (%.1f s)", secs), recs*libsRecordSize/secs, 1<<20)
+}
+
+// Q1, Q2, issue 22.1-2: kafka-consumer-perf-test (a consumer group, the
+// Java consumer's defaults: 50 MiB Fetches of 1 MiB a partition, one
+// connection a broker) reading a full topic over three brokers is held to
+// its principal's consumer_byte_rate. The rate is the tool's own: its
+// detailed stats each second, seconds 4 to 14 after its first records.
+//
+// A regression test too: the gateway once lowered the Fetch's max_bytes to
+// the bucket's allowance; kfake, reaching max_bytes, leaves the partitions
+// after it out of its answer (Apache Kafka lists each one asked, empty past
+// the limit), and the Java client drops a full Fetch answer that lacks a
+// partition it asked ("invalid full fetch response with
+// omittedPartitions"), records included: with a broker leading two
+// partitions, those never got past offset 0. The allowance now bounds each
+// partition's partition_max_bytes instead (codec.FetchLimits.QuotaBytes).
+func TestQuotaLibsJavaConsumer(t *testing.T) {
+	t.Parallel()
+	tool := needKafkaTools(t)
+	env := libsEnv(t)
+	prefillNoise(t, env, libsConsumeRecords)
+	t.Logf("the partitions' leaders: %v", partitionLeaders(t, env))
+	props := javaSASLProps(t, env, "acme-orders-reader")
+	gw, stop := gatewayMeter(env, dirFetch)
+	stdout, stderr, err := runExt(t, 30*time.Second, "", tool, "org.apache.kafka.tools.ConsumerPerformance",
+		"--bootstrap-server", env.boot, "--topic", "orders", "--messages", strconv.Itoa(libsConsumeRecords),
+		"--consumer.config", props, "--show-detailed-stats", "--reporting-interval", "1000")
+	stop()
+	t.Logf("kafka-consumer-perf-test:\n%s", stdout)
+	logGateway(t, env, gw, "fetch")
+	if err != nil {
+		t.Fatalf("kafka-consumer-perf-test: %v\nstderr:\n%s", err, tail(stderr, 6000))
+	}
+	if strings.Contains(stdout+stderr, "Exiting before consuming") || strings.Contains(stderr, "Exception") {
+		t.Errorf("the Java consumer did not read its %d records: it read none for 10 s while the gateway went on counting Fetch answers (answers it dropped?)\nstderr:\n%s", libsConsumeRecords, tail(stderr, 6000))
+	}
+	// The detailed lines: "time, threadId?, data.consumed.in.MB, ..." with
+	// the MiB read so far; each is an event of the MiB read since the last.
+	var head []string
+	m := &meter{}
+	var last float64
+	var first time.Time
+	for _, l := range strings.Split(stdout, "\n") {
+		f := splitFields(l)
+		if len(f) > 0 && f[0] == "time" {
+			head = f
+			continue
+		}
+		if head == nil || len(f) != len(head) {
+			continue
+		}
+		// "2006-01-02 15:04:05:000": its milliseconds after a colon.
+		ts := f[0]
+		if i := strings.LastIndexByte(ts, ':'); i > 0 {
+			ts = ts[:i] + "." + ts[i+1:]
+		}
+		at, err := time.ParseInLocation("2006-01-02 15:04:05.000", ts, time.Local)
+		if err != nil {
+			continue
+		}
+		var mib float64
+		for i, h := range head {
+			if h == "data.consumed.in.MB" {
+				mib, _ = strconv.ParseFloat(f[i], 64)
+			}
+		}
+		if mib <= last {
+			continue
+		}
+		if len(m.events) == 0 {
+			// The first line's time is the end of the second that brought
+			// the first records: the meter starts a second before.
+			first = at.Add(-time.Second)
+			m.start = first
+			m.events = append(m.events, meterEvent{0, 0})
+		}
+		m.events = append(m.events, meterEvent{at.Sub(first), int((mib - last) * (1 << 20))})
+		last = mib
+	}
+	if len(m.events) == 0 {
+		t.Fatalf("no detailed stats in the output")
+	}
+	t.Logf("read each second (KiB): %v", m.perSecond(18*time.Second))
+	holdsRate(t, "read, seconds 4 to 14", m.rate(4*time.Second, 14*time.Second), 2<<20)
+}
+
+// partitionLeaders is the broker leading each partition of acme's orders
+// (kfake picks each at random).
+func partitionLeaders(t *testing.T, env *testEnv) map[int32]int32 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	md, err := kadm.NewClient(env.directClient()).Metadata(ctx, env.phys("acme", "orders"))
+	must(t, err)
+	out := map[int32]int32{}
+	for _, td := range md.Topics {
+		for _, p := range td.Partitions {
+			out[p.Partition] = p.Leader
+		}
+	}
+	return out
+}
+
+func splitFields(l string) []string {
+	var out []string
+	for _, f := range strings.Split(l, ",") {
+		out = append(out, strings.TrimSpace(f))
+	}
+	return out
 }
 
 // ---- librdkafka: kcat ----

@@ -40,10 +40,11 @@ const (
 	libsConsumeRecords = 36 << 10
 )
 
-// libsEnv is a gateway with the seed's quotas in front of three brokers.
+// libsEnv is a gateway with the seed's quotas in front of three kfake
+// brokers, or of the real broker under make test-kafka (quotaEnv).
 func libsEnv(t *testing.T) *testEnv {
 	t.Helper()
-	return newTestEnvWith(t, envConfig{listenerExtra: seedQuotas, upstream: spreadUpstream})
+	return quotaEnv(t, seedQuotas)
 }
 
 // prefillNoise writes n records of 1 KiB of noise into acme's orders at

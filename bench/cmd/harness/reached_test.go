@@ -139,7 +139,7 @@ WARNING: something
 	if got := m.total(); math.Abs(got-8<<20) > 1 {
 		t.Errorf("total %v MiB", got/(1<<20))
 	}
-	want := time.Date(2026, 12, 5, 10, 0, 0, 0, time.Local)
+	want := time.Date(2026, 12, 5, 10, 0, 0, 300e6, time.Local) // the first line's fetching began 700 ms before it
 	if !m.start().Equal(want) {
 		t.Errorf("start %v, want %v", m.start(), want)
 	}
@@ -152,31 +152,38 @@ func TestParsePyLines(t *testing.T) {
 	}
 }
 
-// The neighbour's windows: alone before acme starts, beside it after.
+// The neighbour's windows: each counts the records acknowledged in it.
 func TestNeighbourWindows(t *testing.T) {
 	s := time.Unix(3000, 0)
 	acked := &meter{}
 	var recs []latAt
-	for i := 0; i < 36*100; i++ { // 100 records/s of 1 KiB for 36 s
+	for i := 0; i < 46*100; i++ { // 100 records/s of 1 KiB for 46 s
 		at := s.Add(time.Duration(i) * 10 * time.Millisecond)
 		acked.add(at, 1024)
 		ms := 2.0
-		if at.Sub(s) >= neighbourAStart {
+		if d := at.Sub(s); d >= neighbourAStart && d < 33*time.Second {
 			ms = 3.0
 		}
 		recs = append(recs, latAt{at, ms})
 	}
 	nb := &neighbourResult{rate: 100}
-	nbFill(nb, s, 36*time.Second, acked, recs, recs)
-	if nb.aloneP99 != 2 || nb.withP99 != 3 || nb.aloneN != 1000 || nb.withN != 2200 {
-		t.Errorf("%+v", nb)
+	nbFill(nb, s, []nbWindow{{name: "alone", from: 2, to: 12}, {name: "beside", from: 13, to: 33}, {name: "after", from: 35, to: 45}}, acked, recs, recs)
+	if len(nb.win) != 3 {
+		t.Fatalf("%+v", nb)
 	}
-	if math.Abs(nb.aloneMiB-100.0/1024) > 1e-9 || math.Abs(nb.withMiB-100.0/1024) > 1e-9 {
-		t.Errorf("throughput %v %v", nb.aloneMiB, nb.withMiB)
+	a, w, f := nb.win[0], nb.win[1], nb.win[2]
+	if a.p99 != 2 || w.p99 != 3 || f.p99 != 2 || a.n != 1000 || w.n != 2000 || f.n != 1000 {
+		t.Errorf("%+v", nb.win)
+	}
+	if math.Abs(a.mib-100.0/1024) > 1e-9 || math.Abs(w.mib-100.0/1024) > 1e-9 {
+		t.Errorf("throughput %v %v", a.mib, w.mib)
 	}
 	md := reachedTable(nil, nb, 3, nil, nil, nil)
-	if !strings.Contains(md, "| p99 record ms | 2.00 | 3.00 | 1.50 |") || !strings.Contains(md, "under 10 %: **no**") {
-		t.Errorf("table:\n%s", md)
+	for _, want := range []string{"| p99 record ms | 2.00 | 3.00 | 2.00 | 1.500 |", "| globex | alone (s 2–12) | beside (s 13–33) | after (s 35–45) | ratio |",
+		"under 10 %: **no**); its throughput by 0.0 %"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("missing %q in:\n%s", want, md)
+		}
 	}
 }
 

@@ -41,8 +41,9 @@
 #                        over seconds 4-14, the first second's bytes, a request's
 #                        p99 while held, the gateway's CPU s/GiB against the
 #                        no-quota gateway; then a noisy neighbour: tenant globex at
-#                        512 records/s alone and beside tenant acme's three keys
-#                        producing and consuming flat out (quota-reached.md).
+#                        512 records/s alone, beside tenant acme's three keys
+#                        producing and consuming flat out, and alone again
+#                        (quota-reached.md).
 #                        About 13 minutes.
 #   make bench-density   bench/run density: 1,000 and 9,000 idle authenticated
 #                        connection pairs: RSS per pair, GC pauses, one producer.

@@ -77,10 +77,11 @@ const (
 
 // The neighbour: acme's clients start at neighbourAStart of globex's
 // producer, for BENCH_NEIGHBOUR_A_SECONDS; globex runs
-// BENCH_NEIGHBOUR_SECONDS. Its windows: alone before acme (from its 2nd
-// second), beside acme (from acme's 2nd second to its end), alone after
-// acme (from 2 s after its end to globex's last second).
-const neighbourAStart = 12 * time.Second
+// BENCH_NEIGHBOUR_SECONDS. Its windows: alone before acme (the 10 s
+// before acme starts: its own first seconds left out), beside acme (from
+// acme's 2nd second to its end), alone after acme (from 2 s after its end
+// to globex's last second).
+const neighbourAStart = 16 * time.Second
 
 // The libraries, in the table's order.
 var reachedLibs = []string{"franz-go", "perf-test", "kcat", "confluent-kafka", "kafka-python"}
@@ -96,6 +97,7 @@ type reachedRun struct {
 	cpu          float64 // the gateway's CPU s (schedstat) over the run
 	bytes        float64 // payload bytes of the run
 	wall         float64
+	rttOver      bool // p99: librdkafka's rtt max of a window past its histogram's 500 ms
 	err          string
 }
 
@@ -429,6 +431,8 @@ type toolOut struct {
 	lat  []latAt // request latencies (ms) at their times
 	p99  float64 // a p99 the tool printed (NaN: none)
 	rtts []latAt // librdkafka's rtt p99 of each statistics window (ms)
+	// rttOver: a window's rtt past librdkafka's histogram (500 ms), its max taken
+	rttOver bool
 }
 
 // parseClientLines reads harness client's lines (client.go): the records
@@ -514,14 +518,15 @@ func parsePerfConsumerDetail(out string) *meter {
 }
 
 // parsePyLines reads the python scripts' lines: "E <unix s> <bytes>" a
-// record read, "R <unix s> <µs>" librdkafka's rtt p99 of a statistics
-// window (the highest over the brokers that answered in it).
-func parsePyLines(lines []timedLine) (*meter, []latAt) {
-	m := &meter{}
-	var rtts []latAt
+// record read, "R <unix s> <p99 µs> <max µs>" librdkafka's rtt of a
+// statistics window (the highest over the brokers that answered in it).
+// librdkafka's rtt histogram ends at 500 ms: past it the p99 reads 0, and
+// the window's max stands for it (over: true).
+func parsePyLines(lines []timedLine) (m *meter, rtts []latAt, over bool) {
+	m = &meter{}
 	for _, l := range lines {
 		f := strings.Fields(l.s)
-		if len(f) != 3 {
+		if len(f) < 3 {
 			continue
 		}
 		s, err1 := strconv.ParseFloat(f[1], 64)
@@ -534,10 +539,15 @@ func parsePyLines(lines []timedLine) (*meter, []latAt) {
 		case "E":
 			m.add(at, v)
 		case "R":
+			if len(f) == 4 {
+				if mx, err := strconv.ParseFloat(f[3], 64); err == nil && v == 0 && mx > 0 {
+					v, over = mx, true
+				}
+			}
 			rtts = append(rtts, latAt{at, v / 1000})
 		}
 	}
-	return m, rtts
+	return m, rtts, over
 }
 
 const pyCommon = `
@@ -552,9 +562,9 @@ errs = []
 out = sys.stdout
 def stats(js):
     d = json.loads(js)
-    p = [b["rtt"]["p99"] for b in d.get("brokers", {}).values() if b.get("rtt", {}).get("cnt", 0) > 0 and b.get("nodeid", -1) >= 0]
-    if p:
-        out.write("R %.6f %d\n" % (time.time(), max(p)))
+    bs = [b["rtt"] for b in d.get("brokers", {}).values() if b.get("rtt", {}).get("cnt", 0) > 0 and b.get("nodeid", -1) >= 0]
+    if bs:
+        out.write("R %.6f %d %d\n" % (time.time(), max(r["p99"] for r in bs), max(r["max"] for r in bs)))
 `
 
 // confluent-kafka: librdkafka's defaults; statistics each second for the rtt.
@@ -732,11 +742,11 @@ func (h *harness) runTool(e *reachedEnv, lib, dir, gw string, k reachedKey) (too
 		if err != nil {
 			return o, err
 		}
-		m, rtts := parsePyLines(lines)
+		m, rtts, over := parsePyLines(lines)
 		if !produce {
 			o.m = m
 		}
-		o.rtts = rtts
+		o.rtts, o.rttOver = rtts, over
 		return o, nil
 	}
 	return o, fmt.Errorf("unknown library %q", lib)
@@ -895,6 +905,7 @@ func (h *harness) reachedOne(e *reachedEnv, lib, dir, gw string, rep int, k reac
 				if rr.p99 = maxIn(o.rtts, from, to); math.IsNaN(rr.p99) {
 					rr.p99 = maxIn(o.rtts, all0, all1)
 				}
+				rr.rttOver = o.rttOver
 			}
 		}
 	}
@@ -947,7 +958,7 @@ type neighbourResult struct {
 
 func (h *harness) neighbour(e *reachedEnv) *neighbourResult {
 	rate := envInt("BENCH_NEIGHBOUR_RATE", 512)
-	secs := envInt("BENCH_NEIGHBOUR_SECONDS", 46)
+	secs := envInt("BENCH_NEIGHBOUR_SECONDS", 52)
 	aSecs := envInt("BENCH_NEIGHBOUR_A_SECONDS", 21)
 	nb := &neighbourResult{rate: rate}
 	self, err := os.Executable()
@@ -988,7 +999,7 @@ func (h *harness) neighbour(e *reachedEnv) *neighbourResult {
 	aRead, _, _, _ := parseClientLines(aLines, 1)
 	aFrom, aTo := aStart.Sub(bStart).Seconds(), aEnd.Sub(bStart).Seconds()
 	nbFill(nb, bStart, []nbWindow{
-		{name: "alone, before acme", from: 2, to: aFrom},
+		{name: "alone, before acme", from: max(1, aFrom-10), to: aFrom},
 		{name: "beside acme", from: aFrom + 1, to: aTo},
 		{name: "alone, after acme", from: aTo + 2, to: float64(secs) - 1},
 	}, bAcked, bReqs, bRecs)
@@ -1031,7 +1042,8 @@ func reachedTable(runs []reachedRun, nb *neighbourResult, repeat int, libs, load
 	fmt.Fprintf(&b, "MiB/s: seconds 4 to 14 of the run's first byte (producers: the topic's end offsets at the broker every 100 ms;\n")
 	fmt.Fprintf(&b, "consumers: the records as the client hands them over). First second: MiB in the first second of the run's first\n")
 	fmt.Fprintf(&b, "byte. p99: a request's latency while held (seconds 4-14): franz-go, each Produce or Fetch from its write to its\n")
-	fmt.Fprintf(&b, "answer (kgo.HookBrokerE2E); confluent-kafka, librdkafka's rtt p99 of each 1 s statistics window, the highest;\n")
+	fmt.Fprintf(&b, "answer (kgo.HookBrokerE2E); confluent-kafka, librdkafka's rtt p99 of each 1 s statistics window, the highest\n")
+	fmt.Fprintf(&b, "(‡: some windows' rtt past the 500 ms its histogram holds, where it reads 0: those windows' rtt max);\n")
 	fmt.Fprintf(&b, "perf-test's producer (†): its own p99 of a record over the whole run, its time in the producer's buffer included;\n")
 	fmt.Fprintf(&b, "–: the tool gives none. CPU s/GiB: the gateway process's threads' run time (schedstat) per GiB of the run's\n")
 	fmt.Fprintf(&b, "records, with the seed's quotas and through a second gateway without quotas, the same client in the same run.\n\n")
@@ -1076,6 +1088,12 @@ func reachedTable(runs []reachedRun, nb *neighbourResult, repeat int, libs, load
 			if lib == "perf-test" && dir == "produce" && len(p99) > 0 {
 				p += " †"
 			}
+			for _, r := range runs {
+				if r.lib == lib && r.dir == dir && r.gw == rOn && r.rttOver {
+					p += " ‡"
+					break
+				}
+			}
 			ratio := "–"
 			if len(cOn) > 0 && len(cOff) > 0 {
 				ratio = fmt.Sprintf("%.2f", median(cOn)/median(cOff))
@@ -1102,23 +1120,27 @@ func reachedTable(runs []reachedRun, nb *neighbourResult, repeat int, libs, load
 		float64(nb.rate)/1024, neighbourAStart.Seconds())
 	fmt.Fprintf(&b, "produce and consume flat out (acme held by its tenant producer_byte_rate 2 MiB/s together and each key's\n")
 	fmt.Fprintf(&b, "consumer_byte_rate 2 MiB/s). Windows in seconds of globex's start. p99 record: a record's latency from Produce\n")
-	fmt.Fprintf(&b, "to its acknowledgement; p99 Produce: the request's (kgo.HookBrokerE2E). ratio: beside acme / alone before it.\n\n")
+	fmt.Fprintf(&b, "to its acknowledgement; p99 Produce: the request's (kgo.HookBrokerE2E). ratios: beside acme / alone before it,\n")
+	fmt.Fprintf(&b, "and / alone after it.\n\n")
 	fmt.Fprint(&b, "| globex |")
 	for _, w := range nb.win {
 		fmt.Fprintf(&b, " %s (s %.0f–%.0f) |", w.name, w.from, w.to)
 	}
-	fmt.Fprintln(&b, " ratio |")
-	fmt.Fprintln(&b, "| --- |"+strings.Repeat(" --: |", len(nb.win)+1))
+	fmt.Fprintln(&b, " ratio to before | ratio to after |")
+	fmt.Fprintln(&b, "| --- |"+strings.Repeat(" --: |", len(nb.win)+2))
 	row := func(name string, f func(nbWindow) float64, cell func(float64) string) float64 {
 		fmt.Fprintf(&b, "| %s |", name)
 		for _, w := range nb.win {
 			fmt.Fprintf(&b, " %s |", cell(f(w)))
 		}
-		r := nan
+		r, ra := nan, nan
 		if len(nb.win) >= 2 {
 			r = f(nb.win[1]) / f(nb.win[0])
 		}
-		fmt.Fprintf(&b, " %.3f |\n", r)
+		if len(nb.win) >= 3 {
+			ra = f(nb.win[1]) / f(nb.win[2])
+		}
+		fmt.Fprintf(&b, " %.3f | %.3f |\n", r, ra)
 		return r
 	}
 	mib := func(v float64) string { return fmt.Sprintf("%.3f", v) }

@@ -143,9 +143,13 @@ func (m *meter) between(from, to time.Time) float64 {
 	return s
 }
 
-// held is the rate over [start+heldFrom, start+heldTo) and the seconds it
+// held is the rate over (start+heldFrom, start+heldTo] and the seconds it
 // spans: a run that ended before heldTo is measured from heldFrom to its
 // last bytes, one that ended before heldFrom+1s from its first to its last.
+// Within the span, from its first bytes to its last: the bytes after the
+// first count over the time between them, so that a rate that comes in
+// lumps (a batch of 1 MiB at the broker, an answer of 1 MiB a partition at
+// the consumer) is not rounded to the lumps the window happens to hold.
 func (m *meter) held() (rate, span float64) {
 	s := m.start()
 	if s.IsZero() {
@@ -168,6 +172,22 @@ func (m *meter) held() (rate, span float64) {
 			return nan, 0
 		}
 		return m.between(s, last) / d, d
+	}
+	var t1, tk time.Time
+	var after float64
+	for _, e := range m.ev {
+		if e.b <= 0 || !e.t.After(from) || e.t.After(to) {
+			continue
+		}
+		if t1.IsZero() {
+			t1 = e.t
+		} else {
+			after += e.b
+		}
+		tk = e.t
+	}
+	if d := tk.Sub(t1).Seconds(); d >= 1 {
+		return after / d, d
 	}
 	d := to.Sub(from).Seconds()
 	return m.between(from, to) / d, d
@@ -843,13 +863,16 @@ func (h *harness) reachedPart() {
 			loads = append(loads, lib+" "+dir+" "+strings.Fields(string(l))[0])
 		}
 	}
-	nb := h.neighbour(e)
+	nbs := []*neighbourResult{h.neighbour(e, rOn)}
+	if envStr("BENCH_NEIGHBOUR_CONTRAST", "1") == "1" {
+		nbs = append(nbs, h.neighbour(e, rOff))
+	}
 	thr, err := metricSum(h.quotaGW[rOn].admin, "flexway_kafka_throttle_seconds_count")
 	if err == nil {
 		notes = append(notes, fmt.Sprintf("%s: %.0f throttled answers over the part (flexway_kafka_throttle_seconds_count)", rOn, thr))
 	}
 	h.reachedRuns()
-	md := reachedTable(h.reached, nb, repeat, use, loads, notes)
+	md := reachedTable(h.reached, nbs, repeat, use, loads, notes)
 	must(os.WriteFile(filepath.Join(h.out, "quota-reached.md"), []byte(md), 0o644))
 	fmt.Println()
 	fmt.Println(md)
@@ -913,6 +936,9 @@ func (h *harness) reachedOne(e *reachedEnv, lib, dir, gw string, rep int, k reac
 		rr.p99 = o.p99
 	}
 	h.reached = append(h.reached, rr)
+	if m != nil {
+		h.saveMeter(lib, dir, gw, rep, m)
+	}
 	h.say("    %-16s %-7s %-11s run %d: %.3f MiB/s over %.1f s, first second %.2f MiB, p99 %s ms, gateway CPU %.3f s/GiB%s",
 		lib, dir, gw, rep, rr.rate/(1<<20), rr.span, rr.first/(1<<20), fmtMS(rr.p99), rr.cpuPerGiB(), map[bool]string{true: " FAILED"}[rr.err != ""])
 }
@@ -922,6 +948,26 @@ func (r reachedRun) cpuPerGiB() float64 {
 		return nan
 	}
 	return r.cpu / (r.bytes / (1 << 30))
+}
+
+// saveMeter appends a run's meter to quota-reached-meters.tsv (each
+// count at its time), from which the rates can be computed again.
+func (h *harness) saveMeter(lib, dir, gw string, rep int, m *meter) {
+	p := filepath.Join(h.out, "quota-reached-meters.tsv")
+	_, statErr := os.Stat(p)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	defer w.Flush()
+	if statErr != nil {
+		fmt.Fprintln(w, "library\tdirection\tgateway\trun\tunix_ns\tbytes")
+	}
+	for _, e := range m.ev {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%.0f\n", lib, dir, gw, rep, e.t.UnixNano(), e.b)
+	}
 }
 
 // reachedRuns writes quota-reached-runs.tsv.
@@ -950,21 +996,22 @@ type nbWindow struct {
 // neighbourResult is item 7's figures: globex's producer alone and beside
 // acme's clients.
 type neighbourResult struct {
-	rate               int // globex's records/s
+	rate               int    // globex's records/s
+	gw                 string // the gateway (rOn, or rOff for the contrast)
 	win                []nbWindow
 	aProduce, aConsume float64 // acme's MiB/s, all keys (produce: at the broker)
 	err                string
 }
 
-func (h *harness) neighbour(e *reachedEnv) *neighbourResult {
+func (h *harness) neighbour(e *reachedEnv, gw string) *neighbourResult {
 	rate := envInt("BENCH_NEIGHBOUR_RATE", 512)
 	secs := envInt("BENCH_NEIGHBOUR_SECONDS", 52)
 	aSecs := envInt("BENCH_NEIGHBOUR_A_SECONDS", 21)
-	nb := &neighbourResult{rate: rate}
+	nb := &neighbourResult{rate: rate, gw: gw}
 	self, err := os.Executable()
 	must(err)
-	boot := h.bootstrap(rOn)
-	h.say("noisy neighbour: globex produces %d records/s of 1 KiB for %d s; acme's %d keys produce and consume flat out from second %.0f for %d s",
+	boot := h.bootstrap(gw)
+	h.say("noisy neighbour through %s: globex produces %d records/s of 1 KiB for %d s; acme's %d keys produce and consume flat out from second %.0f for %d s", gw,
 		rate, secs, len(e.acme), neighbourAStart.Seconds(), aSecs)
 	om := h.startOffsetMeter("acme.quota", 1024)
 	var bLines, aLines []timedLine
@@ -1034,7 +1081,7 @@ func nbFill(nb *neighbourResult, start time.Time, win []nbWindow, acked *meter, 
 
 // ---- the table ----
 
-func reachedTable(runs []reachedRun, nb *neighbourResult, repeat int, libs, loads, notes []string) string {
+func reachedTable(runs []reachedRun, nbs []*neighbourResult, repeat int, libs, loads, notes []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Quotas reached (issue 22.6): the seed's quotas (client producer_byte_rate 1 MiB/s, consumer_byte_rate 2 MiB/s;\n")
 	fmt.Fprintf(&b, "tenant producer_byte_rate 2 MiB/s; window 1 s; max_throttle 5 s), one key of tenant acme, each library with its\n")
@@ -1112,26 +1159,36 @@ func reachedTable(runs []reachedRun, nb *neighbourResult, repeat int, libs, load
 	for _, f := range failed {
 		fmt.Fprintf(&b, "- Failed (left out of the figures): %s\n", f)
 	}
-	if nb == nil {
-		return b.String()
+	for _, nb := range nbs {
+		neighbourTable(&b, nb)
 	}
-	fmt.Fprintf(&b, "\nA noisy neighbour (issue 22.7), the same gateway, one run: tenant globex (one key) produces %d records/s of\n", nb.rate)
-	fmt.Fprintf(&b, "1 KiB (%.2f MiB/s, under its key's 1 MiB/s) with franz-go's defaults; from second %.0f tenant acme's three keys each\n",
-		float64(nb.rate)/1024, neighbourAStart.Seconds())
-	fmt.Fprintf(&b, "produce and consume flat out (acme held by its tenant producer_byte_rate 2 MiB/s together and each key's\n")
-	fmt.Fprintf(&b, "consumer_byte_rate 2 MiB/s). Windows in seconds of globex's start. p99 record: a record's latency from Produce\n")
-	fmt.Fprintf(&b, "to its acknowledgement; p99 Produce: the request's (kgo.HookBrokerE2E). ratios: beside acme / alone before it,\n")
-	fmt.Fprintf(&b, "and / alone after it.\n\n")
-	fmt.Fprint(&b, "| globex |")
+	return b.String()
+}
+
+// neighbourTable writes item 7's table of one gateway.
+func neighbourTable(b *strings.Builder, nb *neighbourResult) {
+	if nb.gw == rOn {
+		fmt.Fprintf(b, "\nA noisy neighbour (issue 22.7), the gateway with the seed's quotas, one run: tenant globex (one key) produces\n")
+	} else {
+		fmt.Fprintf(b, "\nThe same through the gateway without quotas (%s), the contrast: what acme does to globex unheld.\n", nb.gw)
+		fmt.Fprintf(b, "Tenant globex (one key) produces\n")
+	}
+	fmt.Fprintf(b, "%d records/s of 1 KiB (%.2f MiB/s, under its key's 1 MiB/s) with franz-go's defaults; from second %.0f tenant acme's\n",
+		nb.rate, float64(nb.rate)/1024, neighbourAStart.Seconds())
+	fmt.Fprintf(b, "three keys each produce and consume flat out (with the quotas: acme held by its tenant producer_byte_rate 2 MiB/s\n")
+	fmt.Fprintf(b, "together and each key's consumer_byte_rate 2 MiB/s). Windows in seconds of globex's start. p99 record: a record's\n")
+	fmt.Fprintf(b, "latency from Produce to its acknowledgement; p99 Produce: the request's (kgo.HookBrokerE2E). ratios: beside acme /\n")
+	fmt.Fprintf(b, "alone before it, and / alone after it.\n\n")
+	fmt.Fprint(b, "| globex |")
 	for _, w := range nb.win {
-		fmt.Fprintf(&b, " %s (s %.0f–%.0f) |", w.name, w.from, w.to)
+		fmt.Fprintf(b, " %s (s %.0f–%.0f) |", w.name, w.from, w.to)
 	}
-	fmt.Fprintln(&b, " ratio to before | ratio to after |")
-	fmt.Fprintln(&b, "| --- |"+strings.Repeat(" --: |", len(nb.win)+2))
+	fmt.Fprintln(b, " ratio to before | ratio to after |")
+	fmt.Fprintln(b, "| --- |"+strings.Repeat(" --: |", len(nb.win)+2))
 	row := func(name string, f func(nbWindow) float64, cell func(float64) string) float64 {
-		fmt.Fprintf(&b, "| %s |", name)
+		fmt.Fprintf(b, "| %s |", name)
 		for _, w := range nb.win {
-			fmt.Fprintf(&b, " %s |", cell(f(w)))
+			fmt.Fprintf(b, " %s |", cell(f(w)))
 		}
 		r, ra := nan, nan
 		if len(nb.win) >= 2 {
@@ -1140,7 +1197,7 @@ func reachedTable(runs []reachedRun, nb *neighbourResult, repeat int, libs, load
 		if len(nb.win) >= 3 {
 			ra = f(nb.win[1]) / f(nb.win[2])
 		}
-		fmt.Fprintf(&b, " %.3f | %.3f |\n", r, ra)
+		fmt.Fprintf(b, " %.3f | %.3f |\n", r, ra)
 		return r
 	}
 	mib := func(v float64) string { return fmt.Sprintf("%.3f", v) }
@@ -1149,12 +1206,15 @@ func reachedTable(runs []reachedRun, nb *neighbourResult, repeat int, libs, load
 	row("p50 record ms", func(w nbWindow) float64 { return w.p50 }, fmtMS)
 	p99 := row("p99 record ms", func(w nbWindow) float64 { return w.p99 }, fmtMS)
 	row("p99 Produce request ms", func(w nbWindow) float64 { return w.req }, fmtMS)
-	fmt.Fprintf(&b, "\n- acme beside it (its run past its first second): produced %.2f MiB/s (the broker's offsets), read %.2f MiB/s.\n", nb.aProduce, nb.aConsume)
+	fmt.Fprintf(b, "\n- acme beside it (its run past its first second): produced %.2f MiB/s (the broker's offsets), read %.2f MiB/s.\n", nb.aProduce, nb.aConsume)
 	moved := math.Abs(p99 - 1)
-	fmt.Fprintf(&b, "- globex's p99 moved by %.1f %% (item 7: under 10 %%: %s); its throughput by %.1f %%.\n", 100*moved,
-		map[bool]string{true: "yes", false: "**no**"}[moved < 0.10], 100*math.Abs(thr-1))
-	if nb.err != "" {
-		fmt.Fprintf(&b, "- Errors: %s\n", nb.err)
+	if nb.gw == rOn {
+		fmt.Fprintf(b, "- globex's p99 moved by %.1f %% (item 7: under 10 %%: %s); its throughput by %.1f %%.\n", 100*moved,
+			map[bool]string{true: "yes", false: "**no**"}[moved < 0.10], 100*math.Abs(thr-1))
+	} else {
+		fmt.Fprintf(b, "- globex's p99 moved by %.1f %%; its throughput by %.1f %%.\n", 100*moved, 100*math.Abs(thr-1))
 	}
-	return b.String()
+	if nb.err != "" {
+		fmt.Fprintf(b, "- Errors: %s\n", nb.err)
+	}
 }

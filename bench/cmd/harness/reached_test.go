@@ -61,12 +61,21 @@ func TestMeterHeld(t *testing.T) {
 		t.Errorf("first second %v", got)
 	}
 	rate, span := m.held()
-	if span != 10 || math.Abs(rate-1000<<10) > 1 {
-		t.Errorf("held %v over %v s, want %v over 10 s", rate, span, 1000<<10)
+	if math.Abs(span-9.9) > 1e-6 || math.Abs(rate-1000<<10) > 1 {
+		t.Errorf("held %v over %v s, want %v over 9.9 s (from its first bytes past the 4th second to its last)", rate, span, 1000<<10)
+	}
+	// Lumps of 1 MiB every 0.9 s: the rate between them, whatever lumps
+	// the window holds.
+	lumps := &meter{}
+	for i := 0; i < 20; i++ {
+		lumps.add(s.Add(time.Duration(i)*900*time.Millisecond), 1<<20)
+	}
+	if rate, _ := lumps.held(); math.Abs(rate-float64(1<<20)/0.9) > 1 {
+		t.Errorf("lumps: %v MiB/s, want %v", rate/(1<<20), 1/0.9)
 	}
 	// A run that ended at its 8th second is measured from its 4th to its last bytes.
 	short := &meter{ev: m.ev[:82]}
-	if rate, span := short.held(); math.Abs(span-4.0) > 0.01 || math.Abs(rate-1000<<10) > 1<<10 {
+	if rate, span := short.held(); math.Abs(span-3.9) > 0.01 || math.Abs(rate-1000<<10) > 1 {
 		t.Errorf("short run: %v over %v s", rate, span)
 	}
 	// One of a second: its whole run.
@@ -171,7 +180,7 @@ func TestNeighbourWindows(t *testing.T) {
 		}
 		recs = append(recs, latAt{at, ms})
 	}
-	nb := &neighbourResult{rate: 100}
+	nb := &neighbourResult{rate: 100, gw: rOn}
 	nbFill(nb, s, []nbWindow{{name: "alone", from: 2, to: 12}, {name: "beside", from: 13, to: 33}, {name: "after", from: 35, to: 45}}, acked, recs, recs)
 	if len(nb.win) != 3 {
 		t.Fatalf("%+v", nb)
@@ -183,12 +192,19 @@ func TestNeighbourWindows(t *testing.T) {
 	if math.Abs(a.mib-100.0/1024) > 1e-9 || math.Abs(w.mib-100.0/1024) > 1e-9 {
 		t.Errorf("throughput %v %v", a.mib, w.mib)
 	}
-	md := reachedTable(nil, nb, 3, nil, nil, nil)
+	md := reachedTable(nil, []*neighbourResult{nb}, 3, nil, nil, nil)
 	for _, want := range []string{"| p99 record ms | 2.00 | 3.00 | 2.00 | 1.500 | 1.500 |", "| globex | alone (s 2–12) | beside (s 13–33) | after (s 35–45) | ratio to before | ratio to after |",
 		"under 10 %: **no**); its throughput by 0.0 %"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("missing %q in:\n%s", want, md)
 		}
+	}
+	// The contrast through the gateway without quotas: no verdict of item 7.
+	off := *nb
+	off.gw = rOff
+	md = reachedTable(nil, []*neighbourResult{nb, &off}, 3, nil, nil, nil)
+	if strings.Count(md, "item 7") != 1 || !strings.Contains(md, "without quotas (no-quotas)") {
+		t.Errorf("table:\n%s", md)
 	}
 }
 

@@ -42,9 +42,9 @@
 #                        p99 while held, the gateway's CPU s/GiB against the
 #                        no-quota gateway; then a noisy neighbour: tenant globex at
 #                        512 records/s alone, beside tenant acme's three keys
-#                        producing and consuming flat out, and alone again
-#                        (quota-reached.md).
-#                        About 13 minutes.
+#                        producing and consuming flat out, and alone again,
+#                        through each gateway (quota-reached.md). About 12
+#                        minutes.
 #   make bench-density   bench/run density: 1,000 and 9,000 idle authenticated
 #                        connection pairs: RSS per pair, GC pauses, one producer.
 #   make bench-micro     the codec micro-benchmarks and the in-process kfake

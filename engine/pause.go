@@ -283,7 +283,12 @@ func (p *pausedConn) reattached(c gnet.Conn) (out []byte, action gnet.Action) {
 	if p.again {
 		p.again = false
 		_ = p.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			if p.st == rpAttached && !p.notified {
+			// Only if a reason still holds it: the reason that asked
+			// the pause again may have been dropped since OnOpen (a
+			// dial that ended between them), and a pause with no reason
+			// is never resumed: the client's next request waited in the
+			// kernel until it gave up (20 s for franz-go).
+			if p.st == rpAttached && !p.notified && p.why != 0 {
 				p.pause()
 			}
 			return nil

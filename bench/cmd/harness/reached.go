@@ -1170,8 +1170,7 @@ func neighbourTable(b *strings.Builder, nb *neighbourResult) {
 	if nb.gw == rOn {
 		fmt.Fprintf(b, "\nA noisy neighbour (issue 22.7), the gateway with the seed's quotas, one run: tenant globex (one key) produces\n")
 	} else {
-		fmt.Fprintf(b, "\nThe same through the gateway without quotas (%s), the contrast: what acme does to globex unheld.\n", nb.gw)
-		fmt.Fprintf(b, "Tenant globex (one key) produces\n")
+		fmt.Fprintf(b, "\nThe same through the gateway without quotas (%s), the contrast (acme unheld): tenant globex (one key) produces\n", nb.gw)
 	}
 	fmt.Fprintf(b, "%d records/s of 1 KiB (%.2f MiB/s, under its key's 1 MiB/s) with franz-go's defaults; from second %.0f tenant acme's\n",
 		nb.rate, float64(nb.rate)/1024, neighbourAStart.Seconds())

@@ -30,6 +30,7 @@ type quotaConn struct {
 	nextScope quota.Scope
 
 	spent     bool      // the request at the head was spent (quotaHold), not yet taken (quotaGate)
+	fetcher   bool      // counted among its principal's fetching connections (Principal.Fetcher)
 	muted     bool      // no request is handled until muteUntil
 	muteUntil time.Time // the end of the silence (KIP-219)
 	listed    bool      // in lp.muted
@@ -92,6 +93,10 @@ func (cl *client) quotaOn() *quotaConn {
 
 // quotaRelease gives the buckets back at the client's close.
 func (cl *client) quotaRelease() {
+	if q := cl.q; q != nil && q.p != nil && q.fetcher {
+		q.fetcher = false
+		q.p.Fetcher(-1)
+	}
 	if q := cl.q; q != nil && q.p != nil {
 		cl.e.quotas.Release(q.p, time.Now())
 		q.p = nil
@@ -157,11 +162,12 @@ func (cl *client) quotaHold(key int16, size int) bool {
 	return false
 }
 
-// minFetchShare is the smallest part of a consumer_byte_rate bucket's
-// depth a Fetch is forwarded for; below it the Fetch is answered empty
-// with the time that part takes to come (no round trip to the broker for
-// a few bytes, invariant 33).
-const minFetchShare = 16
+// minFetchShare: a Fetch is forwarded once its buckets hold an eighth of
+// their depth; below, it is answered empty with the time that part takes
+// to come (no round trip to the broker for a few bytes, and no answer cut
+// to a few KiB: Apache Kafka ends an answer with the part of a batch that
+// fits, which the client drops and the quota counts; invariant 33).
+const minFetchShare = 8
 
 // quotaGate takes a request about to be judged, spent by quotaHold (one
 // request, and for a Produce its whole frame). A Fetch of a principal or
@@ -182,14 +188,19 @@ func (cl *client) quotaGate(h *codec.RequestHeader) bool {
 	now := time.Now()
 	switch h.Key {
 	case codec.KeyFetch:
+		if !q.fetcher {
+			q.fetcher = true
+			q.p.Fetcher(1)
+		}
 		d, s := q.p.Debt(quota.FetchBytes, now, &q.lim)
 		if d <= 0 {
-			a := q.p.Allowance(quota.FetchBytes, now, &q.lim)
-			if a < 0 {
+			left := q.p.Left(quota.FetchBytes, now, &q.lim)
+			if left < 0 {
 				break // no consumer_byte_rate
 			}
-			if a >= q.minFetch() {
-				cl.sess.FetchQuota = int32(min(a, 1<<31-1)) // for this Fetch alone (judge)
+			if left >= q.minFetch() {
+				a := q.p.Allowance(quota.FetchBytes, now, &q.lim)
+				cl.sess.FetchQuota = int32(min(max(a, 1), 1<<31-1)) // for this Fetch alone (judge)
 				break
 			}
 			d, s = q.lim.Window/minFetchShare, quota.ScopeClient
@@ -212,8 +223,8 @@ func (cl *client) quotaGate(h *codec.RequestHeader) bool {
 	return false
 }
 
-// minFetch is the smallest allowance a Fetch is forwarded for: a
-// sixteenth of the smaller consumer_byte_rate bucket's depth.
+// minFetch is what the buckets must hold for a Fetch to be forwarded: an
+// eighth of the smaller consumer_byte_rate bucket's depth.
 func (q *quotaConn) minFetch() int64 {
 	m := int64(-1)
 	for _, r := range [2]int64{q.lim.Client[quota.FetchBytes], q.lim.Tenant[quota.FetchBytes]} {

@@ -271,3 +271,44 @@ func TestLocalStoreWindows(t *testing.T) {
 		t.Error("month window")
 	}
 }
+
+// Issue 22.2: what a Fetch may ask is what the buckets hold, shared among
+// the principal's (and its tenant's) fetching connections; what they hold,
+// undivided, is what decides whether a Fetch goes at all (engine), so any
+// number of fetching connections is served.
+func TestAllowanceSharedByFetchers(t *testing.T) {
+	r := NewRegistry(nil, nil)
+	now := time.Now()
+	l := Limits{Window: time.Second}
+	l.Client[FetchBytes] = 2 << 20
+	l.Tenant[FetchBytes] = 5 << 19 // 2.5 MiB
+	p := r.Acquire("acme", "plain:acme-app", now)
+	if got := p.Allowance(FetchBytes, now, &l); got != 2<<20 {
+		t.Fatalf("allowance of a full bucket, no fetcher yet: %d, want 2 MiB", got)
+	}
+	for i := 0; i < 40; i++ {
+		p.Fetcher(1)
+	}
+	if got := p.Allowance(FetchBytes, now, &l); got != 2<<20/40 {
+		t.Fatalf("allowance with 40 fetchers: %d, want 2 MiB / 40", got)
+	}
+	if got := p.Left(FetchBytes, now, &l); got != 2<<20 {
+		t.Fatalf("left: %d, want the bucket's 2 MiB undivided", got)
+	}
+	p.Spend(FetchBytes, 1<<20, now, &l)
+	if got := p.Left(FetchBytes, now, &l); got != 1<<20 {
+		t.Fatalf("left after 1 MiB: %d, want 1 MiB", got)
+	}
+	for i := 0; i < 40; i++ {
+		p.Fetcher(-1)
+	}
+	q := r.Acquire("acme", "plain:acme-orders-reader", now)
+	q.Fetcher(1)
+	if got := q.Allowance(FetchBytes, now, &l); got != 3<<19 {
+		t.Fatalf("another principal of the tenant: %d, want the tenant's 1.5 MiB left", got)
+	}
+	var none Limits
+	if got := q.Allowance(FetchBytes, now, &none); got != -1 {
+		t.Fatalf("no consumer_byte_rate: %d, want -1", got)
+	}
+}

@@ -44,7 +44,7 @@ type Tenant struct {
 	Data any
 
 	refs       int          // connections held, of all its principals (Registry.mu)
-	conns      atomic.Int32 // refs, read on the loops (Allowance)
+	fetchers   atomic.Int32 // connections of its principals that fetch (Allowance)
 	principals map[string]*Principal
 }
 
@@ -54,9 +54,9 @@ type Principal struct {
 	Tenant  *Tenant
 	Buckets [NumKinds]Bucket
 
-	key   string
-	refs  int          // connections (Registry.mu)
-	conns atomic.Int32 // refs, read on the loops (Allowance)
+	key      string
+	refs     int          // connections (Registry.mu)
+	fetchers atomic.Int32 // its connections that fetch (Allowance)
 }
 
 // Spend charges n of kind to the principal's bucket and its tenant's at
@@ -88,10 +88,37 @@ func (p *Principal) Owed(k Kind, now time.Time, l *Limits) time.Duration {
 	return time.Duration(max(p.Buckets[k].Debt(now, l.Client[k], w), p.Tenant.Buckets[k].Debt(now, l.Tenant[k], w), 0))
 }
 
+// Left is what the principal's bucket and its tenant's of kind both still
+// hold (the smaller), undivided; -1: neither is bounded.
+func (p *Principal) Left(k Kind, now time.Time, l *Limits) int64 {
+	w := int64(l.Window)
+	a := int64(-1)
+	for _, b := range [2]struct {
+		b    *Bucket
+		rate int64
+	}{{&p.Buckets[k], l.Client[k]}, {&p.Tenant.Buckets[k], l.Tenant[k]}} {
+		if b.rate <= 0 {
+			continue
+		}
+		if left := b.b.Left(now, b.rate, w); a < 0 || left < a {
+			a = left
+		}
+	}
+	return a
+}
+
+// Fetcher counts a connection of the principal that fetches (+1 at its
+// first Fetch, -1 at its close): what Allowance shares the buckets among.
+func (p *Principal) Fetcher(delta int32) {
+	p.fetchers.Add(delta)
+	p.Tenant.fetchers.Add(delta)
+}
+
 // Allowance is what the principal may receive of kind at once: the bytes
 // left in its bucket and its tenant's, each shared among the connections
-// that hold it (the principal's, the tenant's), so that answers asked on
-// several connections together stay within the depth. -1: no bound.
+// that fetch from it (the principal's, the tenant's: Fetcher), so that
+// answers asked on several connections together stay within the depth.
+// -1: no bound.
 func (p *Principal) Allowance(k Kind, now time.Time, l *Limits) int64 {
 	w := int64(l.Window)
 	a := int64(-1)
@@ -104,8 +131,8 @@ func (p *Principal) Allowance(k Kind, now time.Time, l *Limits) int64 {
 			a = left
 		}
 	}
-	share(&p.Buckets[k], l.Client[k], p.conns.Load())
-	share(&p.Tenant.Buckets[k], l.Tenant[k], p.Tenant.conns.Load())
+	share(&p.Buckets[k], l.Client[k], p.fetchers.Load())
+	share(&p.Tenant.Buckets[k], l.Tenant[k], p.Tenant.fetchers.Load())
 	return a
 }
 
@@ -186,8 +213,6 @@ func (r *Registry) Acquire(tenant, principal string, now time.Time) *Principal {
 	}
 	p.refs++
 	t.refs++
-	p.conns.Store(int32(p.refs))
-	t.conns.Store(int32(t.refs))
 	return p
 }
 
@@ -198,8 +223,6 @@ func (r *Registry) Release(p *Principal, now time.Time) {
 	defer r.mu.Unlock()
 	p.refs--
 	p.Tenant.refs--
-	p.conns.Store(int32(p.refs))
-	p.Tenant.conns.Store(int32(p.Tenant.refs))
 	r.forget(p, now)
 	r.sweep(now)
 }

@@ -465,12 +465,16 @@ func FuzzFetchRequestRewrite(f *testing.F) {
 		req.Version = v
 		f.Add(frameOf(req, 1, "c"))
 	}
-	lim := FetchLimits{MaxWaitMs: 30000, MaxBytes: 1 << 20}
-
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		h, err := ParseRequestHeader(frame)
 		if err != nil || h.Key != 1 {
 			return
+		}
+		// Half the inputs under a quota's allowance (issue 22.2), by the
+		// frame's length: each partition's share of it, at most.
+		lim := FetchLimits{MaxWaitMs: 30000, MaxBytes: 1 << 20}
+		if len(frame)%2 == 1 {
+			lim.QuotaBytes = 256 << 10
 		}
 		var w Rewriter
 		body := frame[h.BodyOffset:]
@@ -524,6 +528,19 @@ func FuzzFetchRequestRewrite(f *testing.F) {
 		if parts != info.Partitions {
 			t.Fatalf("%d partitions forwarded, info says %d", parts, info.Partitions)
 		}
+		if lim.QuotaBytes > 0 && parts > 0 {
+			share := max(lim.QuotaBytes/int32(parts), 1)
+			for _, tp := range got.Topics {
+				for _, pp := range tp.Partitions {
+					if pp.PartitionMaxBytes <= 0 || pp.PartitionMaxBytes > share {
+						t.Fatalf("partition_max_bytes %d forwarded under a share of %d", pp.PartitionMaxBytes, share)
+					}
+				}
+			}
+			if got.MinBytes > share*int32(parts) {
+				t.Fatalf("min_bytes %d above the shares' %d", got.MinBytes, share*int32(parts))
+			}
+		}
 
 		in := kmsg.NewPtrFetchRequest()
 		in.Version = h.Version
@@ -545,8 +562,12 @@ func FuzzFetchRequestRewrite(f *testing.F) {
 			}
 			for i, pp := range it.Partitions {
 				op := ot.Partitions[i]
+				wantMax := pp.PartitionMaxBytes // as sent, or brought down to its share
+				if share := max(lim.QuotaBytes/int32(max(parts, 1)), 1); lim.QuotaBytes > 0 && (wantMax > share || wantMax <= 0) {
+					wantMax = share
+				}
 				if op.Partition != pp.Partition || op.FetchOffset != pp.FetchOffset ||
-					op.PartitionMaxBytes != pp.PartitionMaxBytes || op.CurrentLeaderEpoch != pp.CurrentLeaderEpoch ||
+					op.PartitionMaxBytes != wantMax || op.CurrentLeaderEpoch != pp.CurrentLeaderEpoch ||
 					op.LastFetchedEpoch != pp.LastFetchedEpoch || op.LogStartOffset != pp.LogStartOffset {
 					t.Fatalf("partition %+v forwarded as %+v", pp, op)
 				}

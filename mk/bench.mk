@@ -43,8 +43,13 @@
 #                        no-quota gateway; then a noisy neighbour: tenant globex at
 #                        512 records/s alone, beside tenant acme's three keys
 #                        producing and consuming flat out, and alone again,
-#                        through each gateway (quota-reached.md). About 12
-#                        minutes.
+#                        through each gateway, and its floor: the same without
+#                        the gateway, acme paced at the held rates
+#                        (quota-reached.md). About 13 minutes.
+#   make bench-neighbour only the noisy neighbour of bench-quota-reached (its
+#                        three passes: seed-quotas, no-quotas, the floor), no
+#                        library (BENCH_PARTS=quota-reached
+#                        BENCH_REACHED_LIBS=none). About 4 minutes.
 #   make bench-density   bench/run density: 1,000 and 9,000 idle authenticated
 #                        connection pairs: RSS per pair, GC pauses, one producer.
 #   make bench-micro     the codec micro-benchmarks and the in-process kfake
@@ -58,7 +63,7 @@
 GO ?= go
 BENCH_RUN := $(CURDIR)/bench/run
 
-.PHONY: bench-real bench-new bench-issue11 bench-many bench-quota bench-quota-reached bench-density bench-all bench-micro
+.PHONY: bench-real bench-new bench-issue11 bench-many bench-quota bench-quota-reached bench-neighbour bench-density bench-all bench-micro
 
 bench-real:
 	GO=$(GO) $(BENCH_RUN) real
@@ -77,6 +82,9 @@ bench-quota:
 
 bench-quota-reached:
 	BENCH_PARTS=quota-reached GO=$(GO) $(BENCH_RUN) real
+
+bench-neighbour:
+	BENCH_PARTS=quota-reached BENCH_REACHED_LIBS=none GO=$(GO) $(BENCH_RUN) real
 
 bench-density:
 	GO=$(GO) $(BENCH_RUN) density

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -33,8 +34,23 @@ import (
 //
 // A producer produces -n records (0: until -seconds) flat out, or at -rate
 // records/s; a consumer reads -n records from the start (0: until
-// -seconds). -seconds bounds every client; at the end what is still
+// -seconds) as fast as they come, or hands them over at -consume-rate
+// records/s. -seconds bounds every client; at the end what is still
 // buffered is dropped, not waited for.
+//
+// The pacing (-rate, -consume-rate) is a fixed schedule from the client's
+// first record: record i is produced, or handed over, no earlier than
+// i/rate seconds after it; a client that fell behind catches up. A paced
+// consumer takes at most 50 ms of its rate per PollRecords and waits for
+// the schedule before the next; franz-go fetches again only once what it
+// fetched is handed over, so at the broker it reads at the same rate on
+// average, in its fetches' sizes (the library's defaults: up to 1 MiB a
+// partition).
+//
+// -direct: no SASL, for the broker's PLAINTEXT listener (the floor of the
+// noisy neighbour, reached.go); -users then only names the clients and
+// HARNESS_CLIENT_KEYS is not read. The topic is the broker's (e.g.
+// acme.quota, not the gateway's quota).
 
 // clientOut serializes the lines of all the clients of the process.
 type clientOut struct {
@@ -62,6 +78,11 @@ func (h e2eHook) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.BrokerE2E) {
 }
 
 func clientMain(args []string) int {
+	return clientRun(args, os.Stdout, os.Getenv("HARNESS_CLIENT_KEYS"))
+}
+
+// clientRun is harness client with its output and keys given.
+func clientRun(args []string, stdout io.Writer, keysEnv string) int {
 	fs := flag.NewFlagSet("harness client", flag.ContinueOnError)
 	brokers := fs.String("brokers", "", "bootstrap")
 	topic := fs.String("topic", "quota", "topic")
@@ -70,18 +91,27 @@ func clientMain(args []string) int {
 	consume := fs.Bool("consume", false, "a consumer per user, from the start of the topic")
 	n := fs.Int("n", 0, "records per client (0: until -seconds)")
 	secs := fs.Float64("seconds", 60, "the longest a client runs")
-	rate := fs.Int("rate", 0, "a producer's records/s (0: flat out)")
+	rate := fs.Float64("rate", 0, "a producer's records/s (0: flat out)")
+	crate := fs.Float64("consume-rate", 0, "a consumer's records/s handed over (0: as they come)")
+	direct := fs.Bool("direct", false, "no SASL (the broker's PLAINTEXT listener); -users only names the clients")
 	size := fs.Int("size", 1024, "record size")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	ids := strings.Split(*users, ",")
-	keys := strings.Split(os.Getenv("HARNESS_CLIENT_KEYS"), ",")
-	if *users == "" || len(keys) != len(ids) {
+	keys := strings.Split(keysEnv, ",")
+	switch {
+	case *users == "":
+		fmt.Fprintln(os.Stderr, "harness client: -users is empty")
+		return 2
+	case !*direct && len(keys) != len(ids):
 		fmt.Fprintln(os.Stderr, "harness client: -users and HARNESS_CLIENT_KEYS must list as many")
 		return 2
+	case *rate < 0 || *crate < 0:
+		fmt.Fprintln(os.Stderr, "harness client: -rate and -consume-rate must not be negative")
+		return 2
 	}
-	out := &clientOut{w: bufio.NewWriterSize(os.Stdout, 1<<20)}
+	out := &clientOut{w: bufio.NewWriterSize(stdout, 1<<20)}
 	defer out.w.Flush()
 	pool := make([]byte, 4<<20+*size)
 	_, _ = rand.Read(pool)
@@ -100,13 +130,15 @@ func clientMain(args []string) int {
 		}()
 	}
 	for i, id := range ids {
-		opts := []kgo.Opt{kgo.SeedBrokers(*brokers), kgo.SASL(plain.Auth{User: id, Pass: keys[i]}.AsMechanism()),
-			kgo.WithHooks(e2eHook{out, i})}
+		opts := []kgo.Opt{kgo.SeedBrokers(*brokers), kgo.WithHooks(e2eHook{out, i})}
+		if !*direct {
+			opts = append(opts, kgo.SASL(plain.Auth{User: id, Pass: keys[i]}.AsMechanism()))
+		}
 		if *produce {
 			run(func() error { return clientProduce(ctx, opts, out, i, *topic, pool, *size, *n, *rate) })
 		}
 		if *consume {
-			run(func() error { return clientConsume(ctx, opts, out, i, *topic, *n) })
+			run(func() error { return clientConsume(ctx, opts, out, i, *topic, *n, *crate) })
 		}
 	}
 	wg.Wait()
@@ -116,7 +148,42 @@ func clientMain(args []string) int {
 	return 0
 }
 
-func clientProduce(ctx context.Context, opts []kgo.Opt, out *clientOut, idx int, topic string, pool []byte, size, n, rate int) error {
+// pacer is a fixed schedule of rate events/s from t0: event i is due at
+// t0 + i/rate (rate 0: none is waited for).
+type pacer struct {
+	t0   time.Time
+	rate float64
+}
+
+func (p pacer) due(i int) time.Time {
+	return p.t0.Add(time.Duration(float64(i) / p.rate * float64(time.Second)))
+}
+
+// wait waits until event i is due, or ctx is done.
+func (p pacer) wait(ctx context.Context, i int) {
+	if p.rate <= 0 {
+		return
+	}
+	if d := time.Until(p.due(i)); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// pollBatch is the most records a paced consumer takes per poll: 50 ms of
+// its rate (0: unpaced, PollFetches).
+func pollBatch(rate float64) int {
+	if rate <= 0 {
+		return 0
+	}
+	return max(1, int(rate/20))
+}
+
+func clientProduce(ctx context.Context, opts []kgo.Opt, out *clientOut, idx int, topic string, pool []byte, size, n int, rate float64) error {
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
@@ -127,16 +194,9 @@ func clientProduce(ctx context.Context, opts []kgo.Opt, out *clientOut, idx int,
 	}
 	var fails atomic.Int64
 	var first atomic.Value
-	t0 := time.Now()
+	pace := pacer{time.Now(), rate}
 	for i := 0; (n == 0 || i < n) && ctx.Err() == nil; i++ {
-		if rate > 0 {
-			if d := time.Until(t0.Add(time.Duration(float64(i) / float64(rate) * float64(time.Second)))); d > 0 {
-				select {
-				case <-time.After(d):
-				case <-ctx.Done():
-				}
-			}
-		}
+		pace.wait(ctx, i)
 		off := (i * 4093) % (len(pool) - size)
 		start := time.Now()
 		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: pool[off : off+size]}, func(r *kgo.Record, err error) {
@@ -162,7 +222,7 @@ func clientProduce(ctx context.Context, opts []kgo.Opt, out *clientOut, idx int,
 	return nil
 }
 
-func clientConsume(ctx context.Context, opts []kgo.Opt, out *clientOut, idx int, topic string, n int) error {
+func clientConsume(ctx context.Context, opts []kgo.Opt, out *clientOut, idx int, topic string, n int, rate float64) error {
 	cl, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 	if err != nil {
 		return err
@@ -172,8 +232,22 @@ func clientConsume(ctx context.Context, opts []kgo.Opt, out *clientOut, idx int,
 		return fmt.Errorf("consumer %d: ping: %w", idx, err)
 	}
 	got := 0
+	batch := pollBatch(rate)
+	var pace pacer // from the first record handed over
 	for n == 0 || got < n {
-		fs := cl.PollFetches(ctx)
+		var fs kgo.Fetches
+		if batch == 0 {
+			fs = cl.PollFetches(ctx)
+		} else {
+			if got > 0 {
+				pace.wait(ctx, got)
+			}
+			lim := batch
+			if n > 0 {
+				lim = min(lim, n-got)
+			}
+			fs = cl.PollRecords(ctx, lim)
+		}
 		if ctx.Err() != nil {
 			if n > 0 {
 				return fmt.Errorf("consumer %d: %d of %d records within the time limit", idx, got, n)
@@ -189,10 +263,13 @@ func clientConsume(ctx context.Context, opts []kgo.Opt, out *clientOut, idx int,
 		if ferr != nil {
 			return ferr
 		}
-		now := time.Now().UnixNano()
+		now := time.Now()
+		if batch > 0 && got == 0 && fs.NumRecords() > 0 {
+			pace = pacer{now, rate}
+		}
 		fs.EachRecord(func(r *kgo.Record) {
 			got++
-			out.line("C %d %d %d\n", now, len(r.Value), idx)
+			out.line("C %d %d %d\n", now.UnixNano(), len(r.Value), idx)
 		})
 	}
 	return nil

@@ -47,7 +47,17 @@ import (
 //   - a noisy neighbour (item 7): tenant globex produces at a fixed
 //     BENCH_NEIGHBOUR_RATE (franz-go) for BENCH_NEIGHBOUR_SECONDS; from
 //     second neighbourAStart, tenant acme produces and consumes flat out
-//     with three keys. globex's throughput and p99 alone and beside acme.
+//     with three keys. globex's throughput and p99 alone and beside acme,
+//     in three passes: through the gateway with the seed's quotas (acme
+//     held), through the one without (BENCH_NEIGHBOUR_CONTRAST: acme
+//     unheld), and the floor (BENCH_NEIGHBOUR_FLOOR): the same without the
+//     gateway, every client direct to the broker's PLAINTEXT listener and
+//     acme's paced at the rates the quotas hold it to
+//     (BENCH_NEIGHBOUR_FLOOR_PRODUCE_MIB_S in all, ..._CONSUME_MIB_S each),
+//     what the same load costs globex at the broker and on the machine
+//     with no gateway in the path.
+//
+// BENCH_REACHED_LIBS=none leaves out the libraries: the neighbour alone.
 //
 // quota-reached.md (the tables) and quota-reached-runs.tsv.
 
@@ -65,8 +75,9 @@ const seedQuotas = `    quotas:
 `
 
 const (
-	seedProduceRate = 1 << 20 // client producer_byte_rate
-	seedConsumeRate = 2 << 20 // client consumer_byte_rate
+	seedProduceRate       = 1 << 20 // client producer_byte_rate
+	seedConsumeRate       = 2 << 20 // client consumer_byte_rate
+	seedTenantProduceRate = 2 << 20 // tenant producer_byte_rate
 )
 
 // The span of a run measured: seconds 4 to 14 of its first byte.
@@ -800,7 +811,7 @@ func (h *harness) reachedPart() {
 	e := &reachedEnv{nP: envInt("BENCH_REACHED_PRODUCE_MIB", 18) << 10, nC: envInt("BENCH_REACHED_CONSUME_MIB", 36) << 10,
 		dir: filepath.Join(h.work, "reached")}
 	must(os.MkdirAll(e.dir, 0o700))
-	libs := strings.Split(envStr("BENCH_REACHED_LIBS", strings.Join(reachedLibs, ",")), ",")
+	libs := reachedLibList(envStr("BENCH_REACHED_LIBS", strings.Join(reachedLibs, ",")))
 	var notes []string
 	var use []string
 	for _, l := range libs {
@@ -863,9 +874,12 @@ func (h *harness) reachedPart() {
 			loads = append(loads, lib+" "+dir+" "+strings.Fields(string(l))[0])
 		}
 	}
-	nbs := []*neighbourResult{h.neighbour(e, rOn)}
+	nbs := []*neighbourResult{h.neighbour(e, rOn, nil)}
 	if envStr("BENCH_NEIGHBOUR_CONTRAST", "1") == "1" {
-		nbs = append(nbs, h.neighbour(e, rOff))
+		nbs = append(nbs, h.neighbour(e, rOff, nil))
+	}
+	if envStr("BENCH_NEIGHBOUR_FLOOR", "1") == "1" {
+		nbs = append(nbs, h.neighbour(e, direct, floorPace()))
 	}
 	thr, err := metricSum(h.quotaGW[rOn].admin, "flexway_kafka_throttle_seconds_count")
 	if err == nil {
@@ -880,6 +894,30 @@ func (h *harness) reachedPart() {
 }
 
 func haveBin(b string) bool { _, err := exec.LookPath(b); return err == nil }
+
+// reachedLibList reads BENCH_REACHED_LIBS: the libraries, comma-separated;
+// "none" (or nothing): none, the neighbour alone.
+func reachedLibList(v string) []string {
+	var out []string
+	for _, l := range strings.Split(v, ",") {
+		if l = strings.TrimSpace(l); l != "" && l != "none" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// envFloat reads a number of the environment (def when unset).
+func envFloat(k string, def float64) float64 {
+	if v := os.Getenv(k); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			die("%s=%q: not a number of 0 or more", k, v)
+		}
+		return f
+	}
+	return def
+}
 
 // reachedOne runs one library and direction on one gateway and records it.
 func (h *harness) reachedOne(e *reachedEnv, lib, dir, gw string, rep int, k reachedKey) {
@@ -996,23 +1034,78 @@ type nbWindow struct {
 // neighbourResult is item 7's figures: globex's producer alone and beside
 // acme's clients.
 type neighbourResult struct {
-	rate               int    // globex's records/s
-	gw                 string // the gateway (rOn, or rOff for the contrast)
+	rate               int     // globex's records/s
+	gw                 string  // the gateway (rOn, or rOff for the contrast), or direct (the floor)
+	pace               *nbPace // the floor: acme's clients paced at these rates (nil: flat out)
+	acme               int     // acme's keys (clients of each direction)
 	win                []nbWindow
 	aProduce, aConsume float64 // acme's MiB/s, all keys (produce: at the broker)
 	err                string
 }
 
-func (h *harness) neighbour(e *reachedEnv, gw string) *neighbourResult {
+// nbPace is the floor's pacing of acme's clients: what the seed's quotas
+// hold them to through the gateway (issue 22.7 measured 1.92 MiB/s
+// produced in all, 5.90 MiB/s read in all, three keys).
+type nbPace struct {
+	produce float64 // MiB/s, acme's producers in all (the tenant's producer_byte_rate), split evenly
+	consume float64 // MiB/s, each consumer (a key's consumer_byte_rate)
+}
+
+// floorPace is BENCH_NEIGHBOUR_FLOOR_PRODUCE_MIB_S and _CONSUME_MIB_S, the
+// seed's quotas by default.
+func floorPace() *nbPace {
+	return &nbPace{
+		produce: envFloat("BENCH_NEIGHBOUR_FLOOR_PRODUCE_MIB_S", float64(seedTenantProduceRate)/(1<<20)),
+		consume: envFloat("BENCH_NEIGHBOUR_FLOOR_CONSUME_MIB_S", float64(seedConsumeRate)/(1<<20)),
+	}
+}
+
+// neighbourArgs is the harness client arguments of globex's producer and
+// of acme's clients (keys ids), through bootstrap boot, or with pace
+// direct to the broker at boot: no SASL, the broker's topics, acme's
+// clients paced (1 KiB records: MiB/s × 1024 records/s; the producers'
+// rate split over the keys).
+func neighbourArgs(boot string, pace *nbPace, rate, secs, aSecs int, globex string, acme []string) (b, a []string) {
+	bTopic, aTopic := "quota", "quota"
+	if pace != nil {
+		bTopic, aTopic = "globex.quota", "acme.quota"
+	}
+	b = []string{"client", "-brokers", boot, "-topic", bTopic, "-users", globex, "-produce", "-rate", strconv.Itoa(rate),
+		"-seconds", strconv.Itoa(secs)}
+	a = []string{"client", "-brokers", boot, "-topic", aTopic, "-users", strings.Join(acme, ","), "-produce", "-consume",
+		"-seconds", strconv.Itoa(aSecs)}
+	if pace != nil {
+		b = append(b, "-direct")
+		a = append(a, "-direct", "-rate", strconv.FormatFloat(pace.produce*1024/float64(len(acme)), 'f', 3, 64),
+			"-consume-rate", strconv.FormatFloat(pace.consume*1024, 'f', 3, 64))
+	}
+	return b, a
+}
+
+// neighbour runs item 7's scenario through gateway gw, or with pace
+// (gw direct) without a gateway: the floor.
+func (h *harness) neighbour(e *reachedEnv, gw string, pace *nbPace) *neighbourResult {
 	rate := envInt("BENCH_NEIGHBOUR_RATE", 512)
 	secs := envInt("BENCH_NEIGHBOUR_SECONDS", 52)
 	aSecs := envInt("BENCH_NEIGHBOUR_A_SECONDS", 21)
-	nb := &neighbourResult{rate: rate, gw: gw}
+	nb := &neighbourResult{rate: rate, gw: gw, pace: pace, acme: len(e.acme)}
 	self, err := os.Executable()
 	must(err)
 	boot := h.bootstrap(gw)
-	h.say("noisy neighbour through %s: globex produces %d records/s of 1 KiB for %d s; acme's %d keys produce and consume flat out from second %.0f for %d s", gw,
-		rate, secs, len(e.acme), neighbourAStart.Seconds(), aSecs)
+	var ids, keys []string
+	for _, k := range e.acme {
+		ids, keys = append(ids, k.id), append(keys, k.key)
+	}
+	bEnv, aEnv := []string{"HARNESS_CLIENT_KEYS=" + e.globex.key}, []string{"HARNESS_CLIENT_KEYS=" + strings.Join(keys, ",")}
+	if pace != nil {
+		boot, bEnv, aEnv = h.broker, nil, nil
+		h.say("noisy neighbour, the floor: direct to the broker (%s, no SASL): globex produces %d records/s of 1 KiB for %d s; acme's %d clients produce %.3f MiB/s in all and consume %.3f MiB/s each, paced, from second %.0f for %d s",
+			boot, rate, secs, len(e.acme), pace.produce, pace.consume, neighbourAStart.Seconds(), aSecs)
+	} else {
+		h.say("noisy neighbour through %s: globex produces %d records/s of 1 KiB for %d s; acme's %d keys produce and consume flat out from second %.0f for %d s", gw,
+			rate, secs, len(e.acme), neighbourAStart.Seconds(), aSecs)
+	}
+	bArgs, aArgs := neighbourArgs(boot, pace, rate, secs, aSecs, e.globex.id, ids)
 	om := h.startOffsetMeter("acme.quota", 1024)
 	var bLines, aLines []timedLine
 	var bErr, aErr error
@@ -1021,19 +1114,13 @@ func (h *harness) neighbour(e *reachedEnv, gw string) *neighbourResult {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		bLines, _, bErr = h.runLines("neighbour-globex", []string{"HARNESS_CLIENT_KEYS=" + e.globex.key}, "", time.Duration(secs+60)*time.Second, e.globex.key,
-			self, "client", "-brokers", boot, "-topic", "quota", "-users", e.globex.id, "-produce", "-rate", strconv.Itoa(rate),
-			"-seconds", strconv.Itoa(secs))
+		bLines, _, bErr = h.runLines("neighbour-globex-"+gw, bEnv, "", time.Duration(secs+60)*time.Second, e.globex.key,
+			append([]string{self}, bArgs...)...)
 	}()
 	time.Sleep(neighbourAStart)
 	aStart := time.Now()
-	var ids, keys []string
-	for _, k := range e.acme {
-		ids, keys = append(ids, k.id), append(keys, k.key)
-	}
-	aLines, _, aErr = h.runLines("neighbour-acme", []string{"HARNESS_CLIENT_KEYS=" + strings.Join(keys, ",")}, "", time.Duration(aSecs+60)*time.Second, "",
-		self, "client", "-brokers", boot, "-topic", "quota", "-users", strings.Join(ids, ","), "-produce", "-consume",
-		"-seconds", strconv.Itoa(aSecs))
+	aLines, _, aErr = h.runLines("neighbour-acme-"+gw, aEnv, "", time.Duration(aSecs+60)*time.Second, "",
+		append([]string{self}, aArgs...)...)
 	aEnd := time.Now()
 	wg.Wait()
 	am := om.end()
@@ -1083,19 +1170,46 @@ func nbFill(nb *neighbourResult, start time.Time, win []nbWindow, acked *meter, 
 
 func reachedTable(runs []reachedRun, nbs []*neighbourResult, repeat int, libs, loads, notes []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Quotas reached (issue 22.6): the seed's quotas (client producer_byte_rate 1 MiB/s, consumer_byte_rate 2 MiB/s;\n")
-	fmt.Fprintf(&b, "tenant producer_byte_rate 2 MiB/s; window 1 s; max_throttle 5 s), one key of tenant acme, each library with its\n")
-	fmt.Fprintf(&b, "defaults, 1 KiB records of incompressible bytes, flat out, a topic of 3 partitions. Median of %d runs (min–max).\n", repeat)
-	fmt.Fprintf(&b, "MiB/s: seconds 4 to 14 of the run's first byte (producers: the topic's end offsets at the broker every 100 ms;\n")
-	fmt.Fprintf(&b, "consumers: the records as the client hands them over). First second: MiB in the first second of the run's first\n")
-	fmt.Fprintf(&b, "byte. p99: a request's latency while held (seconds 4-14): franz-go, each Produce or Fetch from its write to its\n")
-	fmt.Fprintf(&b, "answer (kgo.HookBrokerE2E); confluent-kafka, librdkafka's rtt p99 of each 1 s statistics window, the highest\n")
-	fmt.Fprintf(&b, "(‡: some windows' rtt past the 500 ms its histogram holds, where it reads 0: those windows' rtt max);\n")
-	fmt.Fprintf(&b, "perf-test's producer (†): its own p99 of a record over the whole run, its time in the producer's buffer included;\n")
-	fmt.Fprintf(&b, "–: the tool gives none. CPU s/GiB: the gateway process's threads' run time (schedstat) per GiB of the run's\n")
-	fmt.Fprintf(&b, "records, with the seed's quotas and through a second gateway without quotas, the same client in the same run.\n\n")
-	fmt.Fprintln(&b, "| client | direction | configured | MiB/s, s 4–14 | held ±15 % | first second MiB | p99 ms while held | CPU s/GiB, quotas reached | CPU s/GiB, no quotas | CPU ratio |")
-	fmt.Fprintln(&b, "| --- | --- | --: | --: | :-: | --: | --: | --: | --: | --: |")
+	if len(libs) > 0 {
+		libTable(&b, runs, repeat, libs)
+	} else {
+		fmt.Fprintf(&b, "Quotas reached (issue 22.6): no library run (BENCH_REACHED_LIBS=none); the noisy neighbour only.\n\n")
+	}
+	if len(loads) > 0 {
+		fmt.Fprintf(&b, "- Load average (1 min) after each library and direction: %s.\n", strings.Join(loads, ", "))
+	}
+	for _, n := range notes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	for _, r := range runs {
+		if r.err != "" {
+			fmt.Fprintf(&b, "- Failed (left out of the figures): %s %s on %s, run %d: %s\n", r.lib, r.dir, r.gw, r.rep, strings.SplitN(r.err, "\n", 2)[0])
+		}
+	}
+	for _, nb := range nbs {
+		neighbourTable(&b, nb)
+	}
+	if len(nbs) > 1 {
+		neighbourSummary(&b, nbs)
+	}
+	return b.String()
+}
+
+// libTable writes item 6's table: a row per library and direction.
+func libTable(b *strings.Builder, runs []reachedRun, repeat int, libs []string) {
+	fmt.Fprintf(b, "Quotas reached (issue 22.6): the seed's quotas (client producer_byte_rate 1 MiB/s, consumer_byte_rate 2 MiB/s;\n")
+	fmt.Fprintf(b, "tenant producer_byte_rate 2 MiB/s; window 1 s; max_throttle 5 s), one key of tenant acme, each library with its\n")
+	fmt.Fprintf(b, "defaults, 1 KiB records of incompressible bytes, flat out, a topic of 3 partitions. Median of %d runs (min–max).\n", repeat)
+	fmt.Fprintf(b, "MiB/s: seconds 4 to 14 of the run's first byte (producers: the topic's end offsets at the broker every 100 ms;\n")
+	fmt.Fprintf(b, "consumers: the records as the client hands them over). First second: MiB in the first second of the run's first\n")
+	fmt.Fprintf(b, "byte. p99: a request's latency while held (seconds 4-14): franz-go, each Produce or Fetch from its write to its\n")
+	fmt.Fprintf(b, "answer (kgo.HookBrokerE2E); confluent-kafka, librdkafka's rtt p99 of each 1 s statistics window, the highest\n")
+	fmt.Fprintf(b, "(‡: some windows' rtt past the 500 ms its histogram holds, where it reads 0: those windows' rtt max);\n")
+	fmt.Fprintf(b, "perf-test's producer (†): its own p99 of a record over the whole run, its time in the producer's buffer included;\n")
+	fmt.Fprintf(b, "–: the tool gives none. CPU s/GiB: the gateway process's threads' run time (schedstat) per GiB of the run's\n")
+	fmt.Fprintf(b, "records, with the seed's quotas and through a second gateway without quotas, the same client in the same run.\n\n")
+	fmt.Fprintln(b, "| client | direction | configured | MiB/s, s 4–14 | held ±15 % | first second MiB | p99 ms while held | CPU s/GiB, quotas reached | CPU s/GiB, no quotas | CPU ratio |")
+	fmt.Fprintln(b, "| --- | --- | --: | --: | :-: | --: | --: | --: | --: | --: |")
 	pick := func(lib, dir, gw string, f func(reachedRun) float64) []float64 {
 		var v []float64
 		for _, r := range runs {
@@ -1106,12 +1220,6 @@ func reachedTable(runs []reachedRun, nbs []*neighbourResult, repeat int, libs, l
 			}
 		}
 		return v
-	}
-	var failed []string
-	for _, r := range runs {
-		if r.err != "" {
-			failed = append(failed, fmt.Sprintf("%s %s on %s, run %d: %s", r.lib, r.dir, r.gw, r.rep, strings.SplitN(r.err, "\n", 2)[0]))
-		}
 	}
 	for _, lib := range libs {
 		for _, dir := range []string{"produce", "consume"} {
@@ -1145,37 +1253,36 @@ func reachedTable(runs []reachedRun, nbs []*neighbourResult, repeat int, libs, l
 			if len(cOn) > 0 && len(cOff) > 0 {
 				ratio = fmt.Sprintf("%.2f", median(cOn)/median(cOff))
 			}
-			fmt.Fprintf(&b, "| %s | %s | %.0f MiB/s | %s | %s | %s | %s | %s | %s | %s |\n", lib, dir, conf/(1<<20),
+			fmt.Fprintf(b, "| %s | %s | %.0f MiB/s | %s | %s | %s | %s | %s | %s | %s |\n", lib, dir, conf/(1<<20),
 				spread(rate, "%.3f"), held, spread(first, "%.2f"), p, spread(cOn, "%.2f"), spread(cOff, "%.3f"), ratio)
 		}
 	}
-	fmt.Fprintln(&b)
-	if len(loads) > 0 {
-		fmt.Fprintf(&b, "- Load average (1 min) after each library and direction: %s.\n", strings.Join(loads, ", "))
-	}
-	for _, n := range notes {
-		fmt.Fprintf(&b, "- %s\n", n)
-	}
-	for _, f := range failed {
-		fmt.Fprintf(&b, "- Failed (left out of the figures): %s\n", f)
-	}
-	for _, nb := range nbs {
-		neighbourTable(&b, nb)
-	}
-	return b.String()
+	fmt.Fprintln(b)
 }
 
 // neighbourTable writes item 7's table of one gateway.
 func neighbourTable(b *strings.Builder, nb *neighbourResult) {
-	if nb.gw == rOn {
-		fmt.Fprintf(b, "\nA noisy neighbour (issue 22.7), the gateway with the seed's quotas, one run: tenant globex (one key) produces\n")
-	} else {
-		fmt.Fprintf(b, "\nThe same through the gateway without quotas (%s), the contrast (acme unheld): tenant globex (one key) produces\n", nb.gw)
+	switch {
+	case nb.pace != nil:
+		fmt.Fprintf(b, "\nThe floor: the same without the gateway, acme paced at the held rates. Every client direct to the broker's\n")
+		fmt.Fprintf(b, "PLAINTEXT listener (no SASL, the broker's topics globex.quota and acme.quota): tenant globex's producer at\n")
+		fmt.Fprintf(b, "%d records/s of 1 KiB (%.2f MiB/s) with franz-go's defaults; from second %.0f acme's %d producers at %.3f MiB/s in all\n",
+			nb.rate, float64(nb.rate)/1024, neighbourAStart.Seconds(), nb.acme, nb.pace.produce)
+		fmt.Fprintf(b, "(%.1f records/s each, evenly spaced, linger 0) and its %d consumers at %.3f MiB/s each (records handed over, at most\n",
+			nb.pace.produce*1024/float64(max(1, nb.acme)), nb.acme, nb.pace.consume)
+		fmt.Fprintf(b, "50 ms of the rate per poll; franz-go's default fetch sizes). What acme's held load costs globex at the broker and\n")
+		fmt.Fprintf(b, "on the machine, with no gateway in the path. Windows in seconds of globex's start. p99 record: a record's\n")
+	default:
+		if nb.gw == rOn {
+			fmt.Fprintf(b, "\nA noisy neighbour (issue 22.7), the gateway with the seed's quotas, one run: tenant globex (one key) produces\n")
+		} else {
+			fmt.Fprintf(b, "\nThe same through the gateway without quotas (%s), the contrast (acme unheld): tenant globex (one key) produces\n", nb.gw)
+		}
+		fmt.Fprintf(b, "%d records/s of 1 KiB (%.2f MiB/s, under its key's 1 MiB/s) with franz-go's defaults; from second %.0f tenant acme's\n",
+			nb.rate, float64(nb.rate)/1024, neighbourAStart.Seconds())
+		fmt.Fprintf(b, "three keys each produce and consume flat out (with the quotas: acme held by its tenant producer_byte_rate 2 MiB/s\n")
+		fmt.Fprintf(b, "together and each key's consumer_byte_rate 2 MiB/s). Windows in seconds of globex's start. p99 record: a record's\n")
 	}
-	fmt.Fprintf(b, "%d records/s of 1 KiB (%.2f MiB/s, under its key's 1 MiB/s) with franz-go's defaults; from second %.0f tenant acme's\n",
-		nb.rate, float64(nb.rate)/1024, neighbourAStart.Seconds())
-	fmt.Fprintf(b, "three keys each produce and consume flat out (with the quotas: acme held by its tenant producer_byte_rate 2 MiB/s\n")
-	fmt.Fprintf(b, "together and each key's consumer_byte_rate 2 MiB/s). Windows in seconds of globex's start. p99 record: a record's\n")
 	fmt.Fprintf(b, "latency from Produce to its acknowledgement; p99 Produce: the request's (kgo.HookBrokerE2E). ratios: beside acme /\n")
 	fmt.Fprintf(b, "alone before it, and / alone after it.\n\n")
 	fmt.Fprint(b, "| globex |")
@@ -1207,7 +1314,10 @@ func neighbourTable(b *strings.Builder, nb *neighbourResult) {
 	row("p99 Produce request ms", func(w nbWindow) float64 { return w.req }, fmtMS)
 	fmt.Fprintf(b, "\n- acme beside it (its run past its first second): produced %.2f MiB/s (the broker's offsets), read %.2f MiB/s.\n", nb.aProduce, nb.aConsume)
 	moved := math.Abs(p99 - 1)
-	if nb.gw == rOn {
+	if nb.pace != nil {
+		fmt.Fprintf(b, "- paced at %.2f MiB/s produced in all, %.2f MiB/s read in all (%.2f each).\n", nb.pace.produce, nb.pace.consume*float64(nb.acme), nb.pace.consume)
+	}
+	if nb.gw == rOn && nb.pace == nil {
 		fmt.Fprintf(b, "- globex's p99 moved by %.1f %% (item 7: under 10 %%: %s); its throughput by %.1f %%.\n", 100*moved,
 			map[bool]string{true: "yes", false: "**no**"}[moved < 0.10], 100*math.Abs(thr-1))
 	} else {
@@ -1215,5 +1325,76 @@ func neighbourTable(b *strings.Builder, nb *neighbourResult) {
 	}
 	if nb.err != "" {
 		fmt.Fprintf(b, "- Errors: %s\n", nb.err)
+	}
+}
+
+// nbPassName names a pass of the neighbour in the summary.
+func nbPassName(nb *neighbourResult) string {
+	switch {
+	case nb.pace != nil:
+		return "direct, acme paced at the held rates"
+	case nb.gw == rOn:
+		return "through " + rOn + " (acme held)"
+	case nb.gw == rOff:
+		return "through " + rOff + " (acme unheld)"
+	}
+	return "through " + nb.gw
+}
+
+// neighbourSummary writes globex's figures of every pass side by side, and
+// how much of the move through the seed-quotas gateway the floor (no
+// gateway, acme paced at the held rates) accounts for.
+func neighbourSummary(b *strings.Builder, nbs []*neighbourResult) {
+	fmt.Fprintf(b, "\nThe noisy neighbour, every pass (globex's windows as above: alone before acme, beside it, alone after it):\n\n")
+	fmt.Fprintln(b, "| globex, by pass | acme produced MiB/s | acme read MiB/s | MiB/s before | MiB/s beside | MiB/s after | p99 record ms before | p99 beside | p99 after | p99 ratio to before | p99 ratio to after | p99 Produce ms before | p99 Produce beside |")
+	fmt.Fprintln(b, "| --- |"+strings.Repeat(" --: |", 12))
+	ratio := func(nb *neighbourResult, i int) float64 {
+		if len(nb.win) < 3 {
+			return nan
+		}
+		return nb.win[1].p99 / nb.win[i].p99
+	}
+	var on, floor *neighbourResult
+	for _, nb := range nbs {
+		w := func(i int, f func(nbWindow) float64, cell func(float64) string) string {
+			if i >= len(nb.win) {
+				return "–"
+			}
+			return cell(f(nb.win[i]))
+		}
+		mib := func(w nbWindow) float64 { return w.mib }
+		p99 := func(w nbWindow) float64 { return w.p99 }
+		req := func(w nbWindow) float64 { return w.req }
+		f3 := func(v float64) string { return fmt.Sprintf("%.3f", v) }
+		fmt.Fprintf(b, "| %s | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %.3f | %.3f | %s | %s |\n", nbPassName(nb), nb.aProduce, nb.aConsume,
+			w(0, mib, f3), w(1, mib, f3), w(2, mib, f3), w(0, p99, fmtMS), w(1, p99, fmtMS), w(2, p99, fmtMS),
+			ratio(nb, 0), ratio(nb, 2), w(0, req, fmtMS), w(1, req, fmtMS))
+		switch {
+		case nb.pace != nil:
+			floor = nb
+		case nb.gw == rOn:
+			on = nb
+		}
+	}
+	fmt.Fprintln(b)
+	if on == nil || floor == nil {
+		return
+	}
+	rOnR, rFloor := ratio(on, 0), ratio(floor, 0)
+	if math.IsNaN(rOnR) || math.IsNaN(rFloor) {
+		return
+	}
+	fmt.Fprintf(b, "- globex's p99 beside acme / alone before it: %.3f direct with acme paced at the held rates (the floor), %.3f through %s.\n",
+		rFloor, rOnR, rOn)
+	switch {
+	case rOnR-1 <= 0.01:
+	case rFloor >= rOnR:
+		fmt.Fprintf(b, "- The floor moves it as much as the gateway does, or more: past the floor, the gateway adds nothing measured here.\n")
+	default:
+		share := max(0, (rFloor-1)/(rOnR-1))
+		fmt.Fprintf(b, "- Of the move through %s (%+.1f %%), the floor accounts for %.0f %% (%+.1f %%); the rest, %.2f ms of p99 beside acme, comes\n",
+			rOn, 100*(rOnR-1), 100*share, 100*(rFloor-1), on.win[1].p99-floor.win[1].p99)
+		fmt.Fprintf(b, "  with the gateway: its path, and the shape of acme's load through it (a Produce of up to 1 MB a partition at each unmute,\n")
+		fmt.Fprintf(b, "  Fetches cut to the allowance) against the floor's evenly paced records.\n")
 	}
 }

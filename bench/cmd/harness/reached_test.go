@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -230,5 +231,90 @@ func TestReachedTable(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("missing %q in:\n%s", want, md)
 		}
+	}
+}
+
+// BENCH_REACHED_LIBS=none: no library, the neighbour alone; the table
+// then has no library rows.
+func TestReachedLibList(t *testing.T) {
+	if got := reachedLibList("none"); len(got) != 0 {
+		t.Errorf("none: %v", got)
+	}
+	if got := reachedLibList(" franz-go, kcat ,"); strings.Join(got, "|") != "franz-go|kcat" {
+		t.Errorf("%q", got)
+	}
+	md := reachedTable(nil, nil, 3, nil, nil, nil)
+	if strings.Contains(md, "| client | direction |") || !strings.Contains(md, "BENCH_REACHED_LIBS=none") {
+		t.Errorf("table:\n%s", md)
+	}
+}
+
+// The floor's clients: direct (no SASL) on the broker's topics, acme's
+// paced at the seed's held rates by default: the tenant's 2 MiB/s over
+// three producers, 2 MiB/s each consumer; through a gateway, unpaced on
+// the quota channel.
+func TestNeighbourFloorArgs(t *testing.T) {
+	t.Setenv("BENCH_NEIGHBOUR_FLOOR_PRODUCE_MIB_S", "")
+	t.Setenv("BENCH_NEIGHBOUR_FLOOR_CONSUME_MIB_S", "")
+	p := floorPace()
+	if p.produce != 2 || p.consume != 2 {
+		t.Errorf("default pace %+v", p)
+	}
+	t.Setenv("BENCH_NEIGHBOUR_FLOOR_PRODUCE_MIB_S", "1.92")
+	if p := floorPace(); p.produce != 1.92 || p.consume != 2 {
+		t.Errorf("pace %+v", p)
+	}
+	acme := []string{"reach-acme-1", "reach-acme-2", "reach-acme-3"}
+	b, a := neighbourArgs("127.0.0.1:29192", &nbPace{produce: 2, consume: 2}, 512, 52, 21, "reach-globex", acme)
+	if got := strings.Join(b, " "); got != "client -brokers 127.0.0.1:29192 -topic globex.quota -users reach-globex -produce -rate 512 -seconds 52 -direct" {
+		t.Errorf("globex: %s", got)
+	}
+	if got := strings.Join(a, " "); got != "client -brokers 127.0.0.1:29192 -topic acme.quota -users reach-acme-1,reach-acme-2,reach-acme-3 -produce -consume -seconds 21 -direct -rate 682.667 -consume-rate 2048.000" {
+		t.Errorf("acme: %s", got)
+	}
+	// The arguments are harness client's (here with no client to run).
+	if rc := clientRun(append(a[1:len(a):len(a)], "-brokers", "127.0.0.1:1", "-seconds", "0.01", "-produce=false", "-consume=false"), io.Discard, ""); rc != 0 {
+		t.Errorf("harness client refused %v: rc %d", a[1:], rc)
+	}
+	b, a = neighbourArgs("127.0.0.1:29125", nil, 512, 52, 21, "reach-globex", acme)
+	if got := strings.Join(append(b, a...), " "); strings.Contains(got, "-direct") || strings.Contains(got, "rate 6") ||
+		strings.Contains(got, "-consume-rate") || strings.Count(got, "-topic quota ") != 2 {
+		t.Errorf("through a gateway: %s", got)
+	}
+}
+
+// The floor's table and the passes side by side: what share of the move
+// through the seed-quotas gateway the floor accounts for.
+func TestNeighbourFloorTable(t *testing.T) {
+	mk := func(gw string, pace *nbPace, beside float64) *neighbourResult {
+		return &neighbourResult{rate: 512, gw: gw, pace: pace, acme: 3, aProduce: 1.92, aConsume: 5.9, win: []nbWindow{
+			{name: "alone, before acme", from: 6, to: 16, mib: 0.5, p50: 6, p99: 12, req: 1.2, n: 5120},
+			{name: "beside acme", from: 17, to: 37, mib: 0.5, p50: 6, p99: beside, req: 9, n: 10240},
+			{name: "alone, after acme", from: 39, to: 51, mib: 0.5, p50: 6, p99: 12, req: 0.8, n: 6144},
+		}}
+	}
+	on, off, floor := mk(rOn, nil, 17), mk(rOff, nil, 667), mk(direct, &nbPace{produce: 2, consume: 2}, 14)
+	md := reachedTable(nil, []*neighbourResult{on, off, floor}, 3, nil, nil, nil)
+	for _, want := range []string{
+		"The floor: the same without the gateway, acme paced at the held rates.",
+		"acme's 3 producers at 2.000 MiB/s in all\n(682.7 records/s each",
+		"- paced at 2.00 MiB/s produced in all, 6.00 MiB/s read in all (2.00 each).",
+		"| direct, acme paced at the held rates | 1.92 | 5.90 | 0.500 | 0.500 | 0.500 | 12.0 | 14.0 | 12.0 | 1.167 | 1.167 | 1.20 | 9.00 |",
+		"| through seed-quotas (acme held) | 1.92 | 5.90 |",
+		"| through no-quotas (acme unheld) |",
+		"- globex's p99 beside acme / alone before it: 1.167 direct with acme paced at the held rates (the floor), 1.417 through seed-quotas.",
+		"the floor accounts for 40 % (+16.7 %); the rest, 3.00 ms of p99 beside acme",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("missing %q in:\n%s", want, md)
+		}
+	}
+	if strings.Count(md, "item 7") != 1 {
+		t.Errorf("item 7's verdict: once, for the seed-quotas pass:\n%s", md)
+	}
+	// The floor as high as the gateway: nothing attributed to the gateway.
+	md = reachedTable(nil, []*neighbourResult{on, mk(direct, &nbPace{produce: 2, consume: 2}, 18)}, 3, nil, nil, nil)
+	if !strings.Contains(md, "past the floor, the gateway adds nothing measured here") {
+		t.Errorf("table:\n%s", md)
 	}
 }

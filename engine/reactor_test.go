@@ -175,14 +175,20 @@ func (r *rawConn) send(req kmsg.Request) {
 	b = codec.AppendRequestHeader(b, req.Key(), req.GetVersion(), r.corr, []byte("raw"), false, req.IsFlexible())
 	b = req.AppendTo(b)
 	codec.PutSize(b, len(b)-4)
-	r.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	r.c.SetWriteDeadline(time.Now().Add(rawDeadline))
 	if _, err := r.c.Write(b); err != nil {
 		r.t.Fatalf("send: %v", err)
 	}
 }
 
+// rawDeadline bounds a raw connection's send and recv: far above what an
+// answer takes on a busy machine (a real broker's JVM under make
+// test-stress's load took over 5 s), so that it only turns a hang into a
+// failure (issue 21.1).
+const rawDeadline = 30 * time.Second
+
 func (r *rawConn) recv(resp kmsg.Response) {
-	r.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	r.c.SetReadDeadline(time.Now().Add(rawDeadline))
 	var sz [4]byte
 	if _, err := io.ReadFull(r.c, sz[:]); err != nil {
 		r.t.Fatalf("recv: %v", err)

@@ -486,7 +486,8 @@ func TestRunningRedisDownGivesUpTheOld(t *testing.T) {
 	srv := testkit.StartRedis(t)
 	const every = 500 * time.Millisecond
 	logA, bufA := newLog()
-	a := openT(t, srv.URL(), every, logA, nil)
+	var syncsA atomic.Int64 // a's reconciliations begun (each reads its clock once)
+	a := openT(t, srv.URL(), every, logA, func() time.Time { syncsA.Add(1); return time.Now() })
 	b := openT(t, srv.URL(), every, nil, nil)
 	ca, cb := a.Counter("r", quota.Running), b.Counter("r", quota.Running)
 	// b's first read is a new start: a spends until b has learned some.
@@ -500,12 +501,16 @@ func TestRunningRedisDownGivesUpTheOld(t *testing.T) {
 	srv.Kill()
 	t0 := time.Now()
 	ca.Add(t0, 10000) // spent alone, during the outage
+	begun := syncsA.Load()
 	// Under a round trip's timeout (1 s): the calls did not wait on Redis.
 	if total := ca.Total(t0); total != mine+10000 || time.Since(t0) > 900*time.Millisecond {
 		t.Fatalf("Add+Total while redis is down: total %d after %v", total, time.Since(t0))
 	}
 	eventually(t, 5*time.Second, "the unreachable line", func() bool { return bufA.count("shared counter store unreachable") == 1 })
-	time.Sleep(3 * every) // more failed syncs (each may take a while): the outage's spending given up
+	// Two whole failed syncs after the spending (the third begun: they run
+	// one after the other), however long each took on a busy machine: the
+	// outage's spending is given up at the second (settle).
+	eventually(t, 60*time.Second, "two failed syncs after the outage's spending", func() bool { return syncsA.Load() >= begun+3 })
 	srv.Restart()
 	ca.Add(time.Now(), 5)
 	eventually(t, 20*every, "b learns a's spending after the outage", func() bool { return cb.Total(time.Now()) >= base+5 })

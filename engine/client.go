@@ -385,7 +385,7 @@ func (cl *client) handle(frame []byte) bool {
 	if !ok {
 		return cl.closed // else it waits
 	}
-	if cl.quotaGate(&h) {
+	if cl.quotaGate(&h, len(frame)) {
 		return true // a Fetch in debt, answered empty
 	}
 	p := cl.queue.Get()

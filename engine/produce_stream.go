@@ -81,8 +81,8 @@ func (cl *client) beginStream(size int32, head []byte) bool {
 		cl.queue.Put(p) // while it waits, the client is not read (syncReads, flow.go)
 		return false
 	}
-	cl.quotaGate(&h)   // spent by quotaHold (never true for a Produce)
-	cl.quotaPending(p) // its answer carries the throttle; the silence begins as it leaves
+	cl.quotaGate(&h, int(size)) // spent by quotaHold (never true for a Produce)
+	cl.quotaPending(p)          // its answer carries the throttle; the silence begins as it leaves
 	cl.upCorr++
 	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large = ps, 0, h.Version, true
 	if p.NoResponse {

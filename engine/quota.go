@@ -150,6 +150,13 @@ func (cl *client) quotaHold(key int16, size int) bool {
 		cl.mute(q, now.Add(d))
 		return true
 	}
+	q.spend(key, size, now)
+	return false
+}
+
+// spend charges a request of key (a frame of size bytes) and keeps the
+// throttle decided for its answer.
+func (q *quotaConn) spend(key int16, size int, now time.Time) {
 	q.spent = true
 	q.next, q.nextScope = q.p.Spend(quota.Requests, 1, now, &q.lim)
 	q.nextKind = quota.Requests
@@ -159,7 +166,6 @@ func (cl *client) quotaHold(key int16, size int) bool {
 			q.next, q.nextKind, q.nextScope = d, quota.ProduceBytes, s
 		}
 	}
-	return false
 }
 
 // minFetchShare: a Fetch is forwarded once its buckets hold an eighth of
@@ -176,16 +182,16 @@ const minFetchShare = 8
 // the broker for no more than the buckets hold (Session.FetchQuota, the
 // allowance, split over its partitions by codec). Otherwise the throttle
 // decided waits in q.next for quotaPending.
-func (cl *client) quotaGate(h *codec.RequestHeader) bool {
+func (cl *client) quotaGate(h *codec.RequestHeader, size int) bool {
 	q := cl.quotaOn()
 	if q == nil {
 		return false
 	}
-	if !q.spent { // a reload brought the quotas between the two steps
-		cl.quotaHold(h.Key, 0)
+	now := time.Now()
+	if !q.spent { // a reload brought the quotas between the two steps: spent now, not held
+		q.spend(h.Key, size, now)
 	}
 	q.spent = false
-	now := time.Now()
 	switch h.Key {
 	case codec.KeyFetch:
 		if !q.fetcher {

@@ -240,7 +240,7 @@ func quotaPathAllocs(t *testing.T, g *benchGateway) {
 	p := &decide.Pending{Key: codec.KeyFetch}
 	step := func() {
 		cl.quotaHold(h.Key, len(frame))
-		cl.quotaGate(&h)
+		cl.quotaGate(&h, len(frame))
 		cl.quotaPending(p)
 		cl.quotaAnswer(p, 64<<10)
 	}
@@ -281,7 +281,7 @@ func BenchmarkQuotaRequestPath(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				cl.quotaHold(h.Key, len(frame))
-				cl.quotaGate(&h)
+				cl.quotaGate(&h, len(frame))
 				cl.quotaPending(p)
 				cl.quotaAnswer(p, 64<<10)
 			}

@@ -39,6 +39,10 @@ func newLog() (*slog.Logger, *logBuf) {
 	return slog.New(slog.NewTextHandler(b, nil)), b
 }
 
+// wait bounds a wait for something the store does by itself: far above
+// what it takes on a loaded machine, only reached when it never happens.
+const wait = 30 * time.Second
+
 // eventually waits until cond holds, failing after d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -98,7 +102,7 @@ func TestTwoReplicasHoldOneTotal(t *testing.T) {
 		t.Fatalf("replica a's total %d right after its own adds: its own count must be exact", got)
 	}
 	start := time.Now()
-	eventually(t, 10*sync, "both replicas see 150", func() bool {
+	eventually(t, wait, "both replicas see 150", func() bool {
 		n := time.Now()
 		return ca.Total(n) == 150 && cb.Total(n) == 150
 	})
@@ -123,12 +127,13 @@ func TestRedisDownKeepsDecidingAndReconciles(t *testing.T) {
 	srv := testkit.StartRedis(t)
 	const sync = 100 * time.Millisecond
 	logA, bufA := newLog()
-	a := openT(t, srv.URL(), sync, logA, nil)
-	b := openT(t, srv.URL(), sync, nil, nil)
+	clocks := []*syncClock{{}, {}}
+	a := openT(t, srv.URL(), sync, logA, clocks[0].now)
+	b := openT(t, srv.URL(), sync, nil, clocks[1].now)
 	ca, cb := a.Counter("acme", quota.Day), b.Counter("acme", quota.Day)
 	now := time.Now()
 	ca.Add(now, 1)
-	eventually(t, 5*time.Second, "the first delta in redis", func() bool { return redisInt(t, srv, dayKey("acme", now)) == 1 })
+	eventually(t, wait, "the first delta in redis", func() bool { return redisInt(t, srv, dayKey("acme", now)) == 1 })
 
 	srv.Kill()
 	// While Redis is down (several syncs): every call returns at once.
@@ -158,8 +163,8 @@ func TestRedisDownKeepsDecidingAndReconciles(t *testing.T) {
 	if got := ca.Total(time.Now()); got < int64(n+1) {
 		t.Fatalf("replica a's total %d while redis is down: it must keep its own %d", got, n+1)
 	}
-	eventually(t, 5*time.Second, "the unreachable line", func() bool { return bufA.count("shared counter store unreachable") >= 1 })
-	time.Sleep(5 * sync) // more failed syncs: still one line
+	eventually(t, wait, "the unreachable line", func() bool { return bufA.count("shared counter store unreachable") >= 1 })
+	settled(t, clocks...) // more failed syncs: still one line
 	if got := bufA.count("shared counter store unreachable"); got != 1 {
 		t.Fatalf("%d unreachable lines in 2s of outage, want 1 (a minute apart):\n%s", got, bufA.String())
 	}
@@ -169,18 +174,18 @@ func TestRedisDownKeepsDecidingAndReconciles(t *testing.T) {
 
 	srv.Restart() // empty: what was sent before is gone, what was kept comes
 	want := int64(2 * n)
-	eventually(t, 10*time.Second, "the deltas kept while down reach redis", func() bool {
+	eventually(t, wait, "the deltas kept while down reach redis", func() bool {
 		return redisInt(t, srv, dayKey("acme", now)) == want
 	})
 	// The 1 sent before the kill died with that Redis: both replicas see
 	// what the new one holds (their own count exact, the other's from it).
-	eventually(t, 5*time.Second, "both replicas see the sum", func() bool {
+	eventually(t, wait, "both replicas see the sum", func() bool {
 		now := time.Now()
 		return ca.Total(now) == want && cb.Total(now) == want
 	})
-	eventually(t, 5*time.Second, "the reachable-again line", func() bool { return bufA.count("shared counter store reachable again") == 1 })
+	eventually(t, wait, "the reachable-again line", func() bool { return bufA.count("shared counter store reachable again") == 1 })
 	// Nothing sent twice; no more lines.
-	time.Sleep(5 * sync)
+	settled(t, clocks...)
 	if got := bufA.count("shared counter store unreachable"); got != 1 {
 		t.Fatalf("%d unreachable lines, want 1:\n%s", got, bufA.String())
 	}
@@ -195,7 +200,7 @@ func TestUnreachableLogNamesHostNotPassword(t *testing.T) {
 	log, buf := newLog()
 	r := openT(t, "redis://flexway:s3cret-pw@127.0.0.1:"+strconv.Itoa(port)+"/0", 50*time.Millisecond, log, nil)
 	r.Counter("acme", quota.Day).Add(time.Now(), 1)
-	eventually(t, 5*time.Second, "the unreachable line", func() bool { return buf.count("unreachable") == 1 })
+	eventually(t, wait, "the unreachable line", func() bool { return buf.count("unreachable") == 1 })
 	if s := buf.String(); strings.Contains(s, "s3cret") || !strings.Contains(s, "127.0.0.1:"+strconv.Itoa(port)) {
 		t.Fatalf("the line must name the host and not the password:\n%s", s)
 	}
@@ -222,7 +227,7 @@ func TestWindowsRollOverInUTC(t *testing.T) {
 	if day.Total(before) != 5 || month.Total(before) != 5 {
 		t.Fatalf("totals %d, %d before midnight, want 5", day.Total(before), month.Total(before))
 	}
-	eventually(t, 5*time.Second, "the day's key", func() bool {
+	eventually(t, wait, "the day's key", func() bool {
 		return redisInt(t, srv, "flexway:acme:day:2026-12-31") == 5 && redisInt(t, srv, "flexway:acme:month:2026-12") == 5
 	})
 	if got := day.Total(after); got != 0 {
@@ -233,7 +238,7 @@ func TestWindowsRollOverInUTC(t *testing.T) {
 	}
 	set(after)
 	day.Add(after, 2)
-	eventually(t, 5*time.Second, "the new day's key", func() bool {
+	eventually(t, wait, "the new day's key", func() bool {
 		return redisInt(t, srv, "flexway:acme:day:2027-01-01") == 2 && day.Total(after) == 2
 	})
 	if got := redisInt(t, srv, "flexway:acme:day:2026-12-31"); got != 5 {
@@ -314,15 +319,53 @@ func TestWindowTags(t *testing.T) {
 	}
 }
 
+// syncClock is a store's clock that counts its reconciliations: reconcile
+// reads it once, as it begins, and they run one after the other. A count
+// read at t means every reconciliation after it began after t, and the
+// (count+1)-th is over once the count reaches count+2.
+type syncClock struct{ n atomic.Int64 }
+
+func (c *syncClock) now() time.Time { c.n.Add(1); return time.Now() }
+
+func syncCounts(cs []*syncClock) []int64 {
+	out := make([]int64, len(cs))
+	for i, c := range cs {
+		out[i] = c.n.Load()
+	}
+	return out
+}
+
+func syncsPast(cs []*syncClock, base []int64) bool {
+	for i, c := range cs {
+		if c.n.Load() < base[i]+2 {
+			return false
+		}
+	}
+	return true
+}
+
+// settled waits until every replica's spending before the call is in
+// Redis and every replica has read Redis since: a whole reconciliation of
+// each after the call, then another of each after those. It counts
+// reconciliations, not time: a loaded machine only makes it longer.
+func settled(t *testing.T, cs ...*syncClock) {
+	t.Helper()
+	for range 2 {
+		base := syncCounts(cs)
+		eventually(t, 60*time.Second, "a whole reconciliation of each replica", func() bool { return syncsPast(cs, base) })
+	}
+}
+
 // Two replicas spending at once: each one's total is never above what both
-// spent, and never below what both had spent a sync window or two before
-// (B's count reaches Redis at B's sync, A reads it at A's; the bound allows
-// three syncs for a loaded machine).
+// spent, and never below what both had spent before their last two rounds
+// of reconciliations (B's count reaches Redis at a sync of B's, A reads it
+// at a sync of A's begun after). Counted in reconciliations, not in time.
 func TestTwoReplicasWithinASync(t *testing.T) {
 	srv := testkit.StartRedis(t)
 	const every = 100 * time.Millisecond
-	a := openT(t, srv.URL(), every, nil, nil)
-	b := openT(t, srv.URL(), every, nil, nil)
+	clocks := []*syncClock{{}, {}}
+	a := openT(t, srv.URL(), every, nil, clocks[0].now)
+	b := openT(t, srv.URL(), every, nil, clocks[1].now)
 	ca, cb := a.Counter("acme", quota.Month), b.Counter("acme", quota.Month)
 	var spent atomic.Int64
 	stop := make(chan struct{})
@@ -344,39 +387,65 @@ func TestTwoReplicasWithinASync(t *testing.T) {
 			}
 		}()
 	}
+	// A sample: what was spent, and the reconciliations after which both
+	// totals hold it: first each replica's spending written (written set),
+	// then each replica's read begun after that (read set).
 	type sample struct {
-		at    time.Time
-		spent int64
+		spent   int64
+		written []int64
+		read    []int64
 	}
-	var samples []sample
+	var open []sample
+	checked := 0
 	end := time.Now().Add(2 * time.Second)
-	for time.Now().Before(end) {
+	for time.Now().Before(end) || (len(open) > 0 && checked < 10) {
+		if time.Now().After(end.Add(60 * time.Second)) {
+			t.Fatalf("the replicas did not reconcile within a minute: %d samples open", len(open))
+		}
+		if time.Now().Before(end) {
+			before := spent.Load() // spent up to now, some not yet Added
+			open = append(open, sample{spent: before, written: syncCounts(clocks)})
+		}
+		// Totals read after the counts: a sample whose read set is past
+		// was reconciled before these totals.
+		var due []int64
+		keep := open[:0]
+		for _, s := range open {
+			switch {
+			case s.read == nil && syncsPast(clocks, s.written):
+				s.read = syncCounts(clocks)
+				keep = append(keep, s)
+			case s.read != nil && syncsPast(clocks, s.read):
+				due = append(due, s.spent)
+			default:
+				keep = append(keep, s)
+			}
+		}
+		open = keep
 		now := time.Now()
-		before := spent.Load() // spent up to now, some not yet Added
-		samples = append(samples, sample{now, before})
 		ta, tb := ca.Total(now), cb.Total(now)
 		after := spent.Load()
 		if ta > after || tb > after {
 			t.Fatalf("totals %d, %d above what was spent (%d)", ta, tb, after)
 		}
-		// What was spent 3 syncs ago is in both totals now.
-		for i := len(samples) - 1; i >= 0; i-- {
-			if now.Sub(samples[i].at) >= 3*every {
-				if old := samples[i].spent; ta < old-2 || tb < old-2 { // two Adds may trail their spent.Add
-					t.Fatalf("at %s: totals %d, %d, below the %d spent %s before", now.Format("15:04:05.000"), ta, tb, old, now.Sub(samples[i].at))
-				}
-				break
+		for _, old := range due {
+			checked++
+			if ta < old-2 || tb < old-2 { // two Adds may trail their spent.Add
+				t.Fatalf("totals %d, %d below the %d spent before two rounds of reconciliations", ta, tb, old)
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if checked < 10 {
+		t.Fatalf("only %d samples checked", checked)
+	}
 	close(stop)
 	wg.Wait()
 	total := spent.Load()
-	eventually(t, 10*every, "both totals exact once the spending stops", func() bool {
-		now := time.Now()
-		return ca.Total(now) == total && cb.Total(now) == total
-	})
+	settled(t, clocks...)
+	if ta, tb := ca.Total(time.Now()), cb.Total(time.Now()); ta != total || tb != total {
+		t.Fatalf("once the spending stopped and both reconciled: %d, %d, want %d", ta, tb, total)
+	}
 }
 
 // Running counters (a rate bucket's spending): two replicas on one Redis,
@@ -386,8 +455,9 @@ func TestTwoReplicasWithinASync(t *testing.T) {
 func TestRunningLearnsWhateverTheSecond(t *testing.T) {
 	srv := testkit.StartRedis(t)
 	const every = time.Second
-	a := openT(t, srv.URL(), every, nil, nil)
-	b := openT(t, srv.URL(), every, nil, nil)
+	clocks := []*syncClock{{}, {}}
+	a := openT(t, srv.URL(), every, nil, clocks[0].now)
+	b := openT(t, srv.URL(), every, nil, clocks[1].now)
 	ca, cb := a.Counter("kafka:rate:acme", quota.Running), b.Counter("kafka:rate:acme", quota.Running)
 	// A counter's first read is a new start (what the others spent before
 	// is not learned): both learn one of the other's first.
@@ -396,7 +466,7 @@ func TestRunningLearnsWhateverTheSecond(t *testing.T) {
 		cb.Add(time.Now(), 1)
 		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(3 * every) // the last of those learned
+	settled(t, clocks...) // the last of those learned
 	baseA, baseB := ca.Total(time.Now()), cb.Total(time.Now())
 	var spent atomic.Int64
 	stop := make(chan struct{})
@@ -434,10 +504,11 @@ func TestRunningLearnsWhateverTheSecond(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	total := spent.Load()
-	eventually(t, 5*every, "both totals exact once the spending stops", func() bool {
-		return ca.Total(time.Now())-baseA == total && cb.Total(time.Now())-baseB == total
-	})
-	time.Sleep(2 * every)
+	settled(t, clocks...)
+	if ta, tb := ca.Total(time.Now())-baseA, cb.Total(time.Now())-baseB; ta != total || tb != total {
+		t.Fatalf("once the spending stopped and both reconciled: %d, %d, want %d", ta, tb, total)
+	}
+	settled(t, clocks...)
 	if ta, tb := ca.Total(time.Now())-baseA, cb.Total(time.Now())-baseB; ta != total || tb != total {
 		t.Fatalf("after more syncs: %d, %d, want %d (nothing learned twice)", ta, tb, total)
 	}
@@ -449,30 +520,31 @@ func TestRunningLearnsWhateverTheSecond(t *testing.T) {
 func TestRunningNewStartAndLostHash(t *testing.T) {
 	srv := testkit.StartRedis(t)
 	const every = 100 * time.Millisecond
-	a := openT(t, srv.URL(), every, nil, nil)
+	clocks := []*syncClock{{}, {}}
+	a := openT(t, srv.URL(), every, nil, clocks[0].now)
 	ca := a.Counter("r", quota.Running)
 	ca.Add(time.Now(), 1000) // spent before b ever looked
-	eventually(t, 20*every, "a's spending in redis", func() bool {
+	eventually(t, wait, "a's spending in redis", func() bool {
 		n, _ := srv.Do("HGET", "flexway:r:running", "n")
 		return n == "1000"
 	})
-	b := openT(t, srv.URL(), every, nil, nil)
+	b := openT(t, srv.URL(), every, nil, clocks[1].now)
 	cb := b.Counter("r", quota.Running)
-	time.Sleep(5 * every) // b's first reads
+	settled(t, clocks...) // b's first reads
 	if got := cb.Total(time.Now()); got != 0 {
 		t.Fatalf("b's total %d: what a spent before b's first read is not b's to charge", got)
 	}
 	ca.Add(time.Now(), 7)
-	eventually(t, 20*every, "b learns a's next spending", func() bool { return cb.Total(time.Now()) == 7 })
+	eventually(t, wait, "b learns a's next spending", func() bool { return cb.Total(time.Now()) == 7 })
 
 	srv.Restart() // empty: the hash and its epoch are gone
 	cb.Add(time.Now(), 5)
 	ca.Add(time.Now(), 3)
-	eventually(t, 50*every, "each learns the other's spending in the new hash", func() bool {
+	eventually(t, wait, "each learns the other's spending in the new hash", func() bool {
 		now := time.Now()
 		return ca.Total(now) == 1000+7+3+5 && cb.Total(now) == 7+5+3
 	})
-	time.Sleep(5 * every)
+	settled(t, clocks...)
 	if ta, tb := ca.Total(time.Now()), cb.Total(time.Now()); ta != 1015 || tb != 15 {
 		t.Fatalf("after more syncs: %d, %d, want 1015, 15 (nothing learned twice)", ta, tb)
 	}
@@ -486,16 +558,17 @@ func TestRunningRedisDownGivesUpTheOld(t *testing.T) {
 	srv := testkit.StartRedis(t)
 	const every = 500 * time.Millisecond
 	logA, bufA := newLog()
-	var syncsA atomic.Int64 // a's reconciliations begun (each reads its clock once)
-	a := openT(t, srv.URL(), every, logA, func() time.Time { syncsA.Add(1); return time.Now() })
-	b := openT(t, srv.URL(), every, nil, nil)
+	clocks := []*syncClock{{}, {}}
+	syncsA := &clocks[0].n // a's reconciliations begun
+	a := openT(t, srv.URL(), every, logA, clocks[0].now)
+	b := openT(t, srv.URL(), every, nil, clocks[1].now)
 	ca, cb := a.Counter("r", quota.Running), b.Counter("r", quota.Running)
 	// b's first read is a new start: a spends until b has learned some.
-	eventually(t, 20*every, "b learns a's spending", func() bool {
+	eventually(t, wait, "b learns a's spending", func() bool {
 		ca.Add(time.Now(), 1)
 		return cb.Total(time.Now()) > 0
 	})
-	time.Sleep(3 * every) // the last of it learned
+	settled(t, clocks...) // the last of it learned
 	base, mine := cb.Total(time.Now()), ca.Total(time.Now())
 
 	srv.Kill()
@@ -506,15 +579,15 @@ func TestRunningRedisDownGivesUpTheOld(t *testing.T) {
 	if total := ca.Total(t0); total != mine+10000 || time.Since(t0) > 900*time.Millisecond {
 		t.Fatalf("Add+Total while redis is down: total %d after %v", total, time.Since(t0))
 	}
-	eventually(t, 5*time.Second, "the unreachable line", func() bool { return bufA.count("shared counter store unreachable") == 1 })
+	eventually(t, wait, "the unreachable line", func() bool { return bufA.count("shared counter store unreachable") == 1 })
 	// Two whole failed syncs after the spending (the third begun: they run
 	// one after the other), however long each took on a busy machine: the
 	// outage's spending is given up at the second (settle).
 	eventually(t, 60*time.Second, "two failed syncs after the outage's spending", func() bool { return syncsA.Load() >= begun+3 })
 	srv.Restart()
 	ca.Add(time.Now(), 5)
-	eventually(t, 20*every, "b learns a's spending after the outage", func() bool { return cb.Total(time.Now()) >= base+5 })
-	time.Sleep(3 * every)
+	eventually(t, wait, "b learns a's spending after the outage", func() bool { return cb.Total(time.Now()) >= base+5 })
+	settled(t, clocks...)
 	if got := cb.Total(time.Now()); got != base+5 {
 		t.Fatalf("b's total grew by %d, want 5: a's 10000 spent alone during the outage is not b's to charge", got-base)
 	}

@@ -67,6 +67,7 @@ bench:
 
 vet:
 	$(GO) vet ./...
+	scripts/check-tracked-size.sh
 
 # A static binary and the systemd unit (P1): /usr/local/bin/flexway,
 # /etc/systemd/system/flexway.service; the configuration goes to /etc/flexway/.

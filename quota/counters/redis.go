@@ -215,6 +215,29 @@ type op struct {
 	get   *redis.StringCmd
 }
 
+// round is one reconciliation's pipeline and what it read.
+type round struct {
+	ctx   context.Context
+	pipe  redis.Pipeliner
+	now   time.Time
+	ops   []op
+	runs  []runOp
+	pends []pendOp
+	err   error // the first failure: Redis unreachable, or refusing
+}
+
+// pendOp is a pending delta's INCRBY in a round.
+type pendOp struct {
+	key  string
+	incr *redis.IntCmd
+}
+
+func (rd *round) fail(e error) {
+	if rd.err == nil {
+		rd.err = e
+	}
+}
+
 // reconcile is one sync: every counter's windows, and the pending deltas,
 // in one pipeline.
 func (r *Redis) reconcile(timeout time.Duration) {
@@ -222,163 +245,176 @@ func (r *Redis) reconcile(timeout time.Duration) {
 	r.mu.Lock()
 	list := r.all
 	r.mu.Unlock()
-
-	if r.cl == nil { // Local: forget the finished windows
-		for _, c := range list {
-			cw := windowOf(c.window, now)
-			for i := range c.slots {
-				s := &c.slots[i]
-				if v := s.local.Load(); v != 0 && windowOfTag(v>>tagShift, cw) < cw {
-					s.local.CompareAndSwap(v, 0)
-				}
-			}
-		}
+	if r.cl == nil {
+		forgetFinished(list, now)
 		return
 	}
-
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	pipe := r.cl.Pipeline()
-	var ops []op
-	var runs []runOp
+	rd := &round{ctx: ctx, pipe: r.cl.Pipeline(), now: now}
 	r.epochSeq++
 	epoch := r.epochID + "." + strconv.FormatUint(r.epochSeq, 36)
 	for _, c := range list {
 		if c.window == quota.Running {
-			runs = append(runs, queueRunning(ctx, pipe, c, epoch, runningTTL(r.sync)))
+			rd.runs = append(rd.runs, queueRunning(ctx, rd.pipe, c, epoch, runningTTL(r.sync)))
 			continue
 		}
-		cw := windowOf(c.window, now)
-		current := false
-		for i := range c.slots {
-			s := &c.slots[i]
-			v := s.local.Load()
-			if v == 0 {
-				continue
-			}
-			w := windowOfTag(v>>tagShift, cw)
-			if s.sentWin != w {
-				s.sentWin, s.sent = w, 0
-			}
-			o := op{c: c, s: s, w: w, snap: v, local: int64(v & countMask)}
-			o.delta = o.local - s.sent
-			key := windowKey(c.name, c.window, w)
-			switch {
-			case o.delta > 0:
-				o.incr = pipe.IncrBy(ctx, key, o.delta)
-				pipe.ExpireAt(ctx, key, windowEnd(c.window, w).Add(keyGrace(c.window)))
-			case w >= cw:
-				o.get = pipe.Get(ctx, key)
-			default: // finished and all sent
-				if s.local.CompareAndSwap(v, 0) {
-					s.sentWin, s.sent = -1, 0
-				}
-				continue
-			}
-			if w == cw {
-				current = true
-			}
-			ops = append(ops, o)
-		}
-		if !current { // nothing spent here in this window: what the others spent
-			ops = append(ops, op{c: c, s: &c.slots[cw&1], w: cw, get: pipe.Get(ctx, windowKey(c.name, c.window, cw))})
-		}
+		rd.queueWindows(c)
 	}
-	type pendOp struct {
-		key  string
-		incr *redis.IntCmd
-	}
-	var pends []pendOp
-	for key, p := range r.pending {
-		if !now.Before(p.expire) {
-			delete(r.pending, key)
-			continue
-		}
-		pends = append(pends, pendOp{key, pipe.IncrBy(ctx, key, p.delta)})
-		pipe.ExpireAt(ctx, key, p.expire)
-	}
+	r.queuePending(rd)
 	var ping *redis.StatusCmd
-	if len(ops) == 0 && len(pends) == 0 && len(runs) == 0 {
+	if len(rd.ops) == 0 && len(rd.pends) == 0 && len(rd.runs) == 0 {
 		// Nothing counted yet: a PING, so that a store unreachable from
 		// the start is said at once, not at the first request.
-		ping = pipe.Ping(ctx)
+		ping = rd.pipe.Ping(ctx)
 	}
-	pipe.Exec(ctx) // each command's error is read below
-	var err error  // the first failure: Redis unreachable, or refusing
-	fail := func(e error) {
-		if err == nil {
-			err = e
-		}
-	}
+	rd.pipe.Exec(ctx) // each command's error is read below
 	if ping != nil && ping.Err() != nil {
-		fail(ping.Err())
+		rd.fail(ping.Err())
 	}
-
-	for _, o := range ops {
-		s := o.s
-		cw := windowOf(o.c.window, now)
-		if o.get != nil {
-			total, gerr := o.get.Int64()
-			if gerr != nil && !errors.Is(gerr, redis.Nil) {
-				fail(gerr)
-				continue // the others' count stays as last known
-			}
-			if o.w == cw {
-				sent := int64(0)
-				if s.sentWin == o.w {
-					sent = s.sent
-				}
-				s.setOthers(o.w, total-sent)
-			}
-			continue
-		}
-		total, ierr := o.incr.Result()
-		if ierr == nil {
-			s.sent = o.local
-			if o.w == cw {
-				s.setOthers(o.w, total-o.local)
-			}
-			if o.w < cw && s.local.CompareAndSwap(o.snap, 0) {
-				s.sentWin, s.sent = -1, 0
-			}
-			continue
-		}
-		fail(ierr)
-		if o.w >= cw {
-			continue // sent again at the next sync
-		}
-		// A finished window Redis did not take: a day's or a month's delta
-		// waits in pending (bounded: one per counter window, dropped when
-		// its key would have expired).
-		key := windowKey(o.c.name, o.c.window, o.w)
-		exp := windowEnd(o.c.window, o.w).Add(keyGrace(o.c.window))
-		if now.Before(exp) {
-			p := r.pending[key]
-			r.pending[key] = pendingDelta{delta: p.delta + o.delta, expire: exp}
-		}
-		s.sent = o.local
-		if s.local.CompareAndSwap(o.snap, 0) {
-			s.sentWin, s.sent = -1, 0
-		}
+	for _, o := range rd.ops {
+		r.settleWindow(rd, o)
 	}
-	for i := range runs {
-		if rerr := runs[i].settle(now, runningStale(r.sync)); rerr != nil {
-			fail(rerr)
+	for i := range rd.runs {
+		if rerr := rd.runs[i].settle(now, runningStale(r.sync)); rerr != nil {
+			rd.fail(rerr)
 		}
 	}
 	for _, c := range list {
 		c.ready.Store(true) // read once, or tried: decided on from now
 	}
-	for _, p := range pends {
+	for _, p := range rd.pends {
 		if perr := p.incr.Err(); perr == nil {
 			delete(r.pending, p.key)
 		} else {
-			fail(perr)
+			rd.fail(perr)
 		}
 	}
+	r.logState(rd.err, now)
+}
 
-	// A line a minute at most, whatever the store does: a store that comes
-	// and goes says it once, and once that it is back.
+// forgetFinished is Local's reconciliation: the finished windows' counts
+// are forgotten.
+func forgetFinished(list []*counter, now time.Time) {
+	for _, c := range list {
+		cw := windowOf(c.window, now)
+		for i := range c.slots {
+			s := &c.slots[i]
+			if v := s.local.Load(); v != 0 && windowOfTag(v>>tagShift, cw) < cw {
+				s.local.CompareAndSwap(v, 0)
+			}
+		}
+	}
+}
+
+// queueWindows queues a day or month counter's windows: the unsent delta
+// of each (INCRBY, EXPIREAT), else a read of the current one's total.
+func (rd *round) queueWindows(c *counter) {
+	cw := windowOf(c.window, rd.now)
+	current := false
+	for i := range c.slots {
+		s := &c.slots[i]
+		v := s.local.Load()
+		if v == 0 {
+			continue
+		}
+		w := windowOfTag(v>>tagShift, cw)
+		if s.sentWin != w {
+			s.sentWin, s.sent = w, 0
+		}
+		o := op{c: c, s: s, w: w, snap: v, local: int64(v & countMask)}
+		o.delta = o.local - s.sent
+		key := windowKey(c.name, c.window, w)
+		switch {
+		case o.delta > 0:
+			o.incr = rd.pipe.IncrBy(rd.ctx, key, o.delta)
+			rd.pipe.ExpireAt(rd.ctx, key, windowEnd(c.window, w).Add(keyGrace(c.window)))
+		case w >= cw:
+			o.get = rd.pipe.Get(rd.ctx, key)
+		default: // finished and all sent
+			if s.local.CompareAndSwap(v, 0) {
+				s.sentWin, s.sent = -1, 0
+			}
+			continue
+		}
+		if w == cw {
+			current = true
+		}
+		rd.ops = append(rd.ops, o)
+	}
+	if !current { // nothing spent here in this window: what the others spent
+		rd.ops = append(rd.ops, op{c: c, s: &c.slots[cw&1], w: cw, get: rd.pipe.Get(rd.ctx, windowKey(c.name, c.window, cw))})
+	}
+}
+
+// queuePending queues the finished windows' deltas Redis has not taken
+// yet, and drops those whose key would have expired.
+func (r *Redis) queuePending(rd *round) {
+	for key, p := range r.pending {
+		if !rd.now.Before(p.expire) {
+			delete(r.pending, key)
+			continue
+		}
+		rd.pends = append(rd.pends, pendOp{key, rd.pipe.IncrBy(rd.ctx, key, p.delta)})
+		rd.pipe.ExpireAt(rd.ctx, key, p.expire)
+	}
+}
+
+// settleWindow reads one window's answer: what the others spent (a read
+// or an INCRBY's total), or a failure, after which a finished window's
+// delta waits in pending.
+func (r *Redis) settleWindow(rd *round, o op) {
+	s := o.s
+	cw := windowOf(o.c.window, rd.now)
+	if o.get != nil {
+		total, gerr := o.get.Int64()
+		if gerr != nil && !errors.Is(gerr, redis.Nil) {
+			rd.fail(gerr)
+			return // the others' count stays as last known
+		}
+		if o.w == cw {
+			sent := int64(0)
+			if s.sentWin == o.w {
+				sent = s.sent
+			}
+			s.setOthers(o.w, total-sent)
+		}
+		return
+	}
+	total, ierr := o.incr.Result()
+	if ierr == nil {
+		s.sent = o.local
+		if o.w == cw {
+			s.setOthers(o.w, total-o.local)
+		}
+		if o.w < cw && s.local.CompareAndSwap(o.snap, 0) {
+			s.sentWin, s.sent = -1, 0
+		}
+		return
+	}
+	rd.fail(ierr)
+	if o.w >= cw {
+		return // sent again at the next sync
+	}
+	// A finished window Redis did not take: a day's or a month's delta
+	// waits in pending (bounded: one per counter window, dropped when
+	// its key would have expired).
+	key := windowKey(o.c.name, o.c.window, o.w)
+	exp := windowEnd(o.c.window, o.w).Add(keyGrace(o.c.window))
+	if rd.now.Before(exp) {
+		p := r.pending[key]
+		r.pending[key] = pendingDelta{delta: p.delta + o.delta, expire: exp}
+	}
+	s.sent = o.local
+	if s.local.CompareAndSwap(o.snap, 0) {
+		s.sentWin, s.sent = -1, 0
+	}
+}
+
+// logState says the store's state: a line a minute at most, whatever the
+// store does; a store that comes and goes says it once, and once that it
+// is back.
+func (r *Redis) logState(err error, now time.Time) {
 	switch {
 	case err != nil && (r.lastDown.IsZero() || now.Sub(r.lastDown) >= downLogEvery):
 		r.log.Warn("shared counter store unreachable: deciding on this replica's counts until it is back",

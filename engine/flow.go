@@ -30,8 +30,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flexway/flexway/engine/kernel"
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 )
 
 // pauseWhy is a set of reasons a connection's reads are paused.
@@ -211,16 +211,15 @@ func (cl *client) socketDrained() {
 	}
 }
 
-// The drain watcher: one per loop, started at its first use. The loop arms
-// a socket (EPOLLOUT, one shot) when bytes of its stand-in wait for it;
-// the watcher's goroutine hands what fired to the loop with one Execute
-// per wake. The loop finds the stand-in by fd and checks the generation
-// of the arming: a stale event (a closed or re-armed socket) is ignored.
+// The drain watcher: one per loop (kernel.Watcher), started at its first
+// use. The loop arms a socket when bytes of its stand-in wait for it; the
+// watcher's goroutine hands what fired to the loop with one Execute per
+// wake. The loop finds the stand-in by fd and checks the generation of the
+// arming: a stale event (a closed or re-armed socket) is ignored.
 
 type drainWatch struct {
-	epfd, evfd int
-	gen        int32
-	armed      map[int32]*pausedConn // on the loop only: by fd
+	w     *kernel.Watcher
+	armed map[int32]*pausedConn // on the loop only: by fd
 }
 
 // watcher returns the loop's watcher, started at its first use; nil if
@@ -230,89 +229,41 @@ func (e *Engine) watcher(l *loop) *drainWatch {
 	if ps.dw != nil || ps.dwFailed {
 		return ps.dw
 	}
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	kw, err := kernel.NewWatcher()
 	if err != nil {
 		ps.dwFailed = true
 		return nil
 	}
-	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err == nil {
-		err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(evfd)})
-	}
-	if err != nil {
-		_ = unix.Close(epfd)
-		if evfd > 0 {
-			_ = unix.Close(evfd)
-		}
-		ps.dwFailed = true
-		return nil
-	}
-	w := &drainWatch{epfd: epfd, evfd: evfd, armed: map[int32]*pausedConn{}}
+	w := &drainWatch{w: kw, armed: map[int32]*pausedConn{}}
 	ps.dw = w
-	go w.run(e, l)
+	go kw.Run(func(fired []kernel.Event) {
+		_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			defer e.recoverConn(nil, "drain")
+			w.fire(fired)
+			return nil
+		}))
+	})
 	return w
 }
 
-func (w *drainWatch) run(e *Engine, l *loop) {
-	defer func() {
-		_ = unix.Close(w.epfd)
-		_ = unix.Close(w.evfd)
-	}()
-	evs := make([]unix.EpollEvent, 128)
-	for {
-		n, err := unix.EpollWait(w.epfd, evs, -1)
-		if err != nil {
-			// Only stop's event ends the goroutine (it then closes the
-			// fds: stop never writes to a closed one); the tick flushes
-			// meanwhile.
-			if err != unix.EINTR {
-				time.Sleep(10 * time.Millisecond)
-			}
-			continue
-		}
-		var fired [][2]int32
-		stop := false
-		for _, ev := range evs[:n] {
-			if ev.Fd == int32(w.evfd) {
-				stop = true
-				continue
-			}
-			fired = append(fired, [2]int32{ev.Fd, ev.Pad})
-		}
-		if len(fired) > 0 {
-			_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-				defer e.recoverConn(nil, "drain")
-				w.fire(fired)
-				return nil
-			}))
-		}
-		if stop {
-			return
-		}
-	}
-}
-
 // fire runs on the loop: each socket that can take more is written to.
-func (w *drainWatch) fire(fired [][2]int32) {
+func (w *drainWatch) fire(fired []kernel.Event) {
 	for _, f := range fired {
-		p := w.armed[f[0]]
-		if p == nil || p.wgen != f[1] {
+		p := w.armed[f.Fd]
+		if p == nil || p.wgen != f.Gen {
 			continue
 		}
-		delete(w.armed, f[0])
+		delete(w.armed, f.Fd)
 		p.wfd = -1
 		p.writable()
 	}
 }
 
 // stop ends the watcher's goroutine (at the engine's stop), once.
-func (w *drainWatch) stop() {
-	var one = [8]byte{1}
-	_, _ = unix.Write(w.evfd, one[:])
-}
+func (w *drainWatch) stop() { w.w.Stop() }
 
 // armDrain asks the loop's watcher to say when p's socket takes more. On
-// the loop; false when no watcher could be started.
+// the loop; without a watcher, the tick flushes.
 func (p *pausedConn) armDrain() {
 	fd, err := p.sockFd()
 	if err != nil || p.st == rpResuming {
@@ -325,12 +276,7 @@ func (p *pausedConn) armDrain() {
 	if p.wfd >= 0 && p.wfd != int32(fd) {
 		delete(w.armed, p.wfd)
 	}
-	w.gen++
-	ev := unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLONESHOT, Fd: int32(fd), Pad: w.gen}
-	err = unix.EpollCtl(w.epfd, unix.EPOLL_CTL_MOD, fd, &ev)
-	if err == unix.ENOENT {
-		err = unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev)
-	}
+	gen, err := w.w.Arm(fd)
 	if err != nil {
 		p.wfd = -1
 		return // the tick flushes
@@ -338,7 +284,7 @@ func (p *pausedConn) armDrain() {
 	if q := w.armed[int32(fd)]; q != nil && q != p {
 		q.wfd = -1 // its fd was closed: stale
 	}
-	p.wfd, p.wgen = int32(fd), w.gen
+	p.wfd, p.wgen = int32(fd), gen
 	w.armed[int32(fd)] = p
 }
 
@@ -447,7 +393,7 @@ func (cl *client) roomBack() bool {
 	if fd < 0 {
 		return true
 	}
-	r := sockRoom(fd)
+	r := kernel.Room(fd)
 	return r < 0 || r >= spliceRoomMin
 }
 
@@ -506,7 +452,7 @@ func (cl *client) setRcvLowat(v int) bool {
 	if fd < 0 {
 		return false
 	}
-	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, v) == nil
+	return kernel.SetRcvLowat(fd, v) == nil
 }
 
 // upstreamResume reads the client again once its broker connection holds

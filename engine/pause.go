@@ -31,6 +31,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/flexway/flexway/engine/kernel"
 	"github.com/panjf2000/gnet/v2"
 	gerrors "github.com/panjf2000/gnet/v2/pkg/errors"
 	"golang.org/x/sys/unix"
@@ -45,9 +46,6 @@ const (
 	rpResuming                        // handed to Enroll; OnOpen re-attaches
 	rpClosed
 )
-
-// pauseIOVMax: writev takes at most this many slices (UIO_MAXIOV).
-const pauseIOVMax = 1024
 
 var errPeerGone = errors.New("pause: the peer reset the connection while paused")
 
@@ -70,7 +68,7 @@ type pausedConn struct {
 	// q: written, not taken by the socket yet (flow_out.go): the stand-in
 	// writes straight to its socket, attached or not, once gnet's own
 	// outbound buffer is empty; the watcher (flow.go) says when to go on.
-	q outq
+	q kernel.Queue
 
 	why  pauseWhy // the reasons of the pause (flow.go); 0 for pauseRead's own
 	wfd  int32    // the fd armed in the loop's drain watcher, -1 none
@@ -214,7 +212,7 @@ func (p *pausedConn) detach() {
 	// Synchronous: OnClose(c) runs now and finds c is not p.live — a detach,
 	// nothing ends; gnet then deletes the fd from its epoll and closes it.
 	_ = p.el.Close(c)
-	if p.q.len() > 0 {
+	if p.q.Len() > 0 {
 		p.armDrain() // the same socket, by its new fd
 	}
 }
@@ -269,11 +267,11 @@ func (p *pausedConn) reattached(c gnet.Conn) (out []byte, action gnet.Action) {
 	}
 	p.live, p.st = c, rpAttached
 	p.untrack()
-	if p.q.len() > 0 && p.sp == nil { // written while detached or re-enrolling: first
-		if _, err := p.q.writeTo(c.Fd()); err != nil {
+	if p.q.Len() > 0 && p.sp == nil { // written while detached or re-enrolling: first
+		if _, err := p.q.WriteTo(c.Fd()); err != nil {
 			return nil, gnet.Close // OnClose(c) tells the owner
 		}
-		if p.q.len() > 0 {
+		if p.q.Len() > 0 {
 			p.armDrain()
 		}
 	}
@@ -306,7 +304,7 @@ func (p *pausedConn) liveClosed(c gnet.Conn) bool {
 	}
 	p.live, p.st = nil, rpClosed
 	p.abortSplice()
-	p.q.reset()
+	p.q.Reset()
 	p.disarm()
 	if p.notified {
 		return false
@@ -323,11 +321,11 @@ func (p *pausedConn) closeAs(err error, now bool) {
 	p.abortSplice()
 	p.disarm()
 	if p.fd >= 0 {
-		_, _ = p.q.writeTo(p.fd) // best effort, as gnet's close
+		_, _ = p.q.WriteTo(p.fd) // best effort, as gnet's close
 		_ = unix.Close(p.fd)
 		p.fd = -1
 	}
-	p.q.reset()
+	p.q.Reset()
 	p.in, p.off = nil, 0
 	p.st = rpClosed
 	if now {
@@ -399,9 +397,9 @@ func (e *Engine) sweepPaused(l *loop) {
 		case rpPaused:
 			var ev int16
 			if full {
-				ev |= unix.POLLRDHUP
+				ev |= kernel.PollPeerClosed
 			}
-			if p.q.len() > 0 {
+			if p.q.Len() > 0 {
 				ev |= unix.POLLOUT
 			}
 			if ev != 0 {
@@ -417,7 +415,7 @@ func (e *Engine) sweepPaused(l *loop) {
 				if p.st == rpPaused && pf.Revents&unix.POLLOUT != 0 {
 					p.flushOut()
 				}
-				if p.st == rpPaused && p.sp == nil && pf.Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+				if p.st == rpPaused && p.sp == nil && pf.Revents&(kernel.PollPeerClosed|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
 					p.resumeNow()
 				}
 			}
@@ -457,18 +455,18 @@ func (e *Engine) closePaused() {
 // flushOut writes what waits for the socket (attached or detached), and
 // arms the watcher for the rest.
 func (p *pausedConn) flushOut() {
-	if p.q.len() == 0 || p.st == rpResuming || p.st == rpClosed || p.sp != nil {
+	if p.q.Len() == 0 || p.st == rpResuming || p.st == rpClosed || p.sp != nil {
 		return
 	}
 	fd, err := p.sockFd()
 	if err != nil {
 		return
 	}
-	if _, err := p.q.writeTo(fd); err != nil {
+	if _, err := p.q.WriteTo(fd); err != nil {
 		p.writeFailed(os.NewSyscallError("writev", err))
 		return
 	}
-	if p.q.len() > 0 {
+	if p.q.Len() > 0 {
 		p.armDrain()
 	}
 }
@@ -476,7 +474,7 @@ func (p *pausedConn) flushOut() {
 // writeFailed closes the connection after a write error, as gnet's Write
 // does: the owner is told at once.
 func (p *pausedConn) writeFailed(err error) {
-	p.q.reset()
+	p.q.Reset()
 	if p.live != nil {
 		_ = p.el.Close(p.live) // synchronous: OnClose(live) tells the owner
 		return
@@ -647,9 +645,9 @@ func (p *pausedConn) Writev(bs [][]byte) (int, error) {
 			return p.live.Writev(bs)
 		}
 	}
-	if p.st == rpResuming || p.q.len() > 0 || (p.sp != nil && p == p.sp.cp) {
+	if p.st == rpResuming || p.q.Len() > 0 || (p.sp != nil && p == p.sp.cp) {
 		for _, b := range bs {
-			p.q.push(b)
+			p.q.Push(b)
 		}
 		return n, nil
 	}
@@ -657,12 +655,12 @@ func (p *pausedConn) Writev(bs [][]byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := p.q.writeDirect(fd, bs); err != nil {
+	if err := p.q.WriteDirect(fd, bs); err != nil {
 		err = os.NewSyscallError("writev", err)
 		p.writeFailed(err)
 		return 0, err
 	}
-	if p.q.len() > 0 {
+	if p.q.Len() > 0 {
 		p.armDrain()
 	}
 	return n, nil
@@ -690,7 +688,7 @@ func (p *pausedConn) Flush() error {
 
 // OutboundBuffered counts what gnet holds and what the stand-in queued.
 func (p *pausedConn) OutboundBuffered() int {
-	n := p.q.len()
+	n := p.q.Len()
 	if s := p.sp; s != nil && p == s.cp {
 		n += int(s.preLeft.Load()) // handed to the splice session, not written yet
 	}
@@ -741,7 +739,7 @@ func (p *pausedConn) Dup() (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	return kernel.Dup(fd)
 }
 
 func (p *pausedConn) setInt(level, opt, v int) error {
@@ -797,24 +795,11 @@ func (p *pausedConn) SetKeepAlive(on bool, idle, intvl time.Duration, cnt int) e
 	if int(idle.Seconds()) < 1 || int(intvl.Seconds()) < 1 {
 		return gerrors.ErrUnsupportedOp
 	}
-	for _, o := range [][2]int{
-		{unix.SOL_SOCKET, unix.SO_KEEPALIVE}, {unix.IPPROTO_TCP, unix.TCP_KEEPIDLE},
-		{unix.IPPROTO_TCP, unix.TCP_KEEPINTVL}, {unix.IPPROTO_TCP, unix.TCP_KEEPCNT},
-	} {
-		v := 1
-		switch o[1] {
-		case unix.TCP_KEEPIDLE:
-			v = int(idle.Seconds())
-		case unix.TCP_KEEPINTVL:
-			v = int(intvl.Seconds())
-		case unix.TCP_KEEPCNT:
-			v = cnt
-		}
-		if err := p.setInt(o[0], o[1], v); err != nil {
-			return err
-		}
+	fd, err := p.sockFd()
+	if err != nil {
+		return err
 	}
-	return nil
+	return os.NewSyscallError("setsockopt", kernel.SetKeepAlive(fd, int(idle.Seconds()), int(intvl.Seconds()), cnt))
 }
 
 // The connection.
@@ -851,8 +836,8 @@ func (p *pausedConn) Close() error {
 	case rpAttached, rpDetachPending:
 		// What the socket takes now goes (best effort, as gnet's close);
 		// the rest is dropped with the connection.
-		_, _ = p.q.writeTo(p.live.Fd())
-		p.q.reset()
+		_, _ = p.q.WriteTo(p.live.Fd())
+		p.q.Reset()
 		p.disarm()
 		return p.live.Close()
 	case rpPaused, rpResuming:

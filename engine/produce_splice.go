@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/engine/kernel"
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 )
 
 // produceSpliceMin: a partition with fewer record bytes left to come than
@@ -136,7 +136,7 @@ func (cl *client) spliceNext() bool {
 		return false
 	}
 	head := pp.out[:spliceUnitPeek]
-	k, _, err := unix.Recvfrom(cfd, head, unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	k, err := kernel.Peek(cfd, head)
 	if err != nil || k < codec.SizeLen {
 		return false
 	}
@@ -148,7 +148,7 @@ func (cl *client) spliceNext() bool {
 		return false
 	}
 	produceNexts.Add(1)
-	if got, err := unix.Read(cfd, pp.out[spliceUnitPeek:spliceUnitPeek+codec.SizeLen]); got != codec.SizeLen {
+	if got, err := kernel.Read(cfd, pp.out[spliceUnitPeek:spliceUnitPeek+codec.SizeLen]); got != codec.SizeLen {
 		cl.streamFailed(fmt.Sprintf("the socket gave %d of the %d bytes it held (%v)", got, codec.SizeLen, err))
 		return true
 	}
@@ -193,7 +193,7 @@ func (cl *client) room(dst int) int {
 	if !produceRoomBound.Load() {
 		return -1
 	}
-	return sockRoom(dst)
+	return kernel.Room(dst)
 }
 
 // roomOut: the broker's socket is full. The client is held at once
@@ -249,7 +249,7 @@ func (cl *client) dropUnread() {
 	}
 	fd := cl.c.Fd()
 	for i := 0; fd >= 0 && i < 16; i++ {
-		if n, _ := unix.Read(fd, pp.out); n <= 0 {
+		if n, _ := kernel.Read(fd, pp.out); n <= 0 {
 			return
 		}
 	}

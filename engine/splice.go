@@ -26,11 +26,10 @@ import (
 	"context"
 	"io"
 	"net"
-	"os"
 	"sync/atomic"
 
+	"github.com/flexway/flexway/engine/kernel"
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 )
 
 // spliceMin: a partition with fewer record bytes left than this is not
@@ -54,7 +53,7 @@ type spliceRun struct {
 	cp, bp *pausedConn // the client's and the broker's stand-ins
 	el     gnet.EventLoop
 	bc, cc *net.TCPConn // dups of the broker's and the client's sockets
-	pre    outq         // the client's queue when the session began: written first
+	pre    kernel.Queue // the client's queue when the session began: written first
 	n      int64
 
 	preLeft atomic.Int64 // bytes of pre not written yet
@@ -113,57 +112,30 @@ func newSplice(u *upstreamConn, cp, bp *pausedConn, n int) (*spliceRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	bc, err := fileTCP(bp.fd)
+	bc, err := kernel.FileTCP(bp.fd)
 	if err != nil {
 		return nil, err
 	}
-	cc, err := fileTCP(cfd)
+	cc, err := kernel.FileTCP(cfd)
 	if err != nil {
 		_ = bc.Close()
 		return nil, err
 	}
 	s := &spliceRun{u: u, cp: cp, bp: bp, el: bp.el, bc: bc, cc: cc, n: int64(n)}
-	s.pre, cp.q = cp.q, outq{} // its chunks are the session's now
-	s.preLeft.Store(int64(s.pre.len()))
+	s.pre = cp.q.Take() // its chunks are the session's now
+	s.preLeft.Store(int64(s.pre.Len()))
 	return s, nil
-}
-
-// fileTCP is a *net.TCPConn on a dup of fd (Go's poller waits for it).
-func fileTCP(fd int) (*net.TCPConn, error) {
-	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(dup), "")
-	c, err := net.FileConn(f) // its own dup
-	_ = f.Close()
-	if err != nil {
-		return nil, err
-	}
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		_ = c.Close()
-		return nil, os.ErrInvalid
-	}
-	return tc, nil
 }
 
 // run is the session's goroutine: the queued bytes, then the records.
 func (s *spliceRun) run() {
 	var err error
-	for _, b := range s.pre.bufs {
-		p := *b
-		if b == s.pre.bufs[0] {
-			p = p[s.pre.off:]
-		}
-		if err == nil && len(p) > 0 {
-			_, err = s.cc.Write(p)
-			s.preLeft.Add(-int64(len(p)))
-		}
-		*b = (*b)[:0]
-		outPool.Put(b)
-	}
-	s.pre = outq{}
+	s.pre.Each(func(p []byte) bool {
+		_, err = s.cc.Write(p)
+		s.preLeft.Add(-int64(len(p)))
+		return err == nil
+	})
+	s.pre.Reset()
 	for err == nil && s.moved.Load() < s.n {
 		step := min(s.n-s.moved.Load(), spliceStep)
 		var m int64

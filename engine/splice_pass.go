@@ -23,11 +23,10 @@ package engine
 
 import (
 	"fmt"
-	"io"
 	"sync/atomic"
 
+	"github.com/flexway/flexway/engine/kernel"
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 )
 
 // loopPipeSize is what the loop's pipe is asked to hold (F_SETPIPE_SZ;
@@ -41,13 +40,13 @@ var testPipeShort atomic.Bool
 
 // loopPipe is a loop's pipe for splicing, made at first use.
 type loopPipe struct {
-	r, w int
-	size int
-	out  []byte // 64 KiB: what a pass could not write is read out into this; spliceUnit's peek
+	*kernel.Pipe
+	out []byte // 64 KiB: what a pass could not write is read out into this; spliceUnit's peek
 }
 
 // pipe returns the loop's pipe, nil when none can be made (nothing is
-// spliced on this loop then; tried again after a while).
+// spliced on this loop then; tried again after a while; never where the
+// kernel has no splice).
 func (lp *loop) pipe() *loopPipe {
 	if lp.pp != nil {
 		return lp.pp
@@ -56,22 +55,12 @@ func (lp *loop) pipe() *loopPipe {
 		lp.ppFailed--
 		return nil
 	}
-	var fds [2]int
-	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
-		lp.ppFailed = 1000
-		return nil
-	}
-	size, err := unix.FcntlInt(uintptr(fds[1]), unix.F_SETPIPE_SZ, loopPipeSize)
+	p, err := kernel.NewPipe(loopPipeSize)
 	if err != nil {
-		size, err = unix.FcntlInt(uintptr(fds[1]), unix.F_GETPIPE_SZ, 0)
-	}
-	if err != nil || size <= 0 {
-		_ = unix.Close(fds[0])
-		_ = unix.Close(fds[1])
 		lp.ppFailed = 1000
 		return nil
 	}
-	lp.pp = &loopPipe{r: fds[0], w: fds[1], size: size, out: make([]byte, 64<<10)}
+	lp.pp = &loopPipe{Pipe: p, out: make([]byte, 64<<10)}
 	return lp.pp
 }
 
@@ -87,13 +76,10 @@ func (e *Engine) closePipes() {
 // closePipe closes the loop's pipe.
 func (lp *loop) closePipe() {
 	if p := lp.pp; p != nil {
-		_ = unix.Close(p.r)
-		_ = unix.Close(p.w)
+		p.Close()
 		lp.pp = nil
 	}
 }
-
-const spliceFlags = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
 
 // spliceRoomMin: a destination whose socket takes fewer bytes than this is
 // full for a pass bounded by its room (the client's side, invariant 42:
@@ -101,22 +87,6 @@ const spliceFlags = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
 // read out and copied through the broker connection's buffer). Smaller
 // passes would cost their system calls for little.
 const spliceRoomMin = 4 << 10
-
-// sockRoom is what the socket fd takes before its send buffer is full, by
-// the kernel's measure: SO_SNDBUF (as autotuning left it) less what is
-// queued (SIOCOUTQ: unsent and unacknowledged), less a thirty-second of it
-// for the buffers' own overhead; -1 when either call fails (not bounded).
-func sockRoom(fd int) int {
-	size, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
-	if err != nil {
-		return -1
-	}
-	queued, err := unix.IoctlGetInt(fd, unix.SIOCOUTQ)
-	if err != nil {
-		return -1
-	}
-	return max(0, size-queued-queued>>5)
-}
 
 // recordStream is what a pass needs of a stream (codec's
 // ProduceRequestStream and FetchResponseStream).
@@ -153,7 +123,7 @@ func (lp *loop) splicePass(st recordStream, e spliceEnds, pp *loopPipe, src, dst
 	moved := false
 	for {
 		for left > 0 {
-			want := min(left, pp.size)
+			want := min(left, pp.Size())
 			if r := e.room(dst); r >= 0 && r < want {
 				if r < spliceRoomMin {
 					e.roomOut()
@@ -161,11 +131,8 @@ func (lp *loop) splicePass(st recordStream, e spliceEnds, pp *loopPipe, src, dst
 				}
 				want = r
 			}
-			n, err := unix.Splice(src, nil, pp.w, nil, want, spliceFlags)
+			n := pp.From(src, want)
 			if n <= 0 {
-				if err == unix.EINTR {
-					continue
-				}
 				return moved // the socket is empty (EAGAIN), ended or failed: gnet sees which at its next read
 			}
 			moved = true
@@ -205,7 +172,7 @@ func (lp *loop) spliceUnit(st recordStream, e spliceEnds, pp *loopPipe, src int)
 	if len(head) == 0 {
 		return false // the frame's own last bytes: the owner's feed ends it
 	}
-	k, _, err := unix.Recvfrom(src, head, unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	k, err := kernel.Peek(src, head)
 	if k <= 0 || err != nil {
 		return false
 	}
@@ -221,7 +188,7 @@ func (lp *loop) spliceUnit(st recordStream, e spliceEnds, pp *loopPipe, src int)
 		e.unitOut(sl)
 	}
 	// Take what the stream used (the bytes just looked at: they are there).
-	got, err := unix.Read(src, pp.out[spliceUnitPeek:spliceUnitPeek+used])
+	got, err := kernel.Read(src, pp.out[spliceUnitPeek:spliceUnitPeek+used])
 	if got != used {
 		e.streamFailed(fmt.Sprintf("the socket gave %d of %d bytes it held (%v)", got, used, err))
 		return false
@@ -243,18 +210,7 @@ func (pp *loopPipe) pipeTo(n, fd int) int {
 	if testPipeShort.Load() {
 		stop = n / 2 // as if the socket took only half
 	}
-	for n > stop {
-		m, err := unix.Splice(pp.r, nil, fd, nil, n-stop, spliceFlags)
-		if m > 0 {
-			n -= int(m)
-			continue
-		}
-		if err == unix.EINTR {
-			continue
-		}
-		break // full (EAGAIN), or failed: the connection's own write says which
-	}
-	return n
+	return stop + pp.To(fd, n-stop)
 }
 
 // readOut reads the n bytes left in the pipe and writes them to c as any
@@ -266,15 +222,9 @@ func (pp *loopPipe) pipeTo(n, fd int) int {
 func (lp *loop) readOut(n int, c gnet.Conn) error {
 	pp := lp.pp
 	for n > 0 {
-		m, err := unix.Read(pp.r, pp.out[:min(n, len(pp.out))])
+		m, err := pp.Read(pp.out[:min(n, len(pp.out))])
 		if m <= 0 {
-			if err == unix.EINTR {
-				continue
-			}
 			lp.closePipe()
-			if err == nil {
-				err = io.ErrUnexpectedEOF
-			}
 			return err
 		}
 		n -= m

@@ -1,0 +1,45 @@
+//go:build linux
+
+package kernel
+
+import "golang.org/x/sys/unix"
+
+// Room is what the socket fd takes before its send buffer is full, by the
+// kernel's measure: SO_SNDBUF (as autotuning left it) less what is queued
+// (SIOCOUTQ: unsent and unacknowledged), less a thirty-second of it for
+// the buffers' own overhead; -1 when either call fails (not bounded).
+func Room(fd int) int {
+	size, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+	if err != nil {
+		return -1
+	}
+	queued, err := unix.IoctlGetInt(fd, unix.SIOCOUTQ)
+	if err != nil {
+		return -1
+	}
+	return max(0, size-queued-queued>>5)
+}
+
+// SetRcvLowat sets the socket's SO_RCVLOWAT: the bytes it holds before
+// epoll reports it readable (1: at once, the kernel's default).
+func SetRcvLowat(fd, v int) error {
+	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, v)
+}
+
+// PollPeerClosed is what poll(2) is asked to report of a peer that closed
+// its side (POLLRDHUP); POLLHUP and POLLERR are reported whatever is asked.
+const PollPeerClosed = unix.POLLRDHUP
+
+// SetKeepAlive turns TCP keepalive on fd on with its idle time, probe
+// interval and probe count (whole seconds).
+func SetKeepAlive(fd int, idle, intvl, cnt int) error {
+	for _, o := range [][3]int{
+		{unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1}, {unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, idle},
+		{unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, intvl}, {unix.IPPROTO_TCP, unix.TCP_KEEPCNT, cnt},
+	} {
+		if err := unix.SetsockoptInt(fd, o[0], o[1], o[2]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
+
+	"github.com/flexway/flexway/engine/signals"
 )
 
 // The listener ports are the engine's own sockets, not gnet's: gnet accepts
@@ -52,7 +54,7 @@ type acceptor struct {
 	specs []listenSpec
 	quit  chan struct{}
 	done  chan struct{}
-	log   rateLimiter
+	log   *signals.RateLimiter
 
 	mu               sync.Mutex
 	started, stopped bool
@@ -66,7 +68,7 @@ func newAcceptor(e *Engine, maxConns int) *acceptor {
 		quit:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
-	a.log.perSecond = 1
+	a.log = signals.NewRateLimiter(1)
 	return a
 }
 
@@ -241,7 +243,7 @@ func (a *acceptor) run() {
 			// Out of descriptors and the like: the listener stays readable,
 			// so wait before trying again (the queue holds the clients).
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			if ok, _ := a.log.allow(); ok {
+			if ok, _ := a.log.Allow(); ok {
 				a.e.log.Warn("kafka listener accept failed", "address", a.specs[i].addr, "error", err.Error(), "retry_in", backoff.String())
 			}
 			select {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -30,7 +31,7 @@ func gaugePeak(t *testing.T, e *Engine) func() (gauge, places int) {
 		tk := time.NewTicker(time.Millisecond)
 		defer tk.Stop()
 		for {
-			if v := int64(e.m.connections.Get()); v > g.Load() {
+			if v := int64(e.m.Connections()); v > g.Load() {
 				g.Store(v)
 			}
 			if v := int64(e.acc.open()); v > p.Load() {
@@ -86,8 +87,8 @@ func isTimeout(err error) bool {
 // noRefusal checks that no connection bound refused anything.
 func noRefusal(t *testing.T, e *Engine) {
 	t.Helper()
-	for bound, c := range e.m.refusedBy {
-		if n := c.Get(); n != 0 {
+	for _, bound := range signals.Bounds() {
+		if n := e.m.RefusedBy(bound); n != 0 {
 			t.Fatalf("%d connections refused by %s", n, bound)
 		}
 	}
@@ -124,7 +125,7 @@ func TestMaxConnectionsQueuesAtBound(t *testing.T) {
 			t.Fatalf("an authenticated connection under the bound: %v", err)
 		}
 	}
-	if g := env.e.m.connections.Get(); g != bound {
+	if g := env.e.m.Connections(); g != bound {
 		t.Fatalf("flexway_kafka_connections = %d with %d connections open", g, bound)
 	}
 

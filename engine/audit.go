@@ -9,6 +9,7 @@ import (
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/signals"
 )
 
 // The audit trail (O3): the hook at the decision point. The loop builds a
@@ -27,8 +28,8 @@ const auditQueue = 4096
 // turn audit on. Its two series are the audit's own.
 func (e *Engine) startAudit() {
 	e.auditTrail = audit.New(e.log.Handler(), auditQueue,
-		e.m.set.NewCounter(`flexway_kafka_audit_dropped_total`),
-		e.m.set.NewCounter(`flexway_kafka_audit_records_total`))
+		e.m.Metrics().NewCounter(`flexway_kafka_audit_dropped_total`),
+		e.m.Metrics().NewCounter(`flexway_kafka_audit_records_total`))
 }
 
 // stopAudit writes what is queued (bounded by ctx).
@@ -64,8 +65,8 @@ func (cl *client) auditRequest(h *codec.RequestHeader, frame []byte, p *decide.P
 	}
 	r := cl.auditRecord(cl.snap, h.Key)
 	if refused {
-		r.Decision = decisionNames[decRefused]
-		r.Cause = causeNames[refusalCause(h.Key, out, code, p.Cause)]
+		r.Decision = signals.Refused.String()
+		r.Cause = signals.RefusalCause(h.Key, out, code, p.Cause).String()
 	}
 	if admin {
 		r.Admin, r.Key, r.Version = true, h.Key, h.Version
@@ -95,7 +96,7 @@ func (cl *client) auditSASLRefused(key int16, user, tenant string) {
 		return
 	}
 	r := cl.auditRecord(snap, key)
-	r.Decision, r.Cause = decisionNames[decRefused], causeNames[causeAuthentication]
+	r.Decision, r.Cause = signals.Refused.String(), signals.CauseAuthentication.String()
 	if user != "" {
 		r.Principal = user
 	}
@@ -107,7 +108,7 @@ func (cl *client) auditSASLRefused(key int16, user, tenant string) {
 
 // auditRecord is the record of a request of cl, allowed until said otherwise.
 func (cl *client) auditRecord(snap *configs.Snapshot, key int16) audit.Record {
-	r := audit.Record{Time: time.Now(), API: decide.Name(key), Decision: decisionNames[decAllowed], Cause: causeNames[causeNone],
+	r := audit.Record{Time: time.Now(), API: decide.Name(key), Decision: signals.Allowed.String(), Cause: signals.CauseNone.String(),
 		Mechanism: cl.mech}
 	if c := cl.route.cluster; c != nil {
 		r.Cluster = c.Name

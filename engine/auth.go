@@ -8,6 +8,7 @@ import (
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/panjf2000/gnet/v2"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,7 +25,7 @@ func (cl *client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 		cl.saslHandshake(h, frame[h.BodyOffset:])
 	case codec.KeySASLAuthenticate:
 		if cl.mech == "" {
-			cl.close(closeSASLOrder)
+			cl.close(signals.CloseSASLOrder)
 			return
 		}
 		req := kmsg.NewPtrSASLAuthenticateRequest()
@@ -35,7 +36,7 @@ func (cl *client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 		}
 		cl.authenticate(req.SASLAuthBytes, h)
 	default:
-		cl.close(closeUnauthenticated, "api", decide.Name(h.Key))
+		cl.close(signals.CloseUnauthenticated, "api", decide.Name(h.Key))
 	}
 }
 
@@ -165,7 +166,7 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 		l := snap.Listener
 		ten, bound := cl.e.tenants.Take(res.ID.Tenant, l.ConnectionsPerTenant(), l.ConnectionRatePerTenant(), time.Now())
 		if ten == nil {
-			cl.e.m.refused(bound.String(), res.ID.Tenant)
+			cl.e.m.Refused(bound.String(), res.ID.Tenant)
 			// Seed 002: past a tenant's bound the answer is SASL_AUTHENTICATION_FAILED, logged as such.
 			cl.e.refusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound.String(), "user", res.User, "tenant", res.ID.Tenant, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
 			cl.authFailed(h, mode)
@@ -176,7 +177,7 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	if res.ID == nil {
 		cl.e.refusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
 		if mode != authCert { // a certificate is no request
-			cl.ts.request(codec.KeySASLAuthenticate, decRefused, causeAuthentication)
+			cl.ts.Request(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication)
 		}
 		cl.auditAuthRefused(&res)
 		cl.authFailed(h, mode)
@@ -201,9 +202,9 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 			MaxRequestBytes:    int64(snap.Listener.MaxRequestBytes),
 		},
 	}
-	cl.setSeries(cl.e.m.forTenant(cl.route.cluster.Name, res.ID.Tenant), mechOf(res.ID.Mechanism))
+	cl.setSeries(cl.e.m.Tenant(cl.route.cluster.Name, res.ID.Tenant), signals.MechOf(res.ID.Mechanism))
 	if mode != authCert {
-		cl.ts.request(codec.KeySASLAuthenticate, decAllowed, causeNone)
+		cl.ts.Request(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone)
 	}
 	switch mode {
 	case authLegacy:
@@ -229,7 +230,7 @@ func (cl *client) authFailed(h *codec.RequestHeader, mode authMode) {
 		cl.writeKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp)
 	}
 	cl.state = stPreAuth
-	cl.close(closeAuthFailed)
+	cl.close(signals.CloseAuthFailed)
 }
 
 // startSession sets the session's end (S3): the smallest of
@@ -256,11 +257,11 @@ func (cl *client) startSession(snap *configs.Snapshot) time.Duration {
 // configuration in force (view, bounds, timeouts) at its next request.
 func (cl *client) checkSession() bool {
 	if cl.revoked != "" {
-		cl.close(closeRevoked, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal, "cause", cl.revoked)
+		cl.close(signals.CloseRevoked, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal, "cause", cl.revoked)
 		return false
 	}
 	if !cl.sessEnd.IsZero() && !time.Now().Before(cl.sessEnd) {
-		cl.close(closeSessionEnded, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal)
+		cl.close(signals.CloseSessionEnded, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal)
 		return false
 	}
 	if snap := cl.e.snap.Load(); snap != cl.snap {
@@ -306,7 +307,7 @@ func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 		req := kmsg.NewPtrSASLHandshakeRequest()
 		req.Version = h.Version
 		if h.Version != 1 || req.ReadFrom(body) != nil || req.Mechanism != cl.mech {
-			cl.close(closeReauthMechanism, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant)
+			cl.close(signals.CloseReauthMechanism, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant)
 			return
 		}
 		resp := kmsg.NewPtrSASLHandshakeResponse()
@@ -318,7 +319,7 @@ func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 	req := kmsg.NewPtrSASLAuthenticateRequest()
 	req.Version = h.Version
 	if h.Version > 2 || req.ReadFrom(body) != nil || cl.mech == "mtls" {
-		cl.close(closeReauthMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant)
+		cl.close(signals.CloseReauthMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant)
 		return
 	}
 	cl.authenticate(req.SASLAuthBytes, h)
@@ -339,12 +340,12 @@ func (cl *client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
 		cl.answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
-		cl.ts.request(codec.KeySASLAuthenticate, decRefused, causeAuthentication)
+		cl.ts.Request(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication)
 		cl.auditAuthRefused(&res)
-		cl.close(closeReauthRefused)
+		cl.close(signals.CloseReauthRefused)
 		return
 	}
-	cl.ts.request(codec.KeySASLAuthenticate, decAllowed, causeNone)
+	cl.ts.Request(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone)
 	cl.ident = res.ID
 	lifetime := cl.startSession(snap)
 	if snap != cl.snap {

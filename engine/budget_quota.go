@@ -49,7 +49,7 @@ func (cl *client) produceQuota(h *codec.RequestHeader, frame []byte, p *decide.P
 		tq.month.Add(now, 1)
 		return out
 	}
-	if ok, dropped := cl.e.quotaLog.allow(); ok {
+	if ok, dropped := cl.e.quotaLog.Allow(); ok {
 		cl.e.log.Warn("kafka produce refused: the tenant's quota is spent",
 			"cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "policy", q.Quota,
 			"window", window, "limit", limit, "lines_dropped", dropped)

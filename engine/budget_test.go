@@ -100,7 +100,7 @@ func TestTenantShareClose(t *testing.T) {
 		stall(t, env, addr, 200)
 	}
 	env.waitLog(10*time.Second, "kafka connection closed: the tenant's in-flight share is reached", "tenant=acme", "max_tenant_in_flight_bytes=2097152")
-	if env.e.m.budgetClosed.Get() == 0 {
+	if env.e.m.BudgetClosed() == 0 {
 		t.Fatal("the closure is not counted")
 	}
 	produceN(t, env.client("globex-app"), "orders", 3, "globex") // not disturbed
@@ -121,7 +121,7 @@ func TestTenantShareWait(t *testing.T) {
 	// Sampled for 3 s at least, and until a wait is counted (30 s at most).
 	var peak int64
 	start := time.Now()
-	for time.Since(start) < 30*time.Second && (env.e.m.budgetWaited.Get() == 0 || time.Since(start) < 3*time.Second) {
+	for time.Since(start) < 30*time.Second && (env.e.m.BudgetWaited() == 0 || time.Since(start) < 3*time.Second) {
 		if ten := env.e.tenants.Get("acme"); ten != nil && ten.Share.Used() > peak {
 			peak = ten.Share.Used()
 		}
@@ -131,7 +131,7 @@ func TestTenantShareWait(t *testing.T) {
 	if bound := int64(share + conns*(1<<20+256<<10)); peak > bound {
 		t.Fatalf("tenant acme held %d bytes (share %d, bound with answers alone %d)", peak, share, bound)
 	}
-	if env.e.m.budgetWaited.Get() == 0 {
+	if env.e.m.BudgetWaited() == 0 {
 		t.Fatal("no wait on the tenant's share was counted")
 	}
 	// globex reads and writes while acme waits on its own share.

@@ -8,6 +8,7 @@ import (
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/relay"
 	"github.com/panjf2000/gnet/v2"
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -44,8 +45,8 @@ type client struct {
 	opened    time.Time
 	// ts: the connection's series (its cluster and tenant; _anonymous
 	// before authentication), connMech its mechanism label (O1).
-	ts       *tenantSeries
-	connMech mechIdx
+	ts       *signals.TenantSeries
+	connMech signals.Mech
 	// throttling: set by the quota's judgement when the request being
 	// handled is throttled; apply counts it "throttled" and clears it.
 	throttling bool
@@ -110,7 +111,7 @@ type client struct {
 	drainLeft int
 	// answered: an answer past the handshake (ApiVersions, SASL) was
 	// written. Until then a close of a transient cause is a reset
-	// (closeLine.transient, invariant 43).
+	// (signals.CloseCause.Transient, invariant 43).
 	answered bool
 
 	q *quotaConn // the quotas (quota.go); nil until the first request under quotas
@@ -137,8 +138,8 @@ func newClient(e *Engine, c gnet.Conn, route portRoute) *client {
 	cl.lp = e.loopOf(c.EventLoop())
 	cl.lp.clients[cl] = struct{}{}
 	cl.snap = snap
-	cl.ts = e.m.forTenant(route.clusterName(), "")
-	e.m.connOpened(cl.ts)
+	cl.ts = e.m.Tenant(route.clusterName(), "")
+	e.m.ConnOpened(cl.ts)
 	return cl
 }
 
@@ -338,14 +339,14 @@ func (cl *client) process() {
 
 func (cl *client) frameTooLarge(size, limit int32) {
 	if codec.LooksLikeTLS(size) {
-		cl.close(closeTLSOnPlaintext, "cluster", cl.route.cluster.Name)
+		cl.close(signals.CloseTLSOnPlaintext, "cluster", cl.route.cluster.Name)
 		return
 	}
 	if cl.state != stAuthed {
-		cl.close(closePreAuthTooLarge, "size", size, "max_request_bytes", limit)
+		cl.close(signals.ClosePreAuthTooLarge, "size", size, "max_request_bytes", limit)
 		return
 	}
-	cl.close(closeTooLarge, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "size", size, "max_request_bytes", limit)
+	cl.close(signals.CloseTooLarge, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "size", size, "max_request_bytes", limit)
 }
 
 // handle judges one frame, in its steps: what comes before the session,
@@ -391,7 +392,7 @@ func (cl *client) handle(frame []byte) bool {
 	p := cl.queue.Get()
 	out := cl.judge(&h, frame, grant, p)
 	if out == decide.Forward && h.Key == codec.KeyProduce {
-		cl.ts.produced(len(frame))
+		cl.ts.Produced(len(frame))
 	}
 	cl.quotaPending(p)
 	cl.auditRequest(&h, frame, p, out) // O3, audit.go
@@ -417,7 +418,7 @@ func (cl *client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
 	case codec.KeyApiVersions:
 		cl.scratch = cl.e.versions[cl.route.cluster.Name].AppendAnswer(cl.scratch[:0], h)
 		cl.answerLocal(cl.scratch)
-		cl.ts.request(h.Key, decAllowed, causeNone)
+		cl.ts.Request(h.Key, signals.Allowed, signals.CauseNone)
 		return true
 	case codec.KeySASLHandshake, codec.KeySASLAuthenticate:
 		cl.reauthRequest(h, frame)
@@ -466,7 +467,7 @@ func (cl *client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Ou
 	case decide.Disconnect:
 		cause := p.Cause
 		cl.queue.Put(p)
-		cl.close(closeRefusedAPI, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", cause)
+		cl.close(signals.CloseRefusedAPI, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", cause)
 	}
 }
 
@@ -495,17 +496,17 @@ func (cl *client) admit(key int16) (int64, bool) {
 	switch v.Kind {
 	case relay.Go:
 		if !cl.waitSince.IsZero() {
-			cl.e.m.tenantWait(cl.ts, time.Since(cl.waitSince))
+			cl.e.m.TenantWait(cl.ts, time.Since(cl.waitSince))
 			cl.waitSince = time.Time{}
 		}
 		return v.Grant, true
 	case relay.Close: // relay.CauseTenantShare, the one cause a budget closes for
-		cl.e.m.tenantBudget(cl.ts, false)
-		cl.close(closeTenantShare, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
+		cl.e.m.TenantBudget(cl.ts, false)
+		cl.close(signals.CloseTenantShare, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
 		return 0, false
 	case relay.WaitBytes:
 		if v.By == relay.LevelTenant && cl.waitSince.IsZero() {
-			cl.e.m.tenantBudget(cl.ts, true)
+			cl.e.m.TenantBudget(cl.ts, true)
 			cl.waitSince = time.Now()
 		}
 	}
@@ -630,22 +631,22 @@ func (cl *client) resume() {
 }
 
 func (cl *client) protocolError(h codec.RequestHeader, err error) {
-	cl.ts.request(-1, decRefused, causeUnsupported)
+	cl.ts.Request(-1, signals.Refused, signals.CauseUnsupported)
 	if cl.state != stAuthed {
-		cl.close(closePreAuthMalformed, "api_key", h.Key, "error", err.Error())
+		cl.close(signals.ClosePreAuthMalformed, "api_key", h.Key, "error", err.Error())
 		return
 	}
-	cl.close(closeMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", h.Key, "version", h.Version, "error", err.Error())
+	cl.close(signals.CloseMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", h.Key, "version", h.Version, "error", err.Error())
 }
 
 // close closes the connection (and its broker connection) once, logged
-// and counted as its cause says (closeCauses); attrs are the line's
+// and counted as its cause says (signals.CloseCause); attrs are the line's
 // key-value pairs.
-func (cl *client) close(why closeCause, attrs ...any) {
+func (cl *client) close(why signals.CloseCause, attrs ...any) {
 	if cl.closed {
 		return
 	}
-	if closeCauses[why].transient && !cl.answered {
+	if why.Transient() && !cl.answered {
 		_ = cl.c.SetLinger(0)
 	}
 	cl.e.closingFor(why, cl.ts, attrs)
@@ -656,7 +657,7 @@ func (cl *client) close(why closeCause, attrs ...any) {
 
 // reset closes the connection as close does, but with a reset (RST,
 // SO_LINGER 0): what its socket still holds is dropped.
-func (cl *client) reset(why closeCause, attrs ...any) {
+func (cl *client) reset(why signals.CloseCause, attrs ...any) {
 	if cl.closed {
 		return
 	}
@@ -702,12 +703,12 @@ func (cl *client) releaseAs(peerClosed bool) {
 	cl.quotaRelease()
 	if cl.up != nil {
 		if peerClosed && cl.state == stAuthed && cl.keepForDrain() {
-			cl.e.m.connClosed(cl.ts, cl.connMech)
+			cl.e.m.ConnClosed(cl.ts, cl.connMech)
 			return
 		}
 		cl.up.closeFromClient()
 	}
-	cl.e.m.connClosed(cl.ts, cl.connMech)
+	cl.e.m.ConnClosed(cl.ts, cl.connMech)
 }
 
 // keepForDrain decides, at a client's own close, whether its broker

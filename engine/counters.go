@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/quota/counters"
 )
 
@@ -14,7 +15,7 @@ import (
 // start-only (configs.StartOnlyDiff): its counts live as long as the
 // process.
 func (e *Engine) openCounters(snap *configs.Snapshot) error {
-	e.quotaLog.perSecond = 10
+	e.quotaLog = signals.NewRateLimiter(10)
 	if e.opts.Counters != nil {
 		e.counters = e.opts.Counters
 		return nil

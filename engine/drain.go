@@ -8,6 +8,7 @@ import (
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -36,7 +37,7 @@ import (
 // are waited for too. server.shutdown_timeout (or the caller's deadline)
 // bounds it all; what is left then is closed, and the log says how much.
 //
-// A stop is a transient cause (closeLine.transient): a connection that had
+// A stop is a transient cause (signals.CloseCause.Transient): a connection that had
 // no answer past the handshake yet is reset, not closed.
 
 // drainEvery: how often the drain looks again at the connections.
@@ -121,7 +122,7 @@ func (e *Engine) drainPass(l *loop) (conns int64) {
 			continue
 		}
 		if cl.state != stAuthed {
-			cl.close(closeDrained)
+			cl.close(signals.CloseDrained)
 			continue
 		}
 		if !cl.draining {
@@ -133,7 +134,7 @@ func (e *Engine) drainPass(l *loop) (conns int64) {
 			continue
 		}
 		if cl.drained() {
-			cl.close(closeDrained)
+			cl.close(signals.CloseDrained)
 			continue
 		}
 		conns++

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -156,14 +157,14 @@ func TestDrainIdleConsumerPrompt(t *testing.T) {
 	}
 	// Idle now: polling, nothing to read. A Fetch the gateway forwards
 	// from here on is a long-poll under way.
-	fetches := env.e.m.requestCount(int16(kmsg.Fetch), decAllowed)
+	fetches := env.e.m.RequestCount(int16(kmsg.Fetch), signals.Allowed)
 	go func() {
 		for ctx.Err() == nil {
 			cons.PollFetches(ctx)
 		}
 	}()
 	waitUntil(t, 15*time.Second, "a Fetch long-poll under way", func() bool {
-		return env.e.m.requestCount(int16(kmsg.Fetch), decAllowed) > fetches
+		return env.e.m.RequestCount(int16(kmsg.Fetch), signals.Allowed) > fetches
 	})
 	took := stopWithin(t, env, 30*time.Second)
 	// Drained, not cut at the bound: every request read was answered

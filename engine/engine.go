@@ -23,6 +23,7 @@ import (
 	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/quota"
 	"github.com/flexway/flexway/relay"
 	"github.com/flexway/flexway/upstream"
@@ -63,18 +64,18 @@ type Engine struct {
 	limits       *connLimits
 	replica      *relay.Shared  // max_total_in_flight_bytes (B2)
 	tenants      *relay.Tenants // the tenants with connections (B1, B2)
-	refusedLog   rateLimiter
+	refusedLog   *signals.RateLimiter
 	unmappedSeen sync.Map
-	m            *metricsSet
+	m            *signals.Set
 	unauth       atomic.Int64
 
 	// counters is server.counters' shared store (quota/counters), nil
 	// without one; ownCounters: opened here, closed when the engine stops.
 	counters    quota.Store
 	ownCounters bool
-	quotaLog    rateLimiter     // "kafka produce refused: the tenant's quota is spent"
-	auditTrail  *audit.Trail    // O3 (audit.go)
-	quotas      *quota.Registry // the KIP-219 buckets (quota.go)
+	quotaLog    *signals.RateLimiter // "kafka produce refused: the tenant's quota is spent"
+	auditTrail  *audit.Trail         // O3 (audit.go)
+	quotas      *quota.Registry      // the KIP-219 buckets (quota.go)
 }
 
 // portRoute says what a listener port serves.
@@ -106,7 +107,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		e.opts.Loops = defaultLoops(runtime.GOMAXPROCS(0))
 	}
 	e.log = e.opts.Logger
-	e.refusedLog.perSecond = 10
+	e.refusedLog = signals.NewRateLimiter(signals.RefusalsPerSecond)
 	l := snap.Listener
 	if l == nil || (l.Plaintext == nil && l.TLS == nil) {
 		return nil, fmt.Errorf("%w: listeners.kafka declares neither tls nor plaintext", ErrEngineConfig)
@@ -119,7 +120,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		e.tlsConfig = cfg
 	}
 	e.snap.Store(snap)
-	e.m = newMetricsFor(snap)
+	e.m = signals.New(snap)
 	maxConns := l.MaxConnections
 	if maxConns <= 0 {
 		maxConns = configs.DefaultMaxConnections

@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/engine/signals"
 )
 
 // fetchSpliceMin: a partition with fewer record bytes left to come than
@@ -78,7 +79,7 @@ func (u *upstreamConn) spliceMore(left int) bool {
 
 func (u *upstreamConn) spliced(n int) {
 	fetchSplicedBytes.Add(int64(n))
-	u.cl.ts.fetched(n)
+	u.cl.ts.Fetched(n)
 }
 
 // pipeFull: the client's socket is full; what the pipe still holds is
@@ -88,7 +89,7 @@ func (u *upstreamConn) pipeFull(rest int) {
 	cl := u.cl
 	fetchPipeOuts.Add(1)
 	if err := cl.lp.readOut(rest, cl.c); err != nil {
-		cl.close(closeInternal)
+		cl.close(signals.CloseInternal)
 		cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "error", err)
 		return
 	}
@@ -105,7 +106,7 @@ func (u *upstreamConn) roomOut() {}
 func (u *upstreamConn) unitOut(sl [][]byte) { _, _ = u.cl.c.Writev(sl) }
 
 func (u *upstreamConn) unitTaken(used int) {
-	u.cl.ts.fetched(used)
+	u.cl.ts.Fetched(used)
 	fetchUnits.Add(1)
 	u.cl.syncOut()
 }
@@ -120,5 +121,5 @@ func (u *upstreamConn) destClear() bool {
 func (u *upstreamConn) streamFailed(why string) {
 	u.fs, u.fp = nil, nil
 	cl := u.cl
-	cl.close(closeAnswerMalformed, "cluster", cl.route.cluster.Name, "api", codec.KeyFetch, "error", "streamed Fetch: "+why)
+	cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.cluster.Name, "api", codec.KeyFetch, "error", "streamed Fetch: "+why)
 }

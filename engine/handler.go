@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -165,7 +166,7 @@ func (e *Engine) recoverConn(c gnet.Conn, where string) {
 	if r == nil {
 		return
 	}
-	e.m.panics.Inc()
+	e.m.Panic()
 	e.log.Error("kafka connection closed: internal error", "where", where, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 	if c == nil {
 		return
@@ -176,9 +177,9 @@ func (e *Engine) recoverConn(c gnet.Conn, where string) {
 	}
 	switch x := ctx.(type) {
 	case *client:
-		x.close(closeInternal)
+		x.close(signals.CloseInternal)
 	case *upstreamConn:
-		x.cl.close(closeInternal)
+		x.cl.close(signals.CloseInternal)
 	default:
 		_ = c.Close()
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -139,89 +140,6 @@ func checkClosed(t *testing.T, samples []sample, clusters map[string]bool) {
 	}
 }
 
-// O1: a tenant's series are made once, and the request path finds them
-// without allocating.
-func TestMetricsRequestPathAllocs(t *testing.T) {
-	m := newMetrics()
-	ts := m.forTenant("shop", "acme")
-	if again := m.forTenant("shop", "acme"); again != ts {
-		t.Fatal("a second authentication of the tenant made new series")
-	}
-	if other := m.forTenant("shop", "globex"); other == ts {
-		t.Fatal("two tenants share their series")
-	}
-	ts.request(codec.KeyProduce, decAllowed, causeNone) // made at the first request of its kind
-	ts.request(codec.KeyFetch, decRefused, causeUnknownTopic)
-	ts.throttled(quotaProducerByteRate, scopeTenant, time.Millisecond)
-	allocs := testing.AllocsPerRun(1000, func() {
-		ts.request(codec.KeyProduce, decAllowed, causeNone)
-		ts.request(codec.KeyFetch, decRefused, causeUnknownTopic)
-		ts.produced(1024)
-		ts.fetched(2048)
-		m.tenantBudget(ts, true)
-		m.tenantWait(ts, 3*time.Millisecond)
-		ts.throttled(quotaProducerByteRate, scopeTenant, time.Millisecond)
-		m.closed(closeIdle, ts)
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per request", allocs)
-	}
-	var out bytes.Buffer
-	m.set.WritePrometheus(&out)
-	for _, want := range []string{
-		`flexway_kafka_requests_total{cluster="shop",tenant="acme",api="Produce",decision="allowed",cause="none"} 1002`,
-		`flexway_kafka_requests_total{cluster="shop",tenant="acme",api="Fetch",decision="refused",cause="unknown_topic"} 1002`,
-		`flexway_kafka_bytes_total{cluster="shop",tenant="acme",direction="produce"} 1025024`,
-		`flexway_kafka_tenant_budget_wait_seconds_bucket{cluster="shop",tenant="acme",le="0.005"} 1001`,
-		`flexway_kafka_tenant_budget_wait_seconds_bucket{cluster="shop",tenant="acme",le="0.001"} 0`,
-		`flexway_kafka_throttle_seconds_count{cluster="shop",tenant="acme",quota="producer_byte_rate",scope="tenant"} 1002`,
-		`flexway_kafka_connections_closed_total{cause="idle_timeout",tenant="acme"} 1001`,
-	} {
-		if !strings.Contains(out.String(), want+"\n") {
-			t.Errorf("missing %s", want)
-		}
-	}
-}
-
-// O1: observability.kafka.closures: false counts no normal closure;
-// budget_wait_buckets are the histogram's `le`.
-func TestMetricsObservabilitySettings(t *testing.T) {
-	closures := false
-	snap := &configs.Snapshot{File: &configs.File{Observability: configs.Observability{Kafka: &configs.ObservabilityKafka{
-		BudgetWaitBuckets: []configs.Duration{configs.Duration(100 * time.Microsecond), configs.Duration(time.Millisecond)},
-		Closures:          &closures,
-	}}}}
-	m := newMetricsFor(snap)
-	ts := m.forTenant("shop", "acme")
-	m.closed(closeIdle, ts)
-	m.closed(closeAuthTimeout, nil)
-	m.tenantWait(ts, 500*time.Microsecond)
-	var out bytes.Buffer
-	m.set.WritePrometheus(&out)
-	text := out.String()
-	if sumSeries(text, "flexway_kafka_connections_closed_total{") != 0 {
-		t.Errorf("closures: false, yet counted:\n%s", text)
-	}
-	for _, want := range []string{
-		`flexway_kafka_tenant_budget_wait_seconds_bucket{cluster="shop",tenant="acme",le="0.0001"} 0`,
-		`flexway_kafka_tenant_budget_wait_seconds_bucket{cluster="shop",tenant="acme",le="0.001"} 1`,
-		`flexway_kafka_tenant_budget_wait_seconds_bucket{cluster="shop",tenant="acme",le="+Inf"} 1`,
-	} {
-		if !strings.Contains(text, want+"\n") {
-			t.Errorf("missing %s in\n%s", want, text)
-		}
-	}
-	on := true
-	snap.File.Observability.Kafka.Closures = &on
-	m.setClosures(snap) // a reload
-	m.closed(closeIdle, ts)
-	out.Reset()
-	m.set.WritePrometheus(&out)
-	if !strings.Contains(out.String(), `flexway_kafka_connections_closed_total{cause="idle_timeout",tenant="acme"} 1`+"\n") {
-		t.Errorf("closures back on by reload, not counted:\n%s", out.String())
-	}
-}
-
 // sendAs sends req with the client id cid.
 func (r *rawConn) sendAs(req kmsg.Request, cid string) {
 	r.corr++
@@ -323,24 +241,24 @@ func TestMetricsTenantCapAndHostileNames(t *testing.T) {
 			named++
 		}
 	}
-	if named != maxTenantSeries {
-		t.Errorf("%d tenants have their own series, want %d", named, maxTenantSeries)
+	if named != signals.MaxTenants {
+		t.Errorf("%d tenants have their own series, want %d", named, signals.MaxTenants)
 	}
 	for i := 0; i < 250; i++ {
 		_, own := tenants[fmt.Sprintf("t%03d", i)]
-		if own != (i < maxTenantSeries) {
+		if own != (i < signals.MaxTenants) {
 			t.Errorf("tenant t%03d: own series %v", i, own)
 		}
 	}
-	if tenants[labelOther] != 50 {
-		t.Errorf("_other: %v authentications, want 50", tenants[labelOther])
+	if tenants[signals.LabelOther] != 50 {
+		t.Errorf("_other: %v authentications, want 50", tenants[signals.LabelOther])
 	}
 	var unknown, authRefused float64
 	for _, s := range samples {
 		if s.name == "flexway_kafka_requests_total" && s.labels["api"] == "Metadata" && s.labels["decision"] == "refused" && s.labels["cause"] == "unknown_topic" {
 			unknown += s.value
 		}
-		if s.name == "flexway_kafka_requests_total" && s.labels["cause"] == "authentication" && s.labels["tenant"] == labelAnonymous {
+		if s.name == "flexway_kafka_requests_total" && s.labels["cause"] == "authentication" && s.labels["tenant"] == signals.LabelAnonymous {
 			authRefused += s.value
 		}
 	}

@@ -292,7 +292,7 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
 	defer r.c.Close()
 	cl := clientOf(t, env.e, r)
-	gauge := env.e.m.connections.Get()
+	gauge := env.e.m.Connections()
 
 	var written atomic.Int64
 	half := make(chan int, 1)
@@ -376,7 +376,7 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	if stash != h || !p.paused() {
 		t.Fatalf("read while paused: stash %d (want %d), paused %v", stash, h, p.paused())
 	}
-	if g := env.e.m.connections.Get(); g != gauge {
+	if g := env.e.m.Connections(); g != gauge {
 		t.Fatalf("connections gauge %d, was %d", g, gauge)
 	}
 	noCloseLine(t, env)
@@ -454,7 +454,7 @@ func TestPauseResumeThousandTimes(t *testing.T) {
 	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 	cl := clientOf(t, env.e, r)
 	defer r.c.Close() // kept: its finalizer would close it
-	gauge := env.e.m.connections.Get()
+	gauge := env.e.m.Connections()
 	fds := settledFds(t)
 	heap0, _ := memNow(t)
 	g0 := runtime.NumGoroutine()
@@ -482,7 +482,7 @@ func TestPauseResumeThousandTimes(t *testing.T) {
 	if g := runtime.NumGoroutine(); g > g0+2 {
 		t.Fatalf("%d goroutines, %d before", g, g0)
 	}
-	if g := env.e.m.connections.Get(); g != gauge {
+	if g := env.e.m.Connections(); g != gauge {
 		t.Fatalf("connections gauge %d, was %d", g, gauge)
 	}
 	noCloseLine(t, env)
@@ -512,7 +512,7 @@ func clientGone(t *testing.T, cl *client) {
 func TestPausedPeerCloses(t *testing.T) {
 	env := newTestEnv(t, "")
 	fds := settledFds(t)
-	gauge := env.e.m.connections.Get()
+	gauge := env.e.m.Connections()
 	for _, atResume := range []bool{false, true} {
 		r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 		cl := clientOf(t, env.e, r)
@@ -529,7 +529,7 @@ func TestPausedPeerCloses(t *testing.T) {
 			t.Fatalf("pause state %d after the peer's close", st)
 		}
 		waitFds(t, fds, "after the peer's close")
-		if g := env.e.m.connections.Get(); g != gauge {
+		if g := env.e.m.Connections(); g != gauge {
 			t.Fatalf("connections gauge %d, want %d", g, gauge)
 		}
 	}
@@ -648,7 +648,7 @@ func TestStopClosesPausedSockets(t *testing.T) {
 	if !cl.closed || p.st != rpClosed || !p.notified {
 		t.Fatalf("not released: client closed %v, pause state %d", cl.closed, p.st)
 	}
-	if g := env.e.m.connections.Get(); g != 0 {
+	if g := env.e.m.Connections(); g != 0 {
 		t.Fatalf("connections gauge %d after stop", g)
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/engine/kernel"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -181,7 +182,7 @@ func (cl *client) pipeFull(rest int) {
 		c = u.c
 	}
 	if err := cl.lp.readOut(rest, c); err != nil {
-		cl.close(closeInternal)
+		cl.close(signals.CloseInternal)
 		cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "error", err)
 	}
 }
@@ -232,8 +233,8 @@ func (cl *client) destClear() bool {
 func (cl *client) streamFailed(why string) {
 	cl.dropUnread()
 	cl.ps.s = nil
-	cl.ts.request(codec.KeyProduce, decRefused, causeUnsupported)
-	cl.close(closeMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+why)
+	cl.ts.Request(codec.KeyProduce, signals.Refused, signals.CauseUnsupported)
+	cl.close(signals.CloseMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+why)
 }
 
 // dropUnread reads and drops what the client's socket holds (up to 1 MiB)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/signals"
 )
 
 // produceStream is a client's large Produce request relayed to its broker
@@ -93,7 +94,7 @@ func (cl *client) beginStream(size int32, head []byte) bool {
 		cl.lp.pending.Add(1)
 	}
 	cl.countRequest(h.Key, p, decide.Forward) // allowed, or throttled (quotaPending)
-	cl.ts.produced(int(size))
+	cl.ts.Produced(int(size))
 	return true
 }
 
@@ -120,8 +121,8 @@ func (cl *client) feedProduce() bool {
 		used, err := ps.Feed(chunk)
 		if err != nil {
 			cl.ps.s = nil
-			cl.ts.request(codec.KeyProduce, decRefused, causeUnsupported)
-			cl.close(closeMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+err.Error())
+			cl.ts.Request(codec.KeyProduce, signals.Refused, signals.CauseUnsupported)
+			cl.close(signals.CloseMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+err.Error())
 			return false
 		}
 		if sl := ps.Slices(); len(sl) > 0 {

@@ -362,7 +362,7 @@ func TestStreamProduceMalformedMidStream(t *testing.T) {
 		t.Fatalf("answer %+v", resp.Topics)
 	}
 	consumeValues(t, env, vals)
-	if n := env.e.m.panics.Get(); n != 0 {
+	if n := env.e.m.Panics(); n != 0 {
 		t.Fatalf("%d panics", n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/quota"
 	"github.com/panjf2000/gnet/v2"
 )
@@ -221,7 +222,7 @@ func (cl *client) quotaGate(h *codec.RequestHeader, size int) bool {
 		}
 		q.next = 0
 		cl.throttled(quota.FetchBytes, s, time.Duration(throttleMs(d))*time.Millisecond)
-		cl.ts.request(h.Key, decThrottled, causeQuota)
+		cl.ts.Request(h.Key, signals.Throttled, signals.CauseQuota)
 		cl.answerPending(p)
 		cl.mute(q, now.Add(d))
 		return true
@@ -291,7 +292,7 @@ func (cl *client) answerThrottle(p *decide.Pending) {
 		return
 	}
 	if p.BrokerThrottle > 0 {
-		cl.ts.throttled(quotaBroker, scopeBroker, time.Duration(p.BrokerThrottle)*time.Millisecond)
+		cl.ts.Throttled(signals.QuotaBroker, signals.ScopeBroker, time.Duration(p.BrokerThrottle)*time.Millisecond)
 	}
 	if cl.q == nil {
 		cl.q = &quotaConn{}
@@ -394,16 +395,16 @@ func (e *Engine) unmute(l *loop, cl *client, now time.Time) {
 // throttled records a throttle of the quotas in the tenant's series
 // (flexway_kafka_throttle_seconds, quota and scope).
 func (cl *client) throttled(k quota.Kind, s quota.Scope, d time.Duration) {
-	q := quotaRequestRate
+	q := signals.QuotaRequestRate
 	switch k {
 	case quota.ProduceBytes:
-		q = quotaProducerByteRate
+		q = signals.QuotaProducerByteRate
 	case quota.FetchBytes:
-		q = quotaConsumerByteRate
+		q = signals.QuotaConsumerByteRate
 	}
-	sc := scopeClient
+	sc := signals.ScopeClient
 	if s == quota.ScopeTenant {
-		sc = scopeTenant
+		sc = signals.ScopeTenant
 	}
-	cl.ts.throttled(q, sc, d)
+	cl.ts.Throttled(q, sc, d)
 }

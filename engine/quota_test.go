@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/internal/testkit"
 	"github.com/flexway/flexway/quota"
 	"github.com/flexway/flexway/quota/counters"
@@ -141,7 +142,7 @@ func metadataRoundTrip(r *rawConn) {
 func metricsText(t *testing.T, e *Engine) string {
 	t.Helper()
 	var b bytes.Buffer
-	e.m.set.WritePrometheus(&b)
+	e.m.Metrics().WritePrometheus(&b)
 	return b.String()
 }
 
@@ -579,9 +580,9 @@ func TestQuotaKcatHeldToRate(t *testing.T) {
 	// broker dials (slow against a real broker over SASL_SSL) are not in it.
 	first := make(chan time.Time, 1)
 	stop := make(chan struct{})
-	acme := env.e.m.forTenant("shop", "acme")
+	acme := env.e.m.Tenant("shop", "acme")
 	go func() {
-		for acme.bytes[dirProduce].Get() == 0 {
+		for acme.Bytes(signals.DirProduce) == 0 {
 			select {
 			case <-stop:
 				return

@@ -53,7 +53,7 @@ func (e *Engine) Reload(ctx context.Context, snap *configs.Snapshot) error {
 	}
 	e.oauth.Store(oauth)
 	e.snap.Store(snap)
-	e.m.setClosures(snap)
+	e.m.SetClosures(snap)
 	e.loopsMu.Lock()
 	loops := make([]*loop, 0, len(e.loops))
 	for _, l := range e.loops {

@@ -122,7 +122,7 @@ func (e *Engine) refusedCluster(cluster *configs.Cluster) bool {
 	if !ok {
 		return false
 	}
-	if ok, dropped := e.refusedLog.allow(); ok {
+	if ok, dropped := e.refusedLog.Allow(); ok {
 		attrs := []any{"cluster", cluster.Name, "upstream", cluster.Upstream, "same_as", other}
 		if dropped > 0 {
 			attrs = append(attrs, "lines_dropped", dropped)

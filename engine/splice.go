@@ -164,7 +164,7 @@ func (s *spliceRun) done() {
 	moved := int(s.moved.Load())
 	if u.fs != nil && moved > 0 {
 		u.fs.SkipRecords(moved)
-		cl.ts.fetched(moved)
+		cl.ts.Fetched(moved)
 		splicedBytes.Add(int64(moved))
 	}
 	if !cl.closed {

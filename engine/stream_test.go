@@ -374,7 +374,7 @@ func TestStreamMalformedMidStream(t *testing.T) {
 
 	other.fetchOrders(11)
 	other.checkOrders(11, size)
-	if n := env.e.m.panics.Get(); n != 0 {
+	if n := env.e.m.Panics(); n != 0 {
 		t.Fatalf("%d panics", n)
 	}
 }

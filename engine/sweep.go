@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"log/slog"
-	"sync"
 	"time"
+
+	"github.com/flexway/flexway/engine/signals"
 )
 
 // sweepEvery is the tick: held connections are retried at each tick, the
@@ -56,13 +56,13 @@ func (e *Engine) sweep(l *loop) {
 		switch {
 		case cl.state != stAuthed:
 			if now.Sub(cl.opened) > lim.AuthTimeout.D() {
-				cl.close(closeAuthTimeout)
+				cl.close(signals.CloseAuthTimeout)
 			}
 			continue
 		case cl.mech == "mtls" && !cl.sessEnd.IsZero() && !now.Before(cl.sessEnd):
 			// A certificate cannot re-authenticate: its connection is
 			// closed at the session's end (S3).
-			cl.close(closeCertSessionEnded, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal)
+			cl.close(signals.CloseCertSessionEnded, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal)
 			continue
 		case !cl.frameSince.IsZero() && !cl.waitsOnGateway() && now.Sub(cl.frameSince) > lim.IdleTimeout.D():
 			// A request begun and not finished within the idle bound: the
@@ -70,12 +70,12 @@ func (e *Engine) sweep(l *loop) {
 			// make a frame. Before authentication auth_timeout bounds it;
 			// while the gateway makes the connection wait, its head frame
 			// is whole and the clock restarts when it goes on.
-			cl.close(closePartialFrame, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
+			cl.close(signals.ClosePartialFrame, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
 			continue
 		case cl.queue.Len() == 0 && cl.c.OutboundBuffered() == 0 && !cl.waitsOnGateway() && now.Sub(cl.lastActive) > lim.IdleTimeout.D():
 			// Not a client whose request waits on the gateway: it is not
 			// read meanwhile (flow.go), so its activity does not show.
-			cl.close(closeIdle)
+			cl.close(signals.CloseIdle)
 			continue
 		}
 		// B3: a client that reads none of its answers for WriteTimeout is closed.
@@ -91,60 +91,7 @@ func (e *Engine) sweep(l *loop) {
 		if now.Sub(cl.outSince) >= e.opts.WriteTimeout {
 			// RST, not FIN: a peer that reads nothing would keep the socket
 			// in FIN-WAIT-1 with its unsent bytes for minutes.
-			cl.reset(closeWriteTimeout, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "unread_bytes", out, "after", e.opts.WriteTimeout.String())
+			cl.reset(signals.CloseWriteTimeout, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "unread_bytes", out, "after", e.opts.WriteTimeout.String())
 		}
 	}
-}
-
-// rateLimiter bounds the log lines written before authentication
-// (10 a second, O2): an anonymous flood cannot flood the logs.
-type rateLimiter struct {
-	mu        sync.Mutex
-	perSecond int
-	second    int64
-	n         int
-	dropped   int
-}
-
-func (r *rateLimiter) allow() (ok bool, dropped int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := time.Now().Unix()
-	if s != r.second {
-		dropped = r.dropped
-		r.second, r.n, r.dropped = s, 0, 0
-	}
-	if r.n >= r.perSecond {
-		r.dropped++
-		return false, 0
-	}
-	r.n++
-	return true, dropped
-}
-
-// refusedLine logs a refusal before authentication, rate limited.
-func (e *Engine) refusedLine(msg string, args ...any) {
-	ok, dropped := e.refusedLog.allow()
-	if !ok {
-		return
-	}
-	if dropped > 0 {
-		args = append(args, "lines_dropped", dropped)
-	}
-	e.log.LogAttrs(nil, slog.LevelWarn, msg, argsToAttrs(args)...)
-}
-
-// refuse counts and logs a connection refused by a bound.
-func (e *Engine) refuse(bound, tenant string) {
-	e.m.refused(bound, tenant)
-	e.refusedLine("kafka connection refused", "bound", bound)
-}
-
-func argsToAttrs(args []any) []slog.Attr {
-	var out []slog.Attr
-	for i := 0; i+1 < len(args); i += 2 {
-		k, _ := args[i].(string)
-		out = append(out, slog.Any(k, args[i+1]))
-	}
-	return out
 }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -216,7 +217,7 @@ func (cl *client) onTLSHello() {
 	name, err := parseSNI(b)
 	if errors.Is(err, errHelloIncomplete) {
 		if n >= preAuthMax {
-			cl.close(closeHelloTooLarge)
+			cl.close(signals.CloseHelloTooLarge)
 		}
 		return
 	}
@@ -225,20 +226,20 @@ func (cl *client) onTLSHello() {
 		if errors.Is(err, errNotTLS) {
 			cause = "a plaintext client on the TLS port"
 		}
-		cl.close(closeBadHello, "cause", cause)
+		cl.close(signals.CloseBadHello, "cause", cause)
 		return
 	}
 	route, ok := cl.e.routeSNI(name)
 	if !ok {
-		cl.close(closeUnknownSNI, "sni", name)
+		cl.close(signals.CloseUnknownSNI, "sni", name)
 		return
 	}
 	if cl.e.refusedCluster(route.cluster) { // U3, logged there
-		cl.close(closeSameCluster)
+		cl.close(signals.CloseSameCluster)
 		return
 	}
 	cl.route = route
-	cl.setSeries(cl.e.m.forTenant(route.cluster.Name, ""), mechNone)
+	cl.setSeries(cl.e.m.Tenant(route.cluster.Name, ""), signals.MechNone)
 	ad := newTLSAdapter(cl.c)
 	all, _ := cl.c.Peek(cl.c.InboundBuffered())
 	ad.feed(all) // copied: gnet's buffer is the loop's
@@ -261,14 +262,14 @@ func (cl *client) onTLSHello() {
 		}))
 	})
 	if err != nil {
-		cl.close(closeHandshakePool)
+		cl.close(signals.CloseHandshakePool)
 	}
 }
 
 // tlsDone runs on the loop when the handshake ends.
 func (cl *client) tlsDone(conn *tls.Conn, ad *tlsAdapter, herr error) {
 	if herr != nil {
-		cl.close(closeHandshake, "error", herr.Error(), "cluster", cl.route.cluster.Name)
+		cl.close(signals.CloseHandshake, "error", herr.Error(), "cluster", cl.route.cluster.Name)
 		return
 	}
 	ad.mu.Lock()
@@ -308,7 +309,7 @@ func (cl *client) tlsRead() {
 			if !errors.Is(err, io.EOF) { // a close_notify is a normal close
 				cl.e.log.Info("kafka connection closed: TLS error", "cluster", cl.route.cluster.Name, "error", err.Error())
 			}
-			cl.close(closeTLSRead)
+			cl.close(signals.CloseTLSRead)
 			return
 		}
 		if n == 0 {
@@ -323,7 +324,7 @@ func (cl *client) certAuth(cert *x509.Certificate) {
 	snap := cl.e.snap.Load()
 	res := auth.MatchCert(snap, cert)
 	if res.ID == nil {
-		cl.close(closeCertUnknown, "cause", res.Cause, "cluster", cl.route.cluster.Name, "mechanism", "mtls")
+		cl.close(signals.CloseCertUnknown, "cause", res.Cause, "cluster", cl.route.cluster.Name, "mechanism", "mtls")
 		return
 	}
 	cl.mech = "mtls"

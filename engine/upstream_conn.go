@@ -9,6 +9,7 @@ import (
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/relay"
 	"github.com/flexway/flexway/upstream"
 	"github.com/panjf2000/gnet/v2"
@@ -65,7 +66,7 @@ func (cl *client) dial() {
 	u := cl.e.upstreams[cl.route.cluster.Upstream]
 	addr, ok := u.Addr(cl.route.node)
 	if !ok {
-		cl.close(closeUnknownBroker, "cluster", cl.route.cluster.Name, "node", cl.route.node)
+		cl.close(signals.CloseUnknownBroker, "cluster", cl.route.cluster.Name, "node", cl.route.node)
 		return
 	}
 	cl.upSt = upDialing
@@ -78,7 +79,7 @@ func (cl *client) dial() {
 	}
 	cluster := cl.route.cluster.Name
 	fail := func(err error) {
-		cl.e.m.upstream(cluster, broker, false)
+		cl.e.m.Upstream(cluster, broker, false)
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			if cl.closed {
 				return nil
@@ -87,7 +88,7 @@ func (cl *client) dial() {
 				cl.upAuthFailed(err, "dial", "broker", broker)
 				return nil
 			}
-			cl.close(closeDialFailed, "upstream", u.Name(), "cluster", cluster, "broker", broker, "error", err.Error())
+			cl.close(signals.CloseDialFailed, "upstream", u.Name(), "cluster", cluster, "broker", broker, "error", err.Error())
 			return nil
 		}))
 	}
@@ -110,7 +111,7 @@ func (cl *client) dial() {
 			fail(res.Err)
 			return
 		}
-		cl.e.m.upstream(cluster, broker, true)
+		cl.e.m.Upstream(cluster, broker, true)
 	}()
 }
 
@@ -172,7 +173,7 @@ func (u *upstreamConn) onTraffic() {
 		hb, _ := u.c.Peek(codec.SizeLen)
 		size := codec.FrameSize(hb)
 		if size < 4 || size > maxResp {
-			cl.close(closeAnswerTooLarge, "cluster", cl.route.cluster.Name, "size", size, "max_response_bytes", maxResp)
+			cl.close(signals.CloseAnswerTooLarge, "cluster", cl.route.cluster.Name, "size", size, "max_response_bytes", maxResp)
 			return
 		}
 		total := codec.SizeLen + int(size)
@@ -187,19 +188,19 @@ func (u *upstreamConn) onTraffic() {
 		corr, _ := codec.ResponseCorrelation(frame)
 		p, bad := cl.queue.Match(corr)
 		if bad != relay.Matched {
-			cl.close(closeAnswerOutOfOrder, "cluster", cl.route.cluster.Name, "cause", bad.String())
+			cl.close(signals.CloseAnswerOutOfOrder, "cluster", cl.route.cluster.Name, "cause", bad.String())
 			return
 		}
 		cl.quotaAnswer(p, total)
 		if err := cl.sess.Response(p, frame); err != nil {
-			cl.close(closeAnswerMalformed, "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
+			cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
 			return
 		}
 		cl.writev(cl.sess.RW.Vec.Slices())
 		cl.noteAnswer(p.Key)
 		_, _ = u.c.Discard(total)
 		if p.Key == codec.KeyFetch {
-			cl.ts.fetched(total)
+			cl.ts.Fetched(total)
 		}
 		if cl.closed {
 			return
@@ -230,7 +231,7 @@ func (u *upstreamConn) begin(size int32) bool {
 	corr, _ := codec.ResponseCorrelation(hb[codec.SizeLen:])
 	p, bad := cl.queue.Match(corr)
 	if bad != relay.Matched {
-		cl.close(closeAnswerOutOfOrder, "cluster", cl.route.cluster.Name, "cause", bad.String())
+		cl.close(signals.CloseAnswerOutOfOrder, "cluster", cl.route.cluster.Name, "cause", bad.String())
 		return false
 	}
 	if p.Key != codec.KeyFetch {
@@ -239,7 +240,7 @@ func (u *upstreamConn) begin(size int32) bool {
 	cl.quotaAnswer(p, codec.SizeLen+int(size))
 	fs, err := cl.sess.FetchStream(p, int(size))
 	if err != nil {
-		cl.close(closeAnswerMalformed, "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
+		cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
 		return false
 	}
 	_, _ = u.c.Discard(codec.SizeLen)
@@ -266,7 +267,7 @@ func (u *upstreamConn) feed() bool {
 		used, err := u.fs.Feed(chunk)
 		if err != nil {
 			u.fs, u.fp = nil, nil
-			cl.close(closeAnswerMalformed, "cluster", cl.route.cluster.Name, "api", codec.KeyFetch, "error", err.Error())
+			cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.cluster.Name, "api", codec.KeyFetch, "error", err.Error())
 			return false
 		}
 		if sl := u.fs.Slices(); len(sl) > 0 {
@@ -274,7 +275,7 @@ func (u *upstreamConn) feed() bool {
 		}
 		if used > 0 { // gnet's Discard(0) discards everything
 			_, _ = u.c.Discard(used)
-			cl.ts.fetched(used)
+			cl.ts.Fetched(used)
 		}
 		if cl.closed {
 			return false
@@ -389,6 +390,6 @@ func (u *upstreamConn) onClose(err error) {
 			u.cl.upAuthFailed(errors.New(msg), "renewal")
 			return
 		}
-		u.cl.close(closeBrokerClosed, "cluster", u.cl.route.cluster.Name, "error", msg)
+		u.cl.close(signals.CloseBrokerClosed, "cluster", u.cl.route.cluster.Name, "error", msg)
 	}
 }

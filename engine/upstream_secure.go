@@ -32,6 +32,7 @@ import (
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/upstream"
 	"github.com/panjf2000/gnet/v2"
 )
@@ -233,7 +234,7 @@ func (u *upstreamConn) renewFailed(err error) {
 // upAuthFailed logs a refusal of the gateway's credentials by a broker
 // and closes the client (the broker's message, never the password).
 func (cl *client) upAuthFailed(err error, when string, attrs ...any) {
-	cl.close(closeUpstreamAuth, append([]any{"upstream", cl.route.cluster.Upstream, "cluster", cl.route.cluster.Name,
+	cl.close(signals.CloseUpstreamAuth, append([]any{"upstream", cl.route.cluster.Upstream, "cluster", cl.route.cluster.Name,
 		"when", when, "error", err.Error()}, attrs...)...)
 }
 

@@ -553,7 +553,7 @@ func reauthRun(t *testing.T, useTLS bool) {
 	if renewals < 4 {
 		t.Fatalf("%d sessions renewed, want the producer's and the consumer's, more than once", renewals)
 	}
-	if env.e.m.panics.Get() != 0 {
+	if env.e.m.Panics() != 0 {
 		t.Fatal("a panic in a callback")
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package signals
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 func TestCloseCausesTable(t *testing.T) {
 	labels := map[string]bool{"auth_timeout": true, "idle_timeout": true, "max_session_lifetime": true}
 	seen := map[string]bool{}
-	for why := closeCause(0); why < numCloseCauses; why++ {
+	for why := CloseCause(0); why < numCloseCauses; why++ {
 		c := closeCauses[why]
 		if c.name == "" || seen[c.name] {
 			t.Errorf("cause %d: name %q missing or taken twice", why, c.name)
@@ -29,27 +29,28 @@ func TestCloseCausesTable(t *testing.T) {
 
 func TestClosingLogsAndCounts(t *testing.T) {
 	var buf bytes.Buffer
-	e := &Engine{log: slog.New(slog.NewTextHandler(&buf, nil)), m: newMetrics()}
-	e.refusedLog.perSecond = 10
-	acme := e.m.forTenant("main", "acme")
-	e.closingFor(closePartialFrame, acme, []any{"cluster", "main", "tenant", "acme"})
-	e.closingFor(closeIdle, acme, nil)
-	if n := e.m.closedBy[closeIdle].Get(); n != 2 {
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	refused := NewRateLimiter(RefusalsPerSecond)
+	m := New(nil)
+	acme := m.Tenant("main", "acme")
+	m.Closing(log, refused, ClosePartialFrame, acme, []any{"cluster", "main", "tenant", "acme"})
+	m.Closing(log, refused, CloseIdle, acme, nil)
+	if n := m.ClosedBy(CloseIdle); n != 2 {
 		t.Fatalf("idle_timeout counted %d times, want 2", n)
 	}
 	if !strings.Contains(buf.String(), `level=WARN msg="kafka connection closed: a request not completed within idle_timeout" cluster=main tenant=acme`) {
 		t.Fatalf("log: %s", buf.String())
 	}
 	buf.Reset()
-	e.closing(closeTLSOnPlaintext, []any{"cluster", "main"})
+	m.Closing(log, refused, CloseTLSOnPlaintext, nil, []any{"cluster", "main"})
 	if !strings.Contains(buf.String(), `msg="kafka connection refused" cause="a TLS client on a plaintext port" cluster=main`) {
 		t.Fatalf("log: %s", buf.String())
 	}
-	if n := e.m.closedBy[closeSessionEnded].Get(); n != 0 {
+	if n := m.ClosedBy(CloseSessionEnded); n != 0 {
 		t.Fatalf("max_session_lifetime counted %d", n)
 	}
 	var out bytes.Buffer
-	e.m.set.WritePrometheus(&out)
+	m.Metrics().WritePrometheus(&out)
 	if !strings.Contains(out.String(), `flexway_kafka_connections_closed_total{cause="idle_timeout",tenant="acme"} 2`) {
 		t.Fatalf("metrics:\n%s", out.String())
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/conn"
+	"github.com/flexway/flexway/engine/looptls"
 	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/relay"
 	"github.com/panjf2000/gnet/v2"
@@ -35,7 +37,7 @@ const (
 // on the connection's loop: no lock.
 type client struct {
 	e         *Engine
-	c         gnet.Conn
+	c         *conn.Conn // its socket (engine/conn): set in OnOpen
 	lp        *loop
 	closed    bool
 	route     portRoute
@@ -52,8 +54,8 @@ type client struct {
 	throttling bool
 
 	state      authState
-	tls        *tlsState   // after the TLS handshake
-	tlsHS      *tlsAdapter // during it
+	tls        *clientTLS  // after the TLS handshake
+	tlsHS      *looptls.IO // during it
 	mech       string      // the mechanism chosen by SaslHandshake
 	legacySASL bool        // SaslHandshake v0: the next frame is a raw SASL token
 	ident      *auth.Identity
@@ -69,17 +71,6 @@ type client struct {
 	queue  relay.Queue
 	budget relay.Budget
 	held   bool
-	// upFull: not read until its broker connection takes what it holds
-	// (whyUpstream, flow.go); in lp.upFull
-	upFull bool
-	// upLight: upFull by the light hold (SO_RCVLOWAT, flow.go), not a pause
-	upLight bool
-	// upEager: upFull at the first byte its broker did not take, read again
-	// once all are taken (splicesProduce)
-	upEager bool
-	// upNoRoom: a splice pass found its broker's socket full (roomOut): held
-	// eagerly until the socket takes more (roomBack, invariant 42)
-	upNoRoom bool
 	// listed: in lp.held, the sweep's list (once: a connection resumed by
 	// an answer and held again is not listed twice)
 	listed bool
@@ -117,9 +108,11 @@ type client struct {
 	q *quotaConn // the quotas (quota.go); nil until the first request under quotas
 }
 
+// newClient makes the client of a connection gnet opened (nil: refused
+// for a bound); its handle is made in OnOpen, once it is kept.
 func newClient(e *Engine, c gnet.Conn, route portRoute) *client {
 	now := time.Now()
-	cl := &client{e: e, c: c, route: route, opened: now, lastActive: now}
+	cl := &client{e: e, route: route, opened: now, lastActive: now}
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		cl.ip = a.IP.String()
 	}
@@ -158,9 +151,9 @@ func (cl *client) onTraffic() {
 		cl.tlsRead()
 	case cl.tlsHS != nil:
 		// The handshake worker reads these.
-		if b, err := cl.c.Peek(cl.c.InboundBuffered()); err == nil {
-			cl.tlsHS.feed(b)
-			_, _ = cl.c.Discard(len(b))
+		if b, err := cl.c.Peek(cl.c.Buffered()); err == nil {
+			cl.tlsHS.Feed(b)
+			cl.c.Discard(len(b))
 		}
 		return
 	case cl.route.tls:
@@ -181,39 +174,35 @@ func (cl *client) onTraffic() {
 
 func (cl *client) inBuffered() int {
 	if cl.tls != nil {
-		return len(cl.tls.plain) - cl.tls.off
+		return cl.tls.rec.Buffered()
 	}
-	return cl.c.InboundBuffered()
+	return cl.c.Buffered()
 }
 
 func (cl *client) peek(n int) ([]byte, error) {
 	if t := cl.tls; t != nil {
-		if len(t.plain)-t.off < n {
-			return nil, errWouldBlock
-		}
-		return t.plain[t.off : t.off+n], nil
+		return t.rec.Peek(n)
 	}
 	return cl.c.Peek(n)
 }
 
 func (cl *client) discard(n int) {
 	if t := cl.tls; t != nil {
-		t.off += n
+		t.rec.Discard(n)
 		return
 	}
-	_, _ = cl.c.Discard(n)
+	cl.c.Discard(n)
 }
 
 func (cl *client) write(b []byte) {
-	cl.own()
 	var v [1][]byte
 	if cl.batchClient(one(&v, b)) {
 		return
 	}
 	if t := cl.tls; t != nil {
-		_, _ = t.conn.Write(b)
+		_ = t.rec.Write(b)
 	} else {
-		_, _ = cl.c.Write(b)
+		_ = cl.c.Write(b)
 	}
 	cl.syncOut()
 }
@@ -225,34 +214,19 @@ func (cl *client) syncOut() {
 	if cl.budget.Tenant == nil || cl.closed {
 		return
 	}
-	out := int64(cl.c.OutboundBuffered())
-	cl.budget.SyncOutbound(out)
-	cl.flowResume(int(out))
-	if out > 0 {
-		cl.lp.unread[cl] = struct{}{}
-	} else {
-		delete(cl.lp.unread, cl)
-	}
+	cl.budget.SyncOutbound(int64(cl.c.Queued()))
 }
 
 // writev writes one frame given as slices: one vectored write in clear, one
 // TLS write (records coalesced) over TLS.
 func (cl *client) writev(bs [][]byte) {
-	cl.own()
 	if cl.batchClient(bs) {
 		return
 	}
 	if t := cl.tls; t != nil {
-		t.out = t.out[:0]
-		for _, b := range bs {
-			t.out = append(t.out, b...)
-		}
-		_, _ = t.conn.Write(t.out)
-		if cap(t.out) > 1<<20 {
-			t.out = nil // a large answer's scratch is not kept
-		}
+		_ = t.rec.Writev(bs)
 	} else {
-		_, _ = cl.c.Writev(bs)
+		_ = cl.c.Writev(bs)
 	}
 	cl.syncOut()
 }
@@ -260,7 +234,7 @@ func (cl *client) writev(bs [][]byte) {
 // waitsOnGateway: the frame at the head of the input is whole and waits
 // for the gateway (its budget, its broker connection, a re-authentication).
 func (cl *client) waitsOnGateway() bool {
-	return cl.held || cl.upSt == upDialing || cl.reauthing || cl.muted() || cl.upFull
+	return cl.held || cl.upSt == upDialing || cl.reauthing || cl.muted() || cl.c.PausedFor(conn.PeerFull)
 }
 
 // process handles every whole frame the connection holds, in order, until
@@ -447,8 +421,9 @@ func (cl *client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Ou
 	case decide.Forward:
 		cl.upCorr++
 		cl.up.write(cl.sess.RW.Vec.Slices())
-		if h.Key == codec.KeyProduce {
+		if h.Key == codec.KeyProduce && cl.ps.large {
 			cl.ps.large = false // a Produce whole in one read
+			cl.syncMarks()
 		}
 		if cl.closed {
 			return
@@ -485,7 +460,7 @@ func (cl *client) admit(key int16) (int64, bool) {
 		return 0, false
 	}
 	ask := relay.Ask{
-		Outbound:      int64(cl.c.OutboundBuffered()),
+		Outbound:      int64(cl.c.Queued()),
 		Want:          decide.AnswerReserve,
 		CloseOnTenant: cl.snap.Listener.OnTenantBudgetExceeded == "close",
 	}
@@ -651,7 +626,7 @@ func (cl *client) close(why signals.CloseCause, attrs ...any) {
 	}
 	cl.e.closingFor(why, cl.ts, attrs)
 	cl.flushOwn(false)
-	_ = cl.c.Close()
+	cl.c.Close()
 	cl.release()
 }
 
@@ -695,8 +670,6 @@ func (cl *client) releaseAs(peerClosed bool) {
 	cl.lp.pending.Add(-int64(n))
 	cl.budget.Release(cl.budget.Reserved)
 	cl.budget.SyncOutbound(0)
-	delete(cl.lp.unread, cl)
-	delete(cl.lp.upFull, cl)
 	if cl.tenant != nil {
 		cl.e.tenants.Release(cl.tenant, time.Now())
 	}
@@ -731,7 +704,7 @@ func (cl *client) keepForDrain() bool {
 		}
 	}
 	u := cl.up
-	if len(cl.orphan) == 0 && (u.c == nil || u.c.OutboundBuffered() == 0) {
+	if len(cl.orphan) == 0 && (u.c == nil || u.c.Queued() == 0) {
 		return false
 	}
 	u.draining = true

@@ -31,6 +31,7 @@ type outBatch struct {
 	cl  *client
 	up  *upstreamConn
 	buf []byte
+	one [1][]byte
 }
 
 // batches is a loop's two batches: to a client, to a broker. An event
@@ -66,13 +67,13 @@ func (o *outBatch) flush() {
 	switch {
 	case cl != nil && !cl.closed:
 		if t := cl.tls; t != nil {
-			_, _ = t.conn.Write(buf) // one record for the batch
+			_ = t.rec.Write(buf) // one record for the batch
 		} else {
-			_, _ = cl.c.Write(buf)
+			_ = cl.c.Write(buf)
 		}
 		cl.syncOut()
 	case up != nil && !up.closed && up.c != nil:
-		_, _ = up.c.Write(buf)
+		up.send(one(&o.one, buf))
 	}
 }
 

@@ -2,37 +2,92 @@ package engine
 
 import (
 	"bytes"
+	"errors"
+	"net"
 	"testing"
 
+	"github.com/flexway/flexway/engine/conn"
 	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
 )
 
-// recConn records the writes made to it (one entry per system call the
-// real connection would make).
+// recConn is a handle over a SOCK_SEQPACKET socket pair: each system
+// call that writes makes one record, so the records read at the other end
+// count the writes the real connection would make.
 type recConn struct {
+	*conn.Conn
+	peer   int
+	buf    []byte
+	writes [][]byte
+	// onClosed runs when a write fails and the handle closes inside it
+	// (the client's release, re-entrant).
+	onClosed func()
+}
+
+// fakeGnet is the little of a gnet connection a handle uses.
+type fakeGnet struct {
 	gnet.Conn
-	writes  [][]byte
-	onWrite func() // a write that fails: gnet closes at once, inside Write
+	fd  int
+	ctx any
 }
 
-func (r *recConn) Write(b []byte) (int, error) {
-	r.writes = append(r.writes, append([]byte(nil), b...))
-	if r.onWrite != nil {
-		r.onWrite()
+func (f *fakeGnet) Fd() int              { return f.fd }
+func (f *fakeGnet) Context() any         { return f.ctx }
+func (f *fakeGnet) SetContext(c any)     { f.ctx = c }
+func (f *fakeGnet) LocalAddr() net.Addr  { return nil }
+func (f *fakeGnet) RemoteAddr() net.Addr { return nil }
+func (f *fakeGnet) InboundBuffered() int { return 0 }
+
+// fakeLoop closes a fake connection at once, as gnet does inside a failed write.
+type fakeLoop struct{ gnet.EventLoop }
+
+func (fakeLoop) Close(gc gnet.Conn) error {
+	gc.Context().(*conn.Conn).GnetClosed(gc, errors.New("closed"))
+	return nil
+}
+
+func newRecConn(t *testing.T) *recConn {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return len(b), nil
+	t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+	r := &recConn{peer: fds[1], buf: make([]byte, 1<<20)}
+	r.Conn = conn.Open(conn.NewLoop(fakeLoop{}, nil, nil), &fakeGnet{fd: fds[0]}, r, 1<<30, 1<<20)
+	return r
 }
 
-func (r *recConn) Writev(bs [][]byte) (int, error) {
-	var w []byte
-	for _, b := range bs {
-		w = append(w, b...)
+// read collects the records written since the last read.
+func (r *recConn) read() [][]byte {
+	for {
+		n, err := unix.Read(r.peer, r.buf)
+		if n <= 0 || err != nil {
+			return r.writes
+		}
+		r.writes = append(r.writes, append([]byte(nil), r.buf[:n]...))
 	}
-	r.writes = append(r.writes, w)
-	return len(w), nil
 }
 
-func (r *recConn) OutboundBuffered() int { return 0 }
+// reset drops what was written, without allocating.
+func (r *recConn) reset() {
+	for {
+		if n, err := unix.Read(r.peer, r.buf); n <= 0 || err != nil {
+			break
+		}
+	}
+	r.writes = r.writes[:0]
+}
+
+func (r *recConn) Traffic() {}
+func (r *recConn) Above()   {}
+func (r *recConn) Below()   {}
+func (r *recConn) Drained() {}
+func (r *recConn) Closed(error) {
+	if r.onClosed != nil {
+		r.onClosed()
+	}
+}
 
 func frameOf(c byte, n int) []byte { return bytes.Repeat([]byte{c}, n) }
 
@@ -41,10 +96,10 @@ func frameOf(c byte, n int) []byte { return bytes.Repeat([]byte{c}, n) }
 // written from its slices after what was batched before it; outside an
 // event nothing waits.
 func TestCoalescedWritesOnePerEvent(t *testing.T) {
-	cc, bc := &recConn{}, &recConn{}
+	cc, bc := newRecConn(t), newRecConn(t)
 	lp := &loop{}
-	cl := &client{c: cc, lp: lp}
-	up := &upstreamConn{cl: cl, c: bc, ready: true}
+	cl := &client{c: cc.Conn, lp: lp}
+	up := &upstreamConn{cl: cl, c: bc.Conn, ready: true}
 	cl.up = up
 
 	lp.out.begin()
@@ -52,10 +107,12 @@ func TestCoalescedWritesOnePerEvent(t *testing.T) {
 	cl.write(frameOf('c', 5))
 	up.write([][]byte{frameOf('x', 16<<10), frameOf('y', 300)})
 	up.write([][]byte{frameOf('z', 16<<10)})
-	if len(cc.writes)+len(bc.writes) != 0 {
+	if len(cc.read())+len(bc.read()) != 0 {
 		t.Fatalf("written during the event: %d to the client, %d to the broker", len(cc.writes), len(bc.writes))
 	}
 	lp.out.end()
+	cc.read()
+	bc.read()
 	want := string(frameOf('a', 10)) + string(frameOf('b', 600)) + string(frameOf('c', 5))
 	if len(cc.writes) != 1 || string(cc.writes[0]) != want {
 		t.Fatalf("client: %d writes, want 1 of the three frames in order", len(cc.writes))
@@ -66,63 +123,71 @@ func TestCoalescedWritesOnePerEvent(t *testing.T) {
 	}
 
 	// A large frame: what came before it first, then the frame itself.
-	cc.writes = nil
+	cc.reset()
 	lp.out.begin()
 	cl.write(frameOf('s', 40))
 	big := frameOf('L', coalesceMax+1)
 	cl.writev([][]byte{big[:100], big[100:]})
 	cl.write(frameOf('t', 40))
 	lp.out.end()
+	cc.read()
 	if len(cc.writes) != 3 || string(cc.writes[0]) != string(frameOf('s', 40)) || !bytes.Equal(cc.writes[1], big) || string(cc.writes[2]) != string(frameOf('t', 40)) {
 		t.Fatalf("large frame: %d writes, want the small frame, the large one, the small one after it", len(cc.writes))
 	}
 
 	// Outside an event (the sweep, a dial's end): written at once.
-	cc.writes = nil
+	cc.reset()
 	cl.write(frameOf('n', 8))
-	if len(cc.writes) != 1 {
+	if len(cc.read()) != 1 {
 		t.Fatalf("outside an event: %d writes, want 1 at once", len(cc.writes))
 	}
 
 	// The gateway closes a client: what it was owed goes first; a client
 	// gone (released) is owed nothing, its broker still gets its requests.
-	cc.writes, bc.writes = nil, nil
+	cc.reset()
+	bc.reset()
 	lp.out.begin()
 	cl.write(frameOf('o', 8))
 	up.write([][]byte{frameOf('p', 8)})
 	cl.flushOwn(true)
 	lp.out.end()
-	if len(cc.writes) != 0 || len(bc.writes) != 1 {
+	if len(cc.read()) != 0 || len(bc.read()) != 1 {
 		t.Fatalf("released client: %d writes to it, %d to its broker; want 0 and 1", len(cc.writes), len(bc.writes))
 	}
 	lp.out.begin()
 	cl.write(frameOf('q', 8))
 	cl.flushOwn(false)
-	if len(cc.writes) != 1 {
+	if len(cc.read()) != 1 {
 		t.Fatalf("closing client: %d writes before the close, want 1", len(cc.writes))
 	}
 	lp.out.end()
 
-	// A flush whose write fails: gnet closes the client inside the write,
-	// and its release flushes the same batch again.
-	cc.writes = nil
-	cc.onWrite = func() {
+	// A flush whose write fails: the handle closes inside the write, and
+	// the client's release flushes the same batch again: nothing is
+	// written twice, and the next batch holds only what comes after.
+	cc.reset()
+	failed := newRecConn(t)
+	cl.c = failed.Conn
+	unix.Close(failed.peer) // the write fails (the peer is gone)
+	released := 0
+	failed.onClosed = func() {
+		released++
 		cl.flushOwn(true)
 		cl.closed = true
 	}
 	lp.out.begin()
 	cl.write(frameOf('f', 8))
 	lp.out.end()
-	if len(cc.writes) != 1 {
-		t.Fatalf("failed flush: %d writes, want 1", len(cc.writes))
+	if released != 1 || !failed.Conn.Closed() {
+		t.Fatalf("failed flush: released %d times, closed %v", released, failed.Conn.Closed())
 	}
 	cl.closed = false
-	cc.onWrite = nil
+	cl.c = cc.Conn
 	lp.out.begin()
 	cl.write(frameOf('g', 8))
 	lp.out.end()
-	if len(cc.writes) != 2 || string(cc.writes[1]) != string(frameOf('g', 8)) {
-		t.Fatalf("after a failed flush, the batch holds something else: %q", cc.writes[len(cc.writes)-1])
+	if w := cc.read(); len(w) != 1 || string(w[0]) != string(frameOf('g', 8)) {
+		t.Fatalf("after a failed flush, the batch holds something else: %q", w)
 	}
 }
 
@@ -130,8 +195,9 @@ func TestCoalescedWritesOnePerEvent(t *testing.T) {
 // buffer has grown.
 func TestCoalescedWritesAllocs(t *testing.T) {
 	lp := &loop{}
-	cl := &client{c: &nopConn{}, lp: lp}
-	cl.up = &upstreamConn{cl: cl, c: &nopConn{}, ready: true}
+	cc, bc := newRecConn(t), newRecConn(t)
+	cl := &client{c: cc.Conn, lp: lp}
+	cl.up = &upstreamConn{cl: cl, c: bc.Conn, ready: true}
 	req := [][]byte{frameOf('h', 60), frameOf('r', 16<<10)}
 	ans := frameOf('a', 80)
 	run := func() {
@@ -141,14 +207,11 @@ func TestCoalescedWritesAllocs(t *testing.T) {
 			cl.write(ans)
 		}
 		lp.out.end()
+		cc.reset()
+		bc.reset()
 	}
 	run()
 	if n := testing.AllocsPerRun(100, run); n != 0 {
 		t.Fatalf("%v allocations per event", n)
 	}
 }
-
-type nopConn struct{ gnet.Conn }
-
-func (nopConn) Write(b []byte) (int, error) { return len(b), nil }
-func (nopConn) OutboundBuffered() int       { return 0 }

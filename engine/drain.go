@@ -160,7 +160,7 @@ func (cl *client) drained() bool {
 			return false
 		}
 	}
-	return cl.c.OutboundBuffered() == 0
+	return cl.c.Queued() == 0
 }
 
 // wholeFramesBuffered is the size of the whole frames at the head of the

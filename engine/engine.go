@@ -23,6 +23,7 @@ import (
 	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/conn"
 	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/quota"
 	"github.com/flexway/flexway/relay"
@@ -76,6 +77,7 @@ type Engine struct {
 	quotaLog    *signals.RateLimiter // "kafka produce refused: the tenant's quota is spent"
 	auditTrail  *audit.Trail         // O3 (audit.go)
 	quotas      *quota.Registry      // the KIP-219 buckets (quota.go)
+	flow        conn.Stats           // the flow-control mechanism's counts (flow.go)
 }
 
 // portRoute says what a listener port serves.
@@ -329,7 +331,7 @@ func (e *Engine) Serve() error {
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{e.log}),
 	)
-	e.closePaused() // the loops returned: the sockets they no longer held
+	e.closePaused() // the loops returned: the sockets they no longer held (conn.Loop.Stop)
 	e.closePipes()
 	e.acc.stop()
 	select {
@@ -414,7 +416,8 @@ func (e *Engine) loopOf(el gnet.EventLoop) *loop {
 	defer e.loopsMu.Unlock()
 	l := e.loops[el]
 	if l == nil {
-		l = &loop{el: el, clients: map[*client]struct{}{}, unread: map[*client]struct{}{}}
+		l = &loop{el: el, clients: map[*client]struct{}{}}
+		l.fc = conn.NewLoop(el, e.guard, &e.flow)
 		e.loops[el] = l
 	}
 	return l
@@ -436,3 +439,18 @@ func (g gnetLogger) Warnf(f string, a ...any) {
 }
 func (g gnetLogger) Errorf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...)) }
 func (g gnetLogger) Fatalf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...)) }
+
+// closePaused closes the sockets the loops no longer hold (detached by a
+// pause) and tells their owners, as gnet does for its own connections when
+// it stops. It runs once every loop has returned: nothing runs beside it.
+func (e *Engine) closePaused() {
+	e.loopsMu.Lock()
+	loops := make([]*loop, 0, len(e.loops))
+	for _, l := range e.loops {
+		loops = append(loops, l)
+	}
+	e.loopsMu.Unlock()
+	for _, l := range loops {
+		l.fc.Stop()
+	}
+}

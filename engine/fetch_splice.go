@@ -41,19 +41,13 @@ var fetchSplicedBytes, fetchPipeOuts, fetchUnits atomic.Int64
 // stream's piece written.
 func (u *upstreamConn) spliceFetch() bool {
 	fs, cl := u.fs, u.cl
-	if !u.spliceMore(fs.RecordsLeft()) || fs.Pending() > 0 || cl.closed || u.closed || u.sp != nil ||
-		cl.tls != nil || cl.tlsHS != nil || (u.sec != nil && u.sec.tls != nil) {
-		return false
-	}
-	if p, ok := u.c.(*pausedConn); ok && (p.st != rpAttached || p.live == nil) {
-		return false
-	}
-	cp, ok := cl.c.(*pausedConn)
-	if ok && (cp.st != rpAttached || cp.live == nil || cp.sp != nil) {
+	e := (*fetchEnds)(u)
+	if !e.More(fs.RecordsLeft()) || fs.Pending() > 0 || cl.closed || u.closed ||
+		cl.tls != nil || cl.tlsHS != nil || u.rec != nil || !u.c.Attached() || !cl.c.Attached() {
 		return false
 	}
 	cl.flushOwn(false) // the loop's batches first: they come before
-	if cl.closed || u.closed || cl.c.OutboundBuffered() > 0 || u.c.InboundBuffered() > 0 {
+	if cl.closed || u.closed || cl.c.Queued() > 0 || u.c.Buffered() > 0 {
 		return false
 	}
 	bfd, cfd := u.c.Fd(), cl.c.Fd()
@@ -64,31 +58,32 @@ func (u *upstreamConn) spliceFetch() bool {
 	if pp == nil {
 		return false
 	}
-	return cl.lp.splicePass(fs, u, pp, bfd, cfd)
+	return pp.Pass(fs, e, bfd, cfd)
 }
 
-// The broker connection's side of a pass (spliceEnds): its answer's
-// records go to its client.
+// fetchEnds is the broker connection's side of a pass (splice.Ends): its
+// answer's records go to its client.
+type fetchEnds upstreamConn
 
-// spliceMore: left record bytes of a partition are spliced on the loop
-// (at least fetchSpliceMin, and below what a session takes).
-func (u *upstreamConn) spliceMore(left int) bool {
-	min, session := fetchSpliceMin.Load(), spliceMin.Load()
-	return min > 0 && int64(left) >= min && (session <= 0 || int64(left) < session)
+// More: left record bytes of a partition are spliced (fetchSpliceMin or more).
+func (e *fetchEnds) More(left int) bool {
+	min := fetchSpliceMin.Load()
+	return min > 0 && int64(left) >= min
 }
 
-func (u *upstreamConn) spliced(n int) {
+func (e *fetchEnds) Spliced(n int) {
 	fetchSplicedBytes.Add(int64(n))
-	u.cl.ts.Fetched(n)
+	e.cl.ts.Fetched(n)
 }
 
-// pipeFull: the client's socket is full; what the pipe still holds is
-// read out and written to the client's stand-in (its queue and the drain
-// watcher, as for any answer: the broker is not read until the client reads).
-func (u *upstreamConn) pipeFull(rest int) {
-	cl := u.cl
+// PipeFull: the client's socket is full; what the pipe still holds is
+// read out and written to the client's queue (as any answer: the broker
+// is not read until the client reads).
+func (e *fetchEnds) PipeFull(rest int) {
+	cl := e.cl
 	fetchPipeOuts.Add(1)
-	if err := cl.lp.readOut(rest, cl.c); err != nil {
+	if err := cl.lp.pp.ReadOut(rest, cl.c); err != nil {
+		cl.lp.closePipe()
 		cl.close(signals.CloseInternal)
 		cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "error", err)
 		return
@@ -96,30 +91,30 @@ func (u *upstreamConn) pipeFull(rest int) {
 	cl.syncOut()
 }
 
-// room: an answer's records are not bounded by the client's socket (what it
-// does not take waits in the client's queue, counted against its budget).
-func (u *upstreamConn) room(int) int { return -1 }
+// Room: an answer's records are not bounded by the client's socket (what
+// it does not take waits in the client's queue, counted against its budget).
+func (e *fetchEnds) Room(int) int { return -1 }
 
-func (u *upstreamConn) roomOut() {}
+func (e *fetchEnds) RoomOut() {}
 
-// unitOut writes straight to the client's socket: nothing is unsent.
-func (u *upstreamConn) unitOut(sl [][]byte) { _, _ = u.cl.c.Writev(sl) }
+// UnitOut writes straight to the client's socket: nothing is unsent.
+func (e *fetchEnds) UnitOut(sl [][]byte) { _ = e.cl.c.Writev(sl) }
 
-func (u *upstreamConn) unitTaken(used int) {
-	u.cl.ts.Fetched(used)
+func (e *fetchEnds) UnitTaken(used int) {
+	e.cl.ts.Fetched(used)
 	fetchUnits.Add(1)
-	u.cl.syncOut()
+	e.cl.syncOut()
 }
 
-func (u *upstreamConn) destClear() bool {
-	cl := u.cl
-	return !cl.closed && !u.closed && cl.c.OutboundBuffered() == 0
+func (e *fetchEnds) DestClear() bool {
+	cl := e.cl
+	return !cl.closed && !e.closed && cl.c.Queued() == 0
 }
 
-// streamFailed closes the client whose streamed answer cannot go on, as
-// feed does for a malformed one.
-func (u *upstreamConn) streamFailed(why string) {
-	u.fs, u.fp = nil, nil
-	cl := u.cl
+// Failed closes the client whose streamed answer cannot go on, as feed
+// does for a malformed one.
+func (e *fetchEnds) Failed(why string) {
+	e.fs, e.fp = nil, nil
+	cl := e.cl
 	cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.cluster.Name, "api", codec.KeyFetch, "error", "streamed Fetch: "+why)
 }

@@ -59,17 +59,17 @@ func TestFlowProfileRawFetch(t *testing.T) {
 	case "off":
 		modes = []bool{false}
 	}
-	min0 := spliceMin.Load()
-	defer spliceMin.Store(min0)
+	min0 := fetchSpliceMin.Load()
+	defer fetchSpliceMin.Store(min0)
 	rates, cpus := map[bool][]float64{}, map[bool][]float64{}
 	for _, on := range modes {
 		if on {
-			spliceMin.Store(min0)
+			fetchSpliceMin.Store(min0)
 		} else {
-			spliceMin.Store(0)
+			fetchSpliceMin.Store(0)
 		}
 		read := 0
-		p0, s0 := flowPauses.Load(), spliceRuns.Load()
+		p0 := flowPauses.Load()
 		start, cpu0 := time.Now(), cpuNow()
 		for read < total {
 			r.fetchOrders(12)
@@ -100,9 +100,9 @@ func TestFlowProfileRawFetch(t *testing.T) {
 		mib := float64(read) / (1 << 20)
 		rates[on] = append(rates[on], mib/el.Seconds())
 		cpus[on] = append(cpus[on], cpu.Seconds()/(mib/1024))
-		t.Logf("splice %v: %.0f MiB in %v: %.0f MiB/s, process CPU %.2f s/GiB, %d broker pauses, %d splice sessions (sum %x)",
+		t.Logf("splice %v: %.0f MiB in %v: %.0f MiB/s, process CPU %.2f s/GiB, %d broker pauses (sum %x)",
 			on, mib, el.Round(time.Millisecond), mib/el.Seconds(), cpu.Seconds()/(mib/1024),
-			flowPauses.Load()-p0, spliceRuns.Load()-s0, sum)
+			flowPauses.Load()-p0, sum)
 	}
 	med := func(v []float64) float64 { v = append([]float64(nil), v...); sort.Float64s(v); return v[len(v)/2] }
 	for _, on := range []bool{true, false} {

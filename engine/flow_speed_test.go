@@ -59,9 +59,9 @@ func TestFlowSpeedLargeFetch(t *testing.T) {
 				}
 				onLoops(t, env.e, func(l *loop) {
 					for cl := range l.clients {
-						n := int64(cl.c.OutboundBuffered())
+						n := int64(cl.c.Queued())
 						if cl.up != nil && cl.up.c != nil && !cl.up.closed {
-							n += int64(cl.up.c.InboundBuffered())
+							n += int64(cl.up.c.Buffered())
 						}
 						for {
 							m := peak.Load()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/engine/conn"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 )
@@ -36,9 +37,9 @@ func setFlowOff(off bool) {
 // heldBytes is what the gateway holds in memory for the client of r: the
 // client's unsent bytes and what its broker connection buffered. On cl's loop.
 func (cl *client) heldBytes() int64 {
-	n := int64(cl.c.OutboundBuffered())
+	n := int64(cl.c.Queued())
 	if cl.up != nil && cl.up.c != nil && !cl.up.closed {
-		n += int64(cl.up.c.InboundBuffered())
+		n += int64(cl.up.c.Buffered())
 	}
 	return n
 }
@@ -87,8 +88,8 @@ func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
 			if cl.up == nil { // the broker connection is still dialed (TLS, SASL)
 				return
 			}
-			if up, ok := cl.up.socket().(*pausedConn); ok && cl.up.drainHeld {
-				p = up.paused()
+			if c := cl.up.c; c != nil && c.PausedFor(conn.PeerFull) {
+				p = c.Paused()
 			}
 		})
 		peak = max(peak, held)
@@ -116,8 +117,8 @@ func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
 	for {
 		var again bool
 		onLoopOf(t, cl, func() {
-			up, ok := cl.up.socket().(*pausedConn)
-			again = !cl.up.drainHeld && ok && up.st == rpAttached
+			c := cl.up.c
+			again = !c.PausedFor(conn.PeerFull) && c.Attached()
 		})
 		if again {
 			break
@@ -211,7 +212,7 @@ func TestFlowStalledReadersReleased(t *testing.T) {
 				}
 				n++
 				peakMem = max(peakMem, cl.heldBytes())
-				peakBudget = max(peakBudget, cl.budget.Reserved+int64(cl.c.OutboundBuffered()))
+				peakBudget = max(peakBudget, cl.budget.Reserved+int64(cl.c.Queued()))
 			}
 		})
 		seen = max(seen, n)
@@ -276,7 +277,7 @@ func TestFlowHeldClientPipeliningNotRead(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var out int
-		onLoopOf(t, cl, func() { out = cl.c.OutboundBuffered() })
+		onLoopOf(t, cl, func() { out = cl.c.Queued() })
 		if out > 512<<10 {
 			break
 		}
@@ -321,9 +322,8 @@ func TestFlowHeldClientPipeliningNotRead(t *testing.T) {
 	var held, in int
 	var paused bool
 	onLoopOf(t, cl, func() {
-		held, in = boolInt(cl.held), cl.c.InboundBuffered()
-		p, ok := cl.c.(*pausedConn)
-		paused = ok && p.paused()
+		held, in = boolInt(cl.held), cl.c.Buffered()
+		paused = cl.c.Paused()
 	})
 	heap1, rss1 := memNow(t)
 	t.Logf("held client: wrote %.1f MiB of %d MiB then blocked; gateway buffered %d KiB of it; heap %+.1f MiB, RSS %+.1f MiB",
@@ -403,11 +403,12 @@ func TestStandInWriteNoAllocs(t *testing.T) {
 	}
 	defer unix.Close(fds[0])
 	defer unix.Close(fds[1])
-	p := &pausedConn{st: rpPaused, fd: fds[0], wfd: -1}
+	rc := &recConn{}
+	p := conn.Open(conn.NewLoop(fakeLoop{}, nil, nil), &fakeGnet{fd: fds[0]}, rc, 1<<20, 256<<10)
 	bs := [][]byte{[]byte("head"), bytes.Repeat([]byte("r"), 1000), []byte("tail")}
 	sink := make([]byte, 4096)
 	n := testing.AllocsPerRun(200, func() {
-		if _, err := p.Writev(bs); err != nil {
+		if err := p.Writev(bs); err != nil {
 			t.Fatal(err)
 		}
 		if m, _ := unix.Read(fds[1], sink); m != 1008 {
@@ -473,26 +474,10 @@ func (c stallConn) Read(b []byte) (int, error) {
 // (plus a read and a batch), not its max_in_flight_bytes (64 MiB): the
 // rest waits in the kernel and the producer's writes block. Once the
 // broker reads again every request is answered and every record is there,
-// in order. Twice: with the light hold (SO_RCVLOWAT; escalated to a pause
-// once the client fills the kernel's mark), and with the pause alone.
+// in order.
 func TestFlowClientNotReadUntilBrokerTakes(t *testing.T) {
 	skipOnRealKafka(t)
-	t.Run("light", func(t *testing.T) {
-		light := upLightHolds.Load()
-		flowClientNotRead(t)
-		if upLightHolds.Load() == light {
-			t.Fatal("the client was never held lightly")
-		}
-	})
-	t.Run("pause", func(t *testing.T) {
-		upLowatOff.Store(true)
-		t.Cleanup(func() { upLowatOff.Store(false) })
-		light := upLightHolds.Load()
-		flowClientNotRead(t)
-		if upLightHolds.Load() != light {
-			t.Fatal("held lightly with the light hold off")
-		}
-	})
+	flowClientNotRead(t)
 }
 
 func flowClientNotRead(t *testing.T) {
@@ -541,12 +526,11 @@ func flowClientNotRead(t *testing.T) {
 		var held int64
 		var paused bool
 		onLoopOf(t, cl, func() {
-			held = int64(cl.c.InboundBuffered())
+			held = int64(cl.c.Buffered())
 			if cl.up != nil && cl.up.c != nil {
-				held += int64(cl.up.c.OutboundBuffered())
+				held += int64(cl.up.c.Queued())
 			}
-			p, ok := cl.c.(*pausedConn)
-			paused = cl.upFull && (cl.upLight || ok && p.paused()) // held lightly (SO_RCVLOWAT) or paused
+			paused = cl.c.PausedFor(conn.PeerFull) && cl.c.Paused()
 		})
 		peak = max(peak, held)
 		if paused {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/engine/conn"
 	"github.com/panjf2000/gnet/v2"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -34,6 +35,9 @@ func onLoopOf(t *testing.T, cl *client, fn func()) {
 	if err := cl.lp.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 		defer close(done)
 		fn()
+		if cl.lp.fc != nil {
+			cl.lp.fc.Settle() // a safe point: the pauses fn asked are applied
+		}
 		return nil
 	})); err != nil {
 		t.Fatal(err)
@@ -64,24 +68,61 @@ func clientOf(t *testing.T, e *Engine, r *rawConn) *client {
 	return cl
 }
 
-// pauseClient pauses cl's reads and waits until its socket is detached.
-func pauseClient(t *testing.T, cl *client) *pausedConn {
-	t.Helper()
-	var p *pausedConn
-	onLoopOf(t, cl, func() {
-		p = cl.e.pauseRead(cl.c)
-		cl.c = p
-	})
-	waitState(t, cl, p, rpPaused)
-	return p
+// pauseState is a handle's state as the tests wait for it.
+type pauseState int
+
+const (
+	rpAttached pauseState = iota
+	rpPaused
+	rpResuming
+	rpClosed
+)
+
+func stateOf(c *conn.Conn) pauseState {
+	switch c.State() {
+	case "attached":
+		return rpAttached
+	case "detached":
+		return rpPaused
+	case "resuming":
+		return rpResuming
+	}
+	return rpClosed
 }
 
-func waitState(t *testing.T, cl *client, p *pausedConn, want pauseState) {
+// pauseClient pauses cl's reads (the bare reason) and waits until its
+// socket is detached.
+func pauseClient(t *testing.T, cl *client) *conn.Conn {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	onLoopOf(t, cl, func() { cl.c.Pause(conn.Held) })
+	waitState(t, cl, cl.c, rpPaused)
+	return cl.c
+}
+
+// pauseUp pauses a broker connection's reads (the bare reason).
+func pauseUp(u *upstreamConn) *conn.Conn {
+	u.c.Pause(conn.Held)
+	return u.c
+}
+
+// pauseCl pauses a client's reads (the bare reason); nil when it cannot
+// be paused now (closed, or in its TLS handshake).
+func pauseCl(cl *client) *conn.Conn {
+	if !cl.pause(conn.Held) {
+		return nil
+	}
+	return cl.c
+}
+
+// resume returns the function that drops the bare reason of c.
+func resume(c *conn.Conn) func() { return func() { c.Resume(conn.Held) } }
+
+func waitState(t *testing.T, cl *client, p *conn.Conn, want pauseState) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var st pauseState
-		onLoopOf(t, cl, func() { st = p.st })
+		onLoopOf(t, cl, func() { st = stateOf(p) })
 		if st == want {
 			return
 		}
@@ -92,9 +133,9 @@ func waitState(t *testing.T, cl *client, p *pausedConn, want pauseState) {
 	}
 }
 
-func resumeClient(t *testing.T, cl *client, p *pausedConn) {
+func resumeClient(t *testing.T, cl *client, p *conn.Conn) {
 	t.Helper()
-	onLoopOf(t, cl, p.resume)
+	onLoopOf(t, cl, resume(p))
 	waitState(t, cl, p, rpAttached)
 }
 
@@ -329,7 +370,7 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var in int
-		onLoopOf(t, cl, func() { in = cl.c.InboundBuffered() })
+		onLoopOf(t, cl, func() { in = cl.c.Buffered() })
 		if in == h {
 			break
 		}
@@ -340,7 +381,7 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	}
 	p := pauseClient(t, cl)
 	var stash int
-	onLoopOf(t, cl, func() { stash = p.stashed() })
+	onLoopOf(t, cl, func() { stash = p.Stashed() })
 	if stash != h {
 		t.Fatalf("stash of %d bytes, want %d", stash, h)
 	}
@@ -372,9 +413,9 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	if heap1-heap0 > 4<<20 || rss1-rss0 > 8<<20 {
 		t.Fatalf("the gateway grew while paused: heap %+d, RSS %+d bytes", heap1-heap0, rss1-rss0)
 	}
-	onLoopOf(t, cl, func() { stash = p.stashed() })
-	if stash != h || !p.paused() {
-		t.Fatalf("read while paused: stash %d (want %d), paused %v", stash, h, p.paused())
+	onLoopOf(t, cl, func() { stash = p.Stashed() })
+	if stash != h || !p.Paused() {
+		t.Fatalf("read while paused: stash %d (want %d), paused %v", stash, h, p.Paused())
 	}
 	if g := env.e.m.Connections(); g != gauge {
 		t.Fatalf("connections gauge %d, was %d", g, gauge)
@@ -458,12 +499,12 @@ func TestPauseResumeThousandTimes(t *testing.T) {
 	fds := settledFds(t)
 	heap0, _ := memNow(t)
 	g0 := runtime.NumGoroutine()
-	var p *pausedConn
+	var p *conn.Conn
 	for i := 0; i < 1000; i++ {
 		if i == 0 {
 			p = pauseClient(t, cl)
 		} else {
-			onLoopOf(t, cl, func() { cl.e.pauseRead(cl.c) })
+			onLoopOf(t, cl, func() { cl.c.Pause(conn.Held) })
 			waitState(t, cl, p, rpPaused)
 		}
 		r.apiVersions() // waits in the kernel
@@ -520,11 +561,11 @@ func TestPausedPeerCloses(t *testing.T) {
 		r.apiVersions()
 		_ = r.c.Close()
 		if atResume {
-			onLoopOf(t, cl, p.resume)
+			onLoopOf(t, cl, resume(p))
 		}
 		clientGone(t, cl)
 		var st pauseState
-		onLoopOf(t, cl, func() { st = p.st })
+		onLoopOf(t, cl, func() { st = stateOf(p) })
 		if st != rpClosed {
 			t.Fatalf("pause state %d after the peer's close", st)
 		}
@@ -559,11 +600,11 @@ func TestPausedConnectionStillWritten(t *testing.T) {
 	p := pauseClient(t, cl)
 	resp := kmsg.FetchResponse{Version: 11}
 	r.recv(&resp)
-	if !p.paused() {
+	if !p.Paused() {
 		t.Fatal("resumed before the answer")
 	}
 	var st pauseState
-	onLoopOf(t, cl, func() { st = p.st })
+	onLoopOf(t, cl, func() { st = stateOf(p) })
 	if st != rpPaused {
 		t.Fatalf("pause state %d while answered", st)
 	}
@@ -602,9 +643,9 @@ func TestPauseBrokerConnection(t *testing.T) {
 	r.send(emptyFetch(0))
 	resp := kmsg.FetchResponse{Version: 11}
 	r.recv(&resp)
-	var p *pausedConn
+	var p *conn.Conn
 	onLoopOf(t, cl, func() {
-		p = cl.up.pauseReads() // under TLS, the socket below the TLS stand-in
+		p = pauseUp(cl.up) // under TLS, the socket below the TLS stand-in
 	})
 	waitState(t, cl, p, rpPaused)
 	r.send(emptyFetch(0))
@@ -614,11 +655,11 @@ func TestPauseBrokerConnection(t *testing.T) {
 	if _, err := r.c.Read(one[:]); err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("an answer crossed a paused broker connection (%v)", err)
 	}
-	onLoopOf(t, cl, p.resume)
+	onLoopOf(t, cl, resume(p))
 	waitState(t, cl, p, rpAttached)
 	r.recv(&resp)
 	onLoopOf(t, cl, func() {
-		if p.live.EventLoop() != cl.c.EventLoop() {
+		if p.EventLoop() != cl.c.EventLoop() {
 			t.Error("the broker connection came back on another loop")
 		}
 	})
@@ -632,7 +673,7 @@ func TestStopClosesPausedSockets(t *testing.T) {
 	cl := clientOf(t, env.e, r)
 	p := pauseClient(t, cl)
 	var sock string
-	onLoopOf(t, cl, func() { sock = openFds(t)[p.fd] })
+	onLoopOf(t, cl, func() { sock = openFds(t)[p.Fd()] })
 	if !strings.HasPrefix(sock, "socket:") {
 		t.Fatalf("the paused descriptor is %q", sock)
 	}
@@ -645,8 +686,8 @@ func TestStopClosesPausedSockets(t *testing.T) {
 		}
 	}
 	r.expectClosed(5 * time.Second)
-	if !cl.closed || p.st != rpClosed || !p.notified {
-		t.Fatalf("not released: client closed %v, pause state %d", cl.closed, p.st)
+	if !cl.closed || stateOf(p) != rpClosed || !p.Closed() {
+		t.Fatalf("not released: client closed %v, pause state %d", cl.closed, stateOf(p))
 	}
 	if g := env.e.m.Connections(); g != 0 {
 		t.Fatalf("connections gauge %d after stop", g)
@@ -682,7 +723,8 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 	defer r.c.Close()
 	cl := clientOf(t, env.e, r)
 
-	// A: answers of megabytes the peer has not read: the pause is at once.
+	// A: answers of megabytes the peer has not read: the pause is at once
+	// (at the safe point after the call, not after a flush).
 	const fetches = 16
 	for i := 0; i < fetches; i++ {
 		r.send(bigFetch())
@@ -690,7 +732,7 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var out int
-		onLoopOf(t, cl, func() { out = cl.c.OutboundBuffered() })
+		onLoopOf(t, cl, func() { out = cl.c.Queued() })
 		if out > 1<<20 {
 			break
 		}
@@ -699,12 +741,13 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	var p *pausedConn
+	var p *conn.Conn
 	var st pauseState
 	onLoopOf(t, cl, func() {
-		p = cl.e.pauseRead(cl.c)
-		cl.c = p
-		st = p.st
+		cl.c.Pause(conn.Held)
+		p = cl.c
+		cl.lp.fc.Settle() // the safe point (the end of a callback)
+		st = stateOf(p)
 	})
 	if st != rpPaused {
 		t.Fatalf("pause state %d with unsent bytes, want paused", st)
@@ -726,9 +769,9 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 
 	// B: the same answer written to the paused client: the broker's side is
 	// paused first, so the answer comes once the client is.
-	var up *pausedConn
+	var up *conn.Conn
 	onLoopOf(t, cl, func() {
-		up = cl.up.pauseReads()
+		up = pauseUp(cl.up)
 	})
 	waitState(t, cl, up, rpPaused)
 	for i := 0; i < fetches; i++ {
@@ -746,13 +789,13 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	onLoopOf(t, cl, func() { cl.e.pauseRead(cl.c) })
+	onLoopOf(t, cl, func() { cl.c.Pause(conn.Held) })
 	waitState(t, cl, p, rpPaused)
-	onLoopOf(t, cl, up.resume)
+	onLoopOf(t, cl, resume(up))
 	deadline = time.Now().Add(10 * time.Second)
 	for {
 		var out int
-		onLoopOf(t, cl, func() { out = p.OutboundBuffered() })
+		onLoopOf(t, cl, func() { out = p.Queued() })
 		if out > 1<<20 {
 			break
 		}
@@ -768,7 +811,7 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 			t.Fatalf("fetch %d: %d bytes while paused, %d before", i, m, n)
 		}
 	}
-	onLoopOf(t, cl, func() { st = p.st })
+	onLoopOf(t, cl, func() { st = stateOf(p) })
 	if st != rpPaused {
 		t.Fatalf("pause state %d after the answer", st)
 	}
@@ -785,7 +828,7 @@ func TestPauseInsideOwnTraffic(t *testing.T) {
 	t.Cleanup(func() { testHookTraffic = nil }) // after the env stopped
 	testHookTraffic = func(cl *client) {
 		if arm.CompareAndSwap(cl, nil) {
-			cl.c = cl.e.pauseRead(cl.c)
+			cl.c.Pause(conn.Held)
 		}
 	}
 	env := newTestEnv(t, "")
@@ -795,8 +838,8 @@ func TestPauseInsideOwnTraffic(t *testing.T) {
 	arm.Store(cl)
 	r.apiVersions() // read by gnet, paused at once, then handled from the stash
 	r.apiVersionsAnswer()
-	var p *pausedConn
-	onLoopOf(t, cl, func() { p, _ = cl.c.(*pausedConn) })
+	var p *conn.Conn
+	onLoopOf(t, cl, func() { p = cl.c })
 	if p == nil {
 		t.Fatal("not paused")
 	}
@@ -820,7 +863,7 @@ func TestPauseTLSClient(t *testing.T) {
 	// Every record to orders/0: no new connection after the first ones.
 	cl := te.saslClient("acme-app", tls.VersionTLS13, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceN(t, cl, "orders", 2, "before")
-	var paused []*pausedConn
+	var paused []*conn.Conn
 	var owners []*client
 	var mu sync.Mutex
 	onLoops(t, te.e, func(l *loop) {
@@ -828,7 +871,7 @@ func TestPauseTLSClient(t *testing.T) {
 			if c.tls == nil || c.state != stAuthed {
 				continue
 			}
-			if p := c.pauseReads(); p != nil {
+			if p := pauseCl(c); p != nil {
 				mu.Lock()
 				paused, owners = append(paused, p), append(owners, c)
 				mu.Unlock()
@@ -853,7 +896,7 @@ func TestPauseTLSClient(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 	for i, p := range paused {
-		onLoopOf(t, owners[i], p.resume)
+		onLoopOf(t, owners[i], resume(p))
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)

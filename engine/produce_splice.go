@@ -7,7 +7,7 @@ package engine
 // producing. When the stream is inside a partition's records with at least
 // produceSpliceMin of them to come, everything read is consumed, and both
 // sides are in clear text, the records already waiting in the client's
-// socket go to the broker's by the loop's splice pass (splice_pass.go),
+// socket go to the broker's by the loop's splice pass (engine/splice),
 // inside the client's traffic event. The broker's batch is flushed first
 // and its connection must have nothing unsent, so the spliced bytes follow
 // everything written before them. A pass splices no more than the broker's
@@ -26,7 +26,7 @@ import (
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/engine/kernel"
 	"github.com/flexway/flexway/engine/signals"
-	"github.com/panjf2000/gnet/v2"
+	"github.com/flexway/flexway/engine/splice"
 )
 
 // produceSpliceMin: a partition with fewer record bytes left to come than
@@ -47,14 +47,15 @@ var produceSplicedBytes, producePipeOuts, produceUnits atomic.Int64
 // nothing of the client buffered and the stream's piece written.
 func (cl *client) spliceProduce() bool {
 	ps := cl.ps.s
-	if !cl.spliceMore(ps.RecordsLeft()) || ps.Pending() > 0 {
+	e := (*produceEnds)(cl)
+	if !e.More(ps.RecordsLeft()) || ps.Pending() > 0 {
 		return false
 	}
 	pp, cfd, bfd := cl.spliceReady()
 	if pp == nil {
 		return false
 	}
-	return cl.lp.splicePass(ps, cl, pp, cfd, bfd)
+	return pp.Pass(ps, e, cfd, bfd)
 }
 
 // spliceReady returns the loop's pipe and both sockets when the client's
@@ -62,24 +63,23 @@ func (cl *client) spliceProduce() bool {
 // client read by gnet or detached (paused: its socket is the engine's, and
 // what waits in it is spliced before it is enrolled again, rather than
 // read into the loop's buffer at its resume, invariant 42), the broker's
-// connection in no session and with nothing unsent once the loop's batch
-// for it is flushed (what was written before comes first). A nil pipe:
-// not now.
-func (cl *client) spliceReady() (pp *loopPipe, cfd, bfd int) {
+// connection with nothing unsent once the loop's batch for it is flushed
+// (what was written before comes first). A nil pipe: not now.
+func (cl *client) spliceReady() (pp *splice.Pipe, cfd, bfd int) {
 	if cl.tls != nil || cl.tlsHS != nil || cl.closed {
 		return nil, 0, 0
 	}
 	u := cl.up
-	if u == nil || u.closed || u.c == nil || u.sp != nil || (u.sec != nil && u.sec.tls != nil) {
+	if u == nil || u.closed || u.c == nil || u.rec != nil {
 		return nil, 0, 0
 	}
-	if p, ok := cl.c.(*pausedConn); ok && !(p.st == rpAttached && p.live != nil) && !(p.st == rpPaused && p.fd >= 0) {
-		return nil, 0, 0 // a detach or a re-enroll under way
+	if !cl.c.Attached() && !cl.c.Detached() {
+		return nil, 0, 0 // a re-enroll under way
 	}
 	if b := &cl.lp.out; b.toBroker.up == u {
 		b.toBroker.flush() // what the event wrote before comes first
 	}
-	if u.closed || u.c.OutboundBuffered() > 0 {
+	if u.closed || u.c.Queued() > 0 {
 		return nil, 0, 0
 	}
 	cfd, bfd = cl.c.Fd(), u.c.Fd()
@@ -102,8 +102,8 @@ var produceNexts atomic.Int64
 // then the requests after it, each begun from its head looked at in the
 // socket (spliceNext), so that gnet never reads their first bytes into the
 // loop's buffer (up to 256 KiB each, copied twice). Called at the end of a
-// client's event once a stream went through, and before a producer held
-// for its broker is read again (upstreamResume): it stops at the first
+// client's event once a stream went through, and before a producer paused
+// for its broker is read again (upstreamConn.Below): it stops at the first
 // request not to be streamed, a socket emptied, or a broker's socket full.
 func (cl *client) spliceOn() {
 	cl.ps.ended = false
@@ -125,8 +125,8 @@ func (cl *client) spliceOn() {
 // spliceNext begins the client's next request from its head looked at in
 // its socket (MSG_PEEK), when it is a Produce to be streamed and not whole
 // in what is looked at: its size prefix is taken, then its head unit by
-// spliceUnit; true: begun (the stream's records are then the caller's).
-// Whatever it declines, gnet reads and the client's event handles.
+// the pipe's Unit; true: begun (the stream's records are then the
+// caller's). Whatever it declines, gnet reads and the client's event handles.
 func (cl *client) spliceNext() bool {
 	if cl.ps.s != nil || !cl.ps.large || cl.ps.gather || cl.draining || cl.held || cl.reauthing ||
 		cl.upSt != upReady || cl.muted() || produceSpliceMin.Load() == 0 {
@@ -136,8 +136,8 @@ func (cl *client) spliceNext() bool {
 	if pp == nil {
 		return false
 	}
-	head := pp.out[:spliceUnitPeek]
-	k, err := kernel.Peek(cfd, head)
+	head, err := pp.Head(cfd)
+	k := len(head)
 	if err != nil || k < codec.SizeLen {
 		return false
 	}
@@ -145,64 +145,70 @@ func (cl *client) spliceNext() bool {
 	if size < 0 || int64(size) > int64(cl.snap.Listener.MaxRequestBytes) || codec.SizeLen+int(size) <= k {
 		return false // refused, or small: through the loop's buffer
 	}
-	if !cl.beginStream(size, head[:k]) {
+	if !cl.beginStream(size, head) {
 		return false
 	}
 	produceNexts.Add(1)
-	if got, err := kernel.Read(cfd, pp.out[spliceUnitPeek:spliceUnitPeek+codec.SizeLen]); got != codec.SizeLen {
-		cl.streamFailed(fmt.Sprintf("the socket gave %d of the %d bytes it held (%v)", got, codec.SizeLen, err))
+	if got, err := pp.Take(cfd, codec.SizeLen); got != codec.SizeLen {
+		(*produceEnds)(cl).Failed(fmt.Sprintf("the socket gave %d of the %d bytes it held (%v)", got, codec.SizeLen, err))
 		return true
 	}
 	cl.frameSince = time.Now()
-	cl.lp.spliceUnit(cl.ps.s, cl, pp, cfd) // the head, and the first partition's header
+	pp.Unit(cl.ps.s, (*produceEnds)(cl), cfd) // the head, and the first partition's header
 	return true
 }
 
-// The client's side of a pass (spliceEnds): its records go to its broker.
+// produceEnds is the client's side of a pass (splice.Ends): its records
+// go to its broker.
+type produceEnds client
 
-func (cl *client) spliceMore(left int) bool {
+func (e *produceEnds) More(left int) bool {
 	min := produceSpliceMin.Load()
 	return min > 0 && int64(left) >= min
 }
 
-func (cl *client) spliced(n int) {
+func (e *produceEnds) Spliced(n int) {
 	produceSplicedBytes.Add(int64(n))
-	if p, ok := cl.c.(*pausedConn); ok && p.live == nil {
+	if e.c.Detached() {
 		produceSplicedDetached.Add(int64(n))
 	}
 }
 
-// pipeFull: the broker's socket is full; what the pipe still holds is read
+// PipeFull: the broker's socket is full; what the pipe still holds is read
 // out and written to the broker connection as any other bytes (it waits in
-// gnet's buffer, and the producer's pause, flow.go, applies).
-func (cl *client) pipeFull(rest int) {
+// its queue, and the producer's pause, flow.go, applies).
+func (e *produceEnds) PipeFull(rest int) {
+	cl := (*client)(e)
 	producePipeOuts.Add(1)
-	var c gnet.Conn
+	var w splice.Writer
 	if u := cl.up; !u.closed && u.c != nil {
-		c = u.c
+		w = u.c
 	}
-	if err := cl.lp.readOut(rest, c); err != nil {
+	if err := cl.lp.pp.ReadOut(rest, w); err != nil {
+		cl.lp.closePipe()
 		cl.close(signals.CloseInternal)
 		cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "error", err)
 	}
 }
 
-// room bounds a pass by what the broker's socket takes (invariant 42), so
+// Room bounds a pass by what the broker's socket takes (invariant 42), so
 // that nothing is left in the pipe to be read out and copied: the records
 // the broker cannot take yet stay in the client's socket.
-func (cl *client) room(dst int) int {
+func (e *produceEnds) Room(dst int) int {
 	if !produceRoomBound.Load() {
 		return -1
 	}
 	return kernel.Room(dst)
 }
 
-// roomOut: the broker's socket is full. The client is held at once
-// (upstreamCheck, at the end of its event) and read again once the broker's
-// socket takes more (roomBack).
-func (cl *client) roomOut() {
+// RoomOut: the broker's socket is full. The broker connection is above its
+// mark until its socket takes more (conn.NoRoom): the client is paused,
+// and read again (what waits in its socket spliced first) once it does.
+func (e *produceEnds) RoomOut() {
 	produceRoomOuts.Add(1)
-	cl.upNoRoom = true
+	if u := e.up; u != nil && !u.closed {
+		u.c.NoRoom()
+	}
 }
 
 // produceRoomBound (tests): passes are bounded by the broker socket's room;
@@ -217,20 +223,21 @@ var produceRoomOuts, produceSplicedDetached atomic.Int64
 
 func init() { produceRoomBound.Store(true) }
 
-// unitOut writes straight to the broker's socket: the batch was flushed, nothing is unsent.
-func (cl *client) unitOut(sl [][]byte) { _, _ = cl.up.c.Writev(sl) }
+// UnitOut writes straight to the broker's socket: the batch was flushed, nothing is unsent.
+func (e *produceEnds) UnitOut(sl [][]byte) { _ = e.up.c.Writev(sl) }
 
-func (cl *client) unitTaken(int) { produceUnits.Add(1) }
+func (e *produceEnds) UnitTaken(int) { produceUnits.Add(1) }
 
-func (cl *client) destClear() bool {
-	u := cl.up
-	return !cl.closed && !u.closed && u.c.OutboundBuffered() == 0
+func (e *produceEnds) DestClear() bool {
+	u := e.up
+	return !e.closed && !u.closed && u.c.Queued() == 0
 }
 
-// streamFailed closes the client whose streamed Produce cannot go on, as
-// feedProduce does for a malformed one: its frame is partly written to the
-// broker, whose connection closes with it.
-func (cl *client) streamFailed(why string) {
+// Failed closes the client whose streamed Produce cannot go on, as
+// feedProduce does for a malformed one: its frame is partly written to
+// the broker, whose connection closes with it.
+func (e *produceEnds) Failed(why string) {
+	cl := (*client)(e)
 	cl.dropUnread()
 	cl.ps.s = nil
 	cl.ts.Request(codec.KeyProduce, signals.Refused, signals.CauseUnsupported)
@@ -248,10 +255,5 @@ func (cl *client) dropUnread() {
 	if cl.tls != nil || cl.closed || pp == nil {
 		return
 	}
-	fd := cl.c.Fd()
-	for i := 0; fd >= 0 && i < 16; i++ {
-		if n, _ := kernel.Read(fd, pp.out); n <= 0 {
-			return
-		}
-	}
+	pp.Drain(cl.c.Fd())
 }

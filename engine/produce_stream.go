@@ -86,6 +86,7 @@ func (cl *client) beginStream(size int32, head []byte) bool {
 	cl.quotaPending(p)          // its answer carries the throttle; the silence begins as it leaves
 	cl.upCorr++
 	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large = ps, 0, h.Version, true
+	cl.syncMarks() // its records are spliced: paused at its broker's first byte unsent
 	if p.NoResponse {
 		cl.queue.Put(p)
 	} else {

@@ -31,7 +31,7 @@ func watchClients(t *testing.T) *atomic.Int64 {
 	var most atomic.Int64
 	t.Cleanup(func() { testHookTraffic = nil })
 	testHookTraffic = func(cl *client) {
-		n := int64(cl.c.InboundBuffered())
+		n := int64(cl.c.Buffered())
 		for {
 			m := most.Load()
 			if n <= m || most.CompareAndSwap(m, n) {

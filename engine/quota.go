@@ -12,6 +12,7 @@ import (
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/conn"
 	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/quota"
 	"github.com/panjf2000/gnet/v2"
@@ -350,7 +351,7 @@ func (cl *client) muted() bool { return cl.q != nil && cl.q.muted }
 // frame handled is discarded), never while slices of the input are held.
 func (cl *client) quotaPause() {
 	if cl.muted() && !cl.closed && cl.ps.s == nil { // a streamed Produce goes on to its end first
-		cl.holdReads(whyQuota)
+		cl.pause(conn.Quota)
 	}
 }
 
@@ -379,14 +380,14 @@ func (e *Engine) unmute(l *loop, cl *client, now time.Time) {
 		return
 	}
 	if now.Before(q.muteUntil) {
-		if p, ok := cl.c.(*pausedConn); q.muted && (!ok || p.why&whyQuota == 0) {
+		if q.muted && !cl.c.PausedFor(conn.Quota) {
 			cl.quotaPause() // muted outside process (an answer): pause now
 		}
 		return
 	}
 	delete(l.muted, cl)
 	q.listed, q.muted = false, false
-	cl.releaseReads(whyQuota)
+	cl.unpause(conn.Quota)
 	if !cl.closed {
 		cl.process()
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"github.com/flexway/flexway/engine/conn"
 	"io"
 	"net"
 	"strconv"
@@ -53,7 +54,7 @@ func TestUpstreamOnClientLoop(t *testing.T) {
 		clients = append(clients, cl)
 	}
 	pairs, same := 0, 0
-	upstreams := map[gnet.Conn]bool{}
+	upstreams := map[*conn.Conn]bool{}
 	var mu sync.Mutex // the loops run fn concurrently
 	onLoops(t, env.e, func(l *loop) {
 		mu.Lock()
@@ -280,7 +281,7 @@ func TestStalledConsumerBoundedThenClosed(t *testing.T) {
 				if cl.ident != nil && cl.upCorr > 0 && cl.route.node >= 0 && cl.queue.Len() >= 0 {
 					if string(cl.c.RemoteAddr().String()) == r.c.LocalAddr().String() {
 						found = true
-						held := cl.budget.Reserved + int64(cl.c.OutboundBuffered())
+						held := cl.budget.Reserved + int64(cl.c.Queued())
 						if held > peak {
 							peak = held
 						}

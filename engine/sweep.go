@@ -19,15 +19,6 @@ const sweepEvery = 8 * time.Millisecond
 
 // sweep runs on loop l.
 func (e *Engine) sweep(l *loop) {
-	for cl := range l.unread {
-		if p, ok := cl.c.(*pausedConn); ok {
-			p.flushOut() // the drain watcher's fallback
-		}
-		cl.syncOut()
-	}
-	for cl := range l.upFull {
-		cl.upstreamResume()
-	}
 	if len(l.held) > 0 {
 		held := l.held
 		l.held = nil
@@ -72,14 +63,14 @@ func (e *Engine) sweep(l *loop) {
 			// is whole and the clock restarts when it goes on.
 			cl.close(signals.ClosePartialFrame, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
 			continue
-		case cl.queue.Len() == 0 && cl.c.OutboundBuffered() == 0 && !cl.waitsOnGateway() && now.Sub(cl.lastActive) > lim.IdleTimeout.D():
+		case cl.queue.Len() == 0 && cl.c.Queued() == 0 && !cl.waitsOnGateway() && now.Sub(cl.lastActive) > lim.IdleTimeout.D():
 			// Not a client whose request waits on the gateway: it is not
 			// read meanwhile (flow.go), so its activity does not show.
 			cl.close(signals.CloseIdle)
 			continue
 		}
 		// B3: a client that reads none of its answers for WriteTimeout is closed.
-		out := cl.unsent()
+		out := cl.c.Queued()
 		if out == 0 {
 			cl.outLast = 0
 			continue

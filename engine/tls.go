@@ -22,129 +22,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine/looptls"
 	"github.com/flexway/flexway/engine/signals"
 	"github.com/panjf2000/gnet/v2"
 )
 
-// errWouldBlock is the adapter's "nothing buffered": temporary, so tls.Conn
-// returns it without breaking the connection.
-type wouldBlock struct{}
-
-func (wouldBlock) Error() string   { return "tls adapter: would block" }
-func (wouldBlock) Timeout() bool   { return true }
-func (wouldBlock) Temporary() bool { return true }
-
-var errWouldBlock error = wouldBlock{}
-
-// tlsAdapter is the net.Conn under a client's tls.Conn.
-type tlsAdapter struct {
-	gc gnet.Conn
-
-	mu       sync.Mutex
-	cond     *sync.Cond
-	buf      []byte // fed by the loop during the handshake, drained first after it
-	closed   bool
-	loopMode bool
-}
-
-func newTLSAdapter(gc gnet.Conn) *tlsAdapter {
-	a := &tlsAdapter{gc: gc}
-	a.cond = sync.NewCond(&a.mu)
-	return a
-}
-
-// feed copies bytes read by the loop for the handshake worker.
-func (a *tlsAdapter) feed(b []byte) {
-	a.mu.Lock()
-	a.buf = append(a.buf, b...)
-	a.mu.Unlock()
-	a.cond.Broadcast()
-}
-
-func (a *tlsAdapter) Read(p []byte) (int, error) {
-	a.mu.Lock()
-	if !a.loopMode {
-		for len(a.buf) == 0 && !a.closed {
-			a.cond.Wait()
-		}
-		if len(a.buf) == 0 {
-			a.mu.Unlock()
-			return 0, net.ErrClosed
-		}
-		n := copy(p, a.buf)
-		a.buf = a.buf[n:]
-		a.mu.Unlock()
-		return n, nil
-	}
-	if len(a.buf) > 0 {
-		n := copy(p, a.buf)
-		a.buf = a.buf[n:]
-		a.mu.Unlock()
-		return n, nil
-	}
-	a.mu.Unlock()
-	// Loop mode: on the loop only.
-	n := a.gc.InboundBuffered()
-	if n == 0 {
-		return 0, errWouldBlock
-	}
-	n = min(n, len(p))
-	b, err := a.gc.Peek(n)
-	if err != nil {
-		return 0, errWouldBlock
-	}
-	copy(p, b)
-	_, _ = a.gc.Discard(n)
-	return n, nil
-}
-
-func (a *tlsAdapter) Write(p []byte) (int, error) {
-	a.mu.Lock()
-	loop, closed := a.loopMode, a.closed
-	a.mu.Unlock()
-	if closed {
-		return 0, net.ErrClosed
-	}
-	if loop {
-		return a.gc.Write(p)
-	}
-	// Off the loop: AsyncWrite keeps the order and copies nothing, so copy.
-	if err := a.gc.AsyncWrite(append([]byte(nil), p...), nil); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-func (a *tlsAdapter) Close() error {
-	a.mu.Lock()
-	a.closed = true
-	a.mu.Unlock()
-	a.cond.Broadcast()
-	return nil
-}
-
-func (a *tlsAdapter) LocalAddr() net.Addr                { return a.gc.LocalAddr() }
-func (a *tlsAdapter) RemoteAddr() net.Addr               { return a.gc.RemoteAddr() }
-func (a *tlsAdapter) SetDeadline(t time.Time) error      { return nil }
-func (a *tlsAdapter) SetReadDeadline(t time.Time) error  { return nil }
-func (a *tlsAdapter) SetWriteDeadline(t time.Time) error { return nil }
-
-// tlsState is a client's TLS after the handshake.
-type tlsState struct {
-	conn  *tls.Conn
-	ad    *tlsAdapter
-	plain []byte // decrypted, not yet framed: plain[off:]
-	off   int
-	out   []byte // scratch: plaintext of one vectored write
+// clientTLS is a client's TLS after the handshake: its record layer on
+// the loop (engine/looptls).
+type clientTLS struct {
+	io  *looptls.IO
+	rec *looptls.Record
 }
 
 // buildServerTLS makes the listener's tls.Config (start-only, S1).
@@ -209,7 +102,7 @@ func (e *Engine) routeSNI(name string) (portRoute, bool) {
 // start the handshake in the worker pool.
 func (cl *client) onTLSHello() {
 	const preAuthMax = int(configs.UnauthenticatedMaxRequestBytes)
-	n := min(cl.c.InboundBuffered(), preAuthMax)
+	n := min(cl.c.Buffered(), preAuthMax)
 	b, err := cl.c.Peek(n)
 	if err != nil {
 		return
@@ -240,10 +133,10 @@ func (cl *client) onTLSHello() {
 	}
 	cl.route = route
 	cl.setSeries(cl.e.m.Tenant(route.cluster.Name, ""), signals.MechNone)
-	ad := newTLSAdapter(cl.c)
-	all, _ := cl.c.Peek(cl.c.InboundBuffered())
-	ad.feed(all) // copied: gnet's buffer is the loop's
-	_, _ = cl.c.Discard(len(all))
+	ad := looptls.NewIO(cl.c, cl.c.LocalAddr(), cl.c.RemoteAddr(), false)
+	all, _ := cl.c.Peek(cl.c.Buffered())
+	ad.Feed(all) // copied: gnet's buffer is the loop's
+	cl.c.Discard(len(all))
 	cl.tlsHS = ad
 	conn := tls.Server(ad, cl.e.tlsConfig)
 	deadline := cl.opened.Add(cl.snap.Listener.AuthTimeout.D())
@@ -267,15 +160,13 @@ func (cl *client) onTLSHello() {
 }
 
 // tlsDone runs on the loop when the handshake ends.
-func (cl *client) tlsDone(conn *tls.Conn, ad *tlsAdapter, herr error) {
+func (cl *client) tlsDone(conn *tls.Conn, ad *looptls.IO, herr error) {
 	if herr != nil {
 		cl.close(signals.CloseHandshake, "error", herr.Error(), "cluster", cl.route.cluster.Name)
 		return
 	}
-	ad.mu.Lock()
-	ad.loopMode = true
-	ad.mu.Unlock()
-	cl.tls = &tlsState{conn: conn, ad: ad}
+	ad.OnLoop()
+	cl.tls = &clientTLS{io: ad, rec: looptls.NewRecord(conn)}
 	cl.tlsHS = nil
 	if st := conn.ConnectionState(); len(st.PeerCertificates) > 0 {
 		cl.certAuth(st.PeerCertificates[0])
@@ -287,35 +178,16 @@ func (cl *client) tlsDone(conn *tls.Conn, ad *tlsAdapter, herr error) {
 	cl.process()
 }
 
-// tlsRead decrypts what gnet holds into the plaintext buffer.
+// tlsRead decrypts what the socket holds into the plaintext buffer.
 func (cl *client) tlsRead() {
-	t := cl.tls
-	for !cl.closed {
-		if t.off > 0 && t.off == len(t.plain) {
-			t.plain, t.off = t.plain[:0], 0
-		}
-		if cap(t.plain)-len(t.plain) < 16<<10 {
-			np := make([]byte, len(t.plain)-t.off, 2*cap(t.plain)+32<<10)
-			copy(np, t.plain[t.off:])
-			t.plain, t.off = np, 0
-		}
-		n, err := t.conn.Read(t.plain[len(t.plain):cap(t.plain)])
-		t.plain = t.plain[:len(t.plain)+n]
-		if err != nil {
-			var ne interface{ Temporary() bool }
-			if errors.As(err, &ne) && ne.Temporary() {
-				return
-			}
-			if !errors.Is(err, io.EOF) { // a close_notify is a normal close
-				cl.e.log.Info("kafka connection closed: TLS error", "cluster", cl.route.cluster.Name, "error", err.Error())
-			}
-			cl.close(signals.CloseTLSRead)
-			return
-		}
-		if n == 0 {
-			return
-		}
+	err := cl.tls.rec.Pump()
+	if err == nil || cl.closed {
+		return
 	}
+	if !errors.Is(err, io.EOF) { // a close_notify is a normal close
+		cl.e.log.Info("kafka connection closed: TLS error", "cluster", cl.route.cluster.Name, "error", err.Error())
+	}
+	cl.close(signals.CloseTLSRead)
 }
 
 // certAuth authenticates a verified client certificate (I3): declared in

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/flexway/flexway/engine/looptls"
 	"io"
 	"net"
 	"os"
@@ -258,7 +259,7 @@ type flakyConn struct {
 func (f *flakyConn) Read(p []byte) (int, error) {
 	f.n++
 	if f.on && f.n%2 == 0 {
-		return 0, errWouldBlock
+		return 0, looptls.ErrWouldBlock
 	}
 	return f.Conn.Read(p)
 }

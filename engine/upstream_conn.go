@@ -9,6 +9,8 @@ import (
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/conn"
+	"github.com/flexway/flexway/engine/looptls"
 	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/relay"
 	"github.com/flexway/flexway/upstream"
@@ -20,7 +22,8 @@ import (
 // enrolled on the client's loop, so both sides are handled by one goroutine.
 type upstreamConn struct {
 	cl     *client
-	c      gnet.Conn
+	c      *conn.Conn      // its socket (engine/conn): set in OnOpen
+	rec    *looptls.Record // its record layer under TLS, nil in clear text
 	closed bool
 	ready  bool
 	// draining: the client is gone; its last requests are forwarded, then
@@ -33,11 +36,8 @@ type upstreamConn struct {
 	fs    *codec.FetchResponseStream
 	fp    *decide.Pending
 	carry int
-	// drainHeld: not read until the client reads (whyDrain, flow.go), since flowSince
-	drainHeld bool
+	// flowSince: paused until the client reads (conn.PeerFull, flow.go) since then
 	flowSince time.Time
-	// sp: the records of fs spliced to the client (splice.go), nil none
-	sp *spliceRun
 	// sec: TLS and SASL towards the broker (upstream_secure.go); nil
 	// in clear text without SASL.
 	sec *upSecure
@@ -117,7 +117,7 @@ func (cl *client) dial() {
 
 // opened runs on the loop when the enrolled broker connection opens.
 func (u *upstreamConn) opened(c gnet.Conn) {
-	u.c = u.attach(c)
+	u.attach(c)
 	if u.draining {
 		u.ready = true
 		u.drainOrphans()
@@ -125,11 +125,12 @@ func (u *upstreamConn) opened(c gnet.Conn) {
 	}
 	if u.cl.closed {
 		u.closed = true
-		_ = c.Close()
+		u.c.Close()
 		return
 	}
 	u.ready = true
 	u.cl.upSt = upReady
+	u.cl.syncMarks()
 	u.cl.process()
 }
 
@@ -138,7 +139,7 @@ func (u *upstreamConn) write(bs [][]byte) {
 	if u.closed || u.batchBroker(bs) {
 		return
 	}
-	_, _ = u.c.Writev(bs)
+	u.send(bs)
 }
 
 // onTraffic matches each broker answer with the request at the head of
@@ -151,12 +152,13 @@ func (u *upstreamConn) onTraffic() {
 	cl := u.cl
 	if cl.closed {
 		if u.draining { // answers to nobody
-			_, _ = u.c.Discard(-1)
+			u.buffered()
+			u.discard(-1)
 		}
 		return
 	}
 	if hook := testHookUpstreamRead.Load(); hook != nil {
-		(*hook)(u.c.InboundBuffered())
+		(*hook)(u.buffered())
 	}
 	maxResp := int32(cl.snap.Listener.MaxResponseBytes)
 	for !cl.closed && !u.closed {
@@ -166,11 +168,11 @@ func (u *upstreamConn) onTraffic() {
 			}
 			continue
 		}
-		n := u.c.InboundBuffered()
+		n := u.buffered()
 		if n < codec.SizeLen {
 			break
 		}
-		hb, _ := u.c.Peek(codec.SizeLen)
+		hb, _ := u.peek(codec.SizeLen)
 		size := codec.FrameSize(hb)
 		if size < 4 || size > maxResp {
 			cl.close(signals.CloseAnswerTooLarge, "cluster", cl.route.cluster.Name, "size", size, "max_response_bytes", maxResp)
@@ -183,7 +185,7 @@ func (u *upstreamConn) onTraffic() {
 			}
 			continue
 		}
-		frame, _ := u.c.Peek(total)
+		frame, _ := u.peek(total)
 		frame = frame[codec.SizeLen:]
 		corr, _ := codec.ResponseCorrelation(frame)
 		p, bad := cl.queue.Match(corr)
@@ -198,7 +200,7 @@ func (u *upstreamConn) onTraffic() {
 		}
 		cl.writev(cl.sess.RW.Vec.Slices())
 		cl.noteAnswer(p.Key)
-		_, _ = u.c.Discard(total)
+		u.discard(total)
 		if p.Key == codec.KeyFetch {
 			cl.ts.Fetched(total)
 		}
@@ -216,9 +218,6 @@ func (u *upstreamConn) onTraffic() {
 	if cl.held {
 		cl.resume()
 	}
-	u.spliceCheck()
-	u.flowCheck()
-	cl.upstreamResume()
 	u.renewIfIdle()
 }
 
@@ -227,7 +226,7 @@ func (u *upstreamConn) onTraffic() {
 // (another API), or the client was closed.
 func (u *upstreamConn) begin(size int32) bool {
 	cl := u.cl
-	hb, _ := u.c.Peek(codec.SizeLen + 4)
+	hb, _ := u.peek(codec.SizeLen + 4)
 	corr, _ := codec.ResponseCorrelation(hb[codec.SizeLen:])
 	p, bad := cl.queue.Match(corr)
 	if bad != relay.Matched {
@@ -243,7 +242,7 @@ func (u *upstreamConn) begin(size int32) bool {
 		cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
 		return false
 	}
-	_, _ = u.c.Discard(codec.SizeLen)
+	u.discard(codec.SizeLen)
 	u.fs, u.fp, u.carry = fs, p, 0
 	return true
 }
@@ -254,7 +253,7 @@ func (u *upstreamConn) begin(size int32) bool {
 // be partly written.
 func (u *upstreamConn) feed() bool {
 	cl := u.cl
-	want := min(u.c.InboundBuffered(), u.fs.Remaining())
+	want := min(u.buffered(), u.fs.Remaining())
 	if want == 0 && u.fs.Remaining() > 0 { // 0 left: the answer's own last bytes (after a splice)
 		return false
 	}
@@ -263,7 +262,7 @@ func (u *upstreamConn) feed() bool {
 		lim = min(want, u.carry+streamPeek)
 	}
 	for {
-		chunk, _ := u.c.Peek(lim)
+		chunk, _ := u.peek(lim)
 		used, err := u.fs.Feed(chunk)
 		if err != nil {
 			u.fs, u.fp = nil, nil
@@ -274,13 +273,13 @@ func (u *upstreamConn) feed() bool {
 			cl.writev(sl)
 		}
 		if used > 0 { // gnet's Discard(0) discards everything
-			_, _ = u.c.Discard(used)
+			u.discard(used)
 			cl.ts.Fetched(used)
 		}
 		if cl.closed {
 			return false
 		}
-		if !u.fs.Done() && u.c.InboundBuffered() == 0 && u.spliceFetch() {
+		if !u.fs.Done() && u.buffered() == 0 && u.spliceFetch() {
 			// The records (and the units between them) still in the
 			// socket went to the client without the loop's buffer.
 			if cl.closed || u.fs == nil {
@@ -357,9 +356,9 @@ func (u *upstreamConn) closeIfFlushed(force bool) bool {
 	if !u.ready {
 		return false
 	}
-	if force || u.c.OutboundBuffered() == 0 {
+	if force || u.c.Queued() == 0 {
 		u.closed = true
-		_ = u.c.Close()
+		u.c.Close()
 		return true
 	}
 	return false
@@ -372,7 +371,7 @@ func (u *upstreamConn) closeFromClient() {
 	}
 	u.closed = true
 	if u.c != nil {
-		_ = u.c.Close()
+		u.c.Close()
 	}
 }
 

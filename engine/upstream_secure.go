@@ -6,12 +6,11 @@ package engine
 //     SASL exchange on the blocking socket, within the upstream's timeout,
 //     before the socket is enrolled: client requests wait in the client's
 //     buffer meanwhile, in order, as they wait for any dial.
-//   - Once enrolled, the TLS record layer runs on the loop: upTLSConn stands
-//     in for the gnet.Conn (the connection's handle u.c), decrypting what
-//     gnet read into a plaintext buffer that Peek and Discard serve, and
-//     encrypting what Writev is given. The tls.Conn's own socket is swapped
-//     for the loop's buffers (upstream.Conn.HandOff) in OnOpen, before any
-//     read or write there.
+//   - Once enrolled, the TLS record layer runs on the loop (engine/looptls):
+//     what the socket holds is decrypted into a plaintext buffer that
+//     peek and discard serve, what send is given is encrypted. The
+//     tls.Conn's own socket is swapped for the loop's (upstream.Conn.HandOff)
+//     in OnOpen, before any read or write there.
 //   - KIP-368: a broker that announced a session lifetime gets a new
 //     SaslHandshake + SaslAuthenticate before it ends. When a request is
 //     about to be forwarded past the renewal time, the client stops
@@ -24,7 +23,6 @@ package engine
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +30,8 @@ import (
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine/conn"
+	"github.com/flexway/flexway/engine/looptls"
 	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/upstream"
 	"github.com/panjf2000/gnet/v2"
@@ -41,7 +41,6 @@ import (
 // and no SASL).
 type upSecure struct {
 	conn    *upstream.Conn
-	tls     *upTLSConn     // nil in clear text
 	addr    string         // the broker's address, for a renewal
 	renewBy time.Time      // zero: no lifetime announced
 	renewal renewalPhase   // KIP-368 renewal under way
@@ -72,27 +71,18 @@ func newUpSecure(conn *upstream.Conn, addr string) *upSecure {
 	return s
 }
 
-// attach runs in OnOpen: the handle the connection is used through, the
-// TLS stand-in when there is TLS.
-func (u *upstreamConn) attach(c gnet.Conn) gnet.Conn {
+// attach runs in OnOpen: the broker connection's handle, and under TLS
+// its record layer on the loop (the tls.Conn's own socket swapped for the
+// loop's, upstream.Conn.HandOff, before any read or write there).
+func (u *upstreamConn) attach(gc gnet.Conn) {
+	high, low := marks()
+	u.c = conn.Open(u.cl.lp.fc, gc, u, high, low)
 	s := u.sec
 	if s == nil || s.conn.TLS() == nil {
-		return c
+		return
 	}
-	t := &upTLSConn{Conn: c, tc: s.conn.TLS(), lio: &upLoopIO{gc: c}}
-	s.conn.HandOff(t.lio)
-	s.tls = t
-	return t
-}
-
-// pauseReadsTLS pauses the socket under the TLS stand-in (pause.go): the
-// stand-in keeps being the handle, and reads through the pause's.
-func (u *upstreamConn) pauseReadsTLS() *pausedConn {
-	t := u.sec.tls
-	p := u.cl.e.pauseRead(t.Conn)
-	t.Conn = p
-	t.lio.gc = p
-	return p
+	s.conn.HandOff(looptls.NewIO(u.c, u.c.LocalAddr(), u.c.RemoteAddr(), true))
+	u.rec = looptls.NewRecord(s.conn.TLS())
 }
 
 // mustRenew runs before a request is forwarded: true when the session
@@ -156,11 +146,11 @@ func (u *upstreamConn) authTraffic() bool {
 	if s.renewal == renewComputing || u.closed {
 		return true
 	}
-	n := u.c.InboundBuffered()
+	n := u.buffered()
 	if n < codec.SizeLen {
 		return true
 	}
-	hb, _ := u.c.Peek(codec.SizeLen)
+	hb, _ := u.peek(codec.SizeLen)
 	size := codec.FrameSize(hb)
 	if size < 4 || size > 1<<20 {
 		u.renewFailed(errors.New("SASL exchange: an answer of unexpected size"))
@@ -170,9 +160,9 @@ func (u *upstreamConn) authTraffic() bool {
 	if n < total {
 		return true
 	}
-	b, _ := u.c.Peek(total)
+	b, _ := u.peek(total)
 	ans := append([]byte(nil), b[codec.SizeLen:]...)
-	_, _ = u.c.Discard(total)
+	u.discard(total)
 	s.renewal = renewComputing
 	a, el, cl := s.auth, u.c.EventLoop(), u.cl
 	go func() {
@@ -238,137 +228,47 @@ func (cl *client) upAuthFailed(err error, when string, attrs ...any) {
 		"when", when, "error", err.Error()}, attrs...)...)
 }
 
-// upLoopIO is the byte stream under an enrolled broker connection's
-// tls.Conn: gnet's buffers, on the loop.
-type upLoopIO struct {
-	gc gnet.Conn
-}
+// The broker connection's byte stream: its socket in clear text, the
+// plaintext of its record layer under TLS.
 
-func (a *upLoopIO) Read(p []byte) (int, error) {
-	n := a.gc.InboundBuffered()
-	if n == 0 {
-		return 0, errWouldBlock
+// buffered is what may be read now; under TLS what the socket holds is
+// decrypted first (a broken record layer closes the connection).
+func (u *upstreamConn) buffered() int {
+	if u.rec == nil {
+		return u.c.Buffered()
 	}
-	n = min(n, len(p))
-	b, err := a.gc.Peek(n)
-	if err != nil {
-		return 0, errWouldBlock
-	}
-	copy(p, b)
-	_, _ = a.gc.Discard(n)
-	return n, nil
-}
-
-func (a *upLoopIO) Write(p []byte) (int, error) { return a.gc.Write(p) }
-
-// upTLSConn stands in for a broker connection's gnet.Conn under TLS: its
-// inbound calls serve the decrypted bytes, its writes are encrypted. The
-// plaintext held is what gnet read and the owner did not consume, as in
-// clear text. On the loop only.
-type upTLSConn struct {
-	gnet.Conn // the socket: gnet's connection, or its pause stand-in
-	tc        *tls.Conn
-	lio       *upLoopIO
-	plain     []byte // decrypted: plain[off:] not consumed yet
-	off       int
-	out       []byte // scratch: the plaintext of one vectored write
-	failed    bool
-}
-
-// pump decrypts everything gnet holds.
-func (t *upTLSConn) pump() {
-	for !t.failed {
-		if t.off > 0 && t.off == len(t.plain) {
-			t.plain, t.off = t.plain[:0], 0
+	if err := u.rec.Pump(); err != nil && !u.closed {
+		if !errors.Is(err, io.EOF) && !u.cl.closed {
+			u.cl.e.log.Info("kafka upstream TLS error", "upstream", u.cl.route.cluster.Upstream,
+				"cluster", u.cl.route.cluster.Name, "error", err.Error())
 		}
-		if cap(t.plain)-len(t.plain) < 16<<10 {
-			// A new buffer: slices peeked before stay as they were.
-			np := make([]byte, len(t.plain)-t.off, 2*(len(t.plain)-t.off)+32<<10)
-			copy(np, t.plain[t.off:])
-			t.plain, t.off = np, 0
-		}
-		n, err := t.tc.Read(t.plain[len(t.plain):cap(t.plain)])
-		t.plain = t.plain[:len(t.plain)+n]
-		if err != nil {
-			var ne interface{ Temporary() bool }
-			if errors.As(err, &ne) && ne.Temporary() {
-				return
-			}
-			t.failed = true
-			if !errors.Is(err, io.EOF) {
-				if u, ok := t.owner(); ok && !u.cl.closed {
-					u.cl.e.log.Info("kafka upstream TLS error", "upstream", u.cl.route.cluster.Upstream,
-						"cluster", u.cl.route.cluster.Name, "error", err.Error())
-				}
-			}
-			_ = t.Conn.Close()
-			return
-		}
-		if n == 0 {
-			return
-		}
+		u.c.Close()
 	}
+	return u.rec.Buffered()
 }
 
-func (t *upTLSConn) owner() (*upstreamConn, bool) {
-	ctx := t.Conn.Context()
-	if p, ok := ctx.(*pausedConn); ok {
-		ctx = p.ctx
+func (u *upstreamConn) peek(n int) ([]byte, error) {
+	if u.rec == nil {
+		return u.c.Peek(n)
 	}
-	u, ok := ctx.(*upstreamConn)
-	return u, ok
+	return u.rec.Peek(n)
 }
 
-func (t *upTLSConn) InboundBuffered() int {
-	t.pump()
-	return len(t.plain) - t.off
-}
-
-func (t *upTLSConn) Peek(n int) ([]byte, error) {
-	avail := t.plain[t.off:]
-	if n < 0 || n > len(avail) {
-		if n < 0 {
-			return avail, nil
-		}
-		return avail, io.ErrShortBuffer
+func (u *upstreamConn) discard(n int) {
+	if u.rec == nil {
+		u.c.Discard(n)
+		return
 	}
-	return avail[:n:n], nil
+	u.rec.Discard(n)
 }
 
-func (t *upTLSConn) Discard(n int) (int, error) {
-	avail := len(t.plain) - t.off
-	if n <= 0 || n > avail {
-		n = avail
+// send writes bs to the broker (encrypted under TLS), after what waits.
+func (u *upstreamConn) send(bs [][]byte) {
+	if u.rec == nil {
+		_ = u.c.Writev(bs)
+		return
 	}
-	t.off += n
-	return n, nil
-}
-
-func (t *upTLSConn) Next(n int) ([]byte, error) {
-	b, err := t.Peek(n)
-	_, _ = t.Discard(len(b))
-	return b, err
-}
-
-func (t *upTLSConn) Read(p []byte) (int, error) {
-	t.pump()
-	n := copy(p, t.plain[t.off:])
-	t.off += n
-	return n, nil
-}
-
-func (t *upTLSConn) Write(p []byte) (int, error) { return t.tc.Write(p) }
-
-func (t *upTLSConn) Writev(bs [][]byte) (int, error) {
-	t.out = t.out[:0]
-	for _, b := range bs {
-		t.out = append(t.out, b...)
-	}
-	n, err := t.tc.Write(t.out)
-	if cap(t.out) > 1<<20 {
-		t.out = nil // a large request's scratch is not kept
-	}
-	return n, err
+	_ = u.rec.Writev(bs)
 }
 
 // updateUpstreams reads again, at a reload, the TLS files and the SASL

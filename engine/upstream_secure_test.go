@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/flexway/flexway/engine/conn"
 	"net"
 	"os"
 	"path/filepath"
@@ -559,8 +560,8 @@ func reauthRun(t *testing.T, useTLS bool) {
 }
 
 // Invariant 20 under upstream TLS: a paused broker connection keeps its
-// TLS stand-in as the handle, reading through the pause's; nothing crosses
-// while paused, the answer is decrypted once resumed, on the same loop.
+// record layer (looptls) over its handle; nothing crosses while paused,
+// the answer is decrypted once resumed, on the same loop.
 func TestPauseBrokerConnectionTLS(t *testing.T) {
 	k := newSecuredKafka(t, securedOpts{tls: true, mech: "SCRAM-SHA-512"})
 	env := secureEnv(t, k.upstream("", ""))
@@ -570,12 +571,12 @@ func TestPauseBrokerConnectionTLS(t *testing.T) {
 	r.send(emptyFetch(0)) // dials the broker
 	resp := kmsg.FetchResponse{Version: 11}
 	r.recv(&resp)
-	var p *pausedConn
+	var p *conn.Conn
 	onLoopOf(t, cl, func() {
-		if _, ok := cl.up.c.(*upTLSConn); !ok {
-			t.Errorf("the broker connection's handle is %T, want the TLS stand-in", cl.up.c)
+		if cl.up.rec == nil {
+			t.Error("the broker connection has no TLS record layer")
 		}
-		p = cl.up.pauseReads()
+		p = pauseUp(cl.up)
 	})
 	if p == nil {
 		t.Fatal("not paused")
@@ -587,15 +588,15 @@ func TestPauseBrokerConnectionTLS(t *testing.T) {
 	if _, err := r.c.Read(one[:]); err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("an answer crossed a paused broker connection (%v)", err)
 	}
-	onLoopOf(t, cl, p.resume)
+	onLoopOf(t, cl, resume(p))
 	waitState(t, cl, p, rpAttached)
 	r.recv(&resp)
 	if resp.ErrorCode != 0 || len(resp.Topics) != 1 {
 		t.Fatalf("the answer after the resume: %+v", resp)
 	}
 	onLoopOf(t, cl, func() {
-		if _, ok := cl.up.c.(*upTLSConn); !ok || p.live.EventLoop() != cl.c.EventLoop() {
-			t.Error("the broker connection lost its TLS stand-in, or came back on another loop")
+		if cl.up.rec == nil || p.EventLoop() != cl.c.EventLoop() {
+			t.Error("the broker connection lost its record layer, or came back on another loop")
 		}
 	})
 	servedOrders(t, r)

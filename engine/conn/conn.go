@@ -93,8 +93,14 @@ func (c *Conn) SetOwner(o Owner) { c.owner = o }
 // Loop returns the Conn's loop.
 func (c *Conn) Loop() *Loop { return c.l }
 
-// EventLoop returns gnet's loop of the Conn.
-func (c *Conn) EventLoop() gnet.EventLoop { return c.l.el }
+// EventLoop returns gnet's loop of the Conn: the one gnet serves it on
+// while attached, its Loop's otherwise.
+func (c *Conn) EventLoop() gnet.EventLoop {
+	if c.live != nil {
+		return c.live.EventLoop()
+	}
+	return c.l.el
+}
 
 // LocalAddr and RemoteAddr are the socket's, as opened.
 func (c *Conn) LocalAddr() net.Addr  { return c.local }
@@ -105,6 +111,19 @@ func (c *Conn) Closed() bool { return c.st == closed }
 
 // Attached reports whether gnet reads the socket now.
 func (c *Conn) Attached() bool { return c.st == attached && c.live != nil }
+
+// State names the socket's state: attached, detached, resuming or closed.
+func (c *Conn) State() string {
+	return [...]string{"attached", "detached", "resuming", "closed"}[c.st]
+}
+
+// Stashed is what gnet had read and the owner not consumed when the socket
+// was detached, not read yet.
+func (c *Conn) Stashed() int { return c.stashed() }
+
+// Detached reports whether the socket is the Conn's, out of gnet (not
+// re-enrolling): its fd may be read by the owner itself.
+func (c *Conn) Detached() bool { return c.st == detached && c.fd >= 0 }
 
 // Paused reports whether the socket is detached: its bytes wait in the kernel.
 func (c *Conn) Paused() bool { return c.st == detached || c.st == resuming }

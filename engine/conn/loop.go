@@ -179,6 +179,10 @@ func (l *Loop) Stop() {
 	}
 }
 
+// Watching reports whether the loop's watcher runs (two descriptors: its
+// epoll set and its eventfd, kept until Stop).
+func (l *Loop) Watching() bool { return l.w != nil }
+
 // arm asks the watcher to say when fd (c's socket) takes more; started at
 // its first use. Without one, the tick looks.
 func (l *Loop) arm(c *Conn, fd int) {

@@ -42,6 +42,31 @@ type FetchInfo struct {
 // message sets; the gateway announces Fetch from v4.
 const minFetchVersion = 4
 
+// fetchBounds are the wait and sizes a Fetch request asks of the broker.
+type fetchBounds struct {
+	maxWait, minBytes, maxBytes int32
+	partMax                     int32 // each partition's partition_max_bytes at most (0: as asked)
+}
+
+// limit brings b down to lim, for a request forwarding partitions partitions.
+func (b *fetchBounds) limit(lim FetchLimits, partitions int) {
+	if lim.MaxWaitMs > 0 && (b.maxWait > lim.MaxWaitMs || b.maxWait < 0) {
+		b.maxWait = lim.MaxWaitMs
+	}
+	if lim.MaxBytes > 0 && (b.maxBytes > lim.MaxBytes || b.maxBytes <= 0) {
+		b.maxBytes = lim.MaxBytes
+	}
+	if b.minBytes > b.maxBytes {
+		b.minBytes = b.maxBytes
+	}
+	if lim.QuotaBytes > 0 && partitions > 0 { // each partition's share of QuotaBytes
+		b.partMax = max(lim.QuotaBytes/int32(partitions), 1)
+		if all := b.partMax * int32(partitions); b.minBytes > all {
+			b.minBytes = all // a long poll waits for no more than the shares hold
+		}
+	}
+}
+
 // FetchRequest rewrites a Fetch request (versions 4 to 12) into w.Vec: a
 // consumer's request (ReplicaID -1), full (no incremental session: session
 // id 0, epoch -1, no forgotten topics), its wait and size brought down to
@@ -56,21 +81,70 @@ func (w *Rewriter) FetchRequest(h *RequestHeader, corr int32, clientID []byte, b
 	}
 	r := rd{Reader: kbin.Reader{Src: body}, flex: flex}
 	r.Int32() // replica id: forced to -1
-	maxWait := r.Int32()
-	minBytes := r.Int32()
-	maxBytes := r.Int32()
+	var b fetchBounds
+	b.maxWait = r.Int32()
+	b.minBytes = r.Int32()
+	b.maxBytes = r.Int32()
 	iso := r.Int8()
 	if v >= 7 {
 		r.Int32() // session id
 		r.Int32() // session epoch
 	}
 	topicsStart := r.Src
+	n := w.judgeFetchRequest(&r, v, j, &info)
+	if v >= 7 {
+		skipForgottenTopics(&r)
+	}
+	var rack []byte
+	if v >= 11 {
+		rack = r.str()
+	}
+	r.tags()
+	if !r.ok() {
+		return info, ErrCodecShort
+	}
+	if len(r.Src) != 0 {
+		return info, ErrCodecTrailing
+	}
+	b.limit(lim, info.Partitions)
+	info.MaxBytes = b.maxBytes
+
+	w.Vec.Reset()
+	o := AppendRequestHeader(w.Vec.Own, h.Key, v, corr, clientID, h.ClientNull, flex)
+	o = kbin.AppendInt32(o, -1)
+	o = kbin.AppendInt32(o, b.maxWait)
+	o = kbin.AppendInt32(o, b.minBytes)
+	o = kbin.AppendInt32(o, b.maxBytes)
+	o = kbin.AppendInt8(o, iso)
+	if v >= 7 {
+		o = kbin.AppendInt32(o, 0)
+		o = kbin.AppendInt32(o, -1)
+	}
+	o = appendArr(o, flex, info.Kept)
+	o = w.appendFetchRequestTopics(o, topicsStart, v, flex, n, b.partMax)
+	if v >= 7 {
+		o = appendArr(o, flex, 0)
+	}
+	if v >= 11 {
+		o = appendStr(o, flex, rack)
+	}
+	o = appendEmptyTags(o, flex)
+	w.Vec.Own = o
+	return info, nil
+}
+
+// judgeFetchRequest reads the topics of a Fetch request from r, their
+// partitions checked, and keeps in w.names and w.codes the judge's answer
+// for each (the broker's name or a code); info counts the topics and
+// partitions kept. It returns the number of topics.
+func (w *Rewriter) judgeFetchRequest(r *rd, v int16, j FetchJudge, info *FetchInfo) int {
+	fixed := fetchPartitionFixed(v)
 	n := r.arr()
 	for i := 0; i < n && r.ok(); i++ {
 		name := r.str()
 		np := r.arr()
 		for p := 0; p < np && r.ok(); p++ {
-			skipFetchPartition(&r, v)
+			skipFetchPartition(r, fixed)
 		}
 		r.tags()
 		if !r.ok() {
@@ -84,62 +158,30 @@ func (w *Rewriter) FetchRequest(h *RequestHeader, corr int32, clientID []byte, b
 			info.Partitions += np
 		}
 	}
-	topicsEnd := r.Src
-	if v >= 7 { // forgotten topics: dropped, every Fetch is full
-		nf := r.arr()
-		for i := 0; i < nf && r.ok(); i++ {
-			r.str()
-			np := r.arr()
-			for p := 0; p < np && r.ok(); p++ {
-				r.Int32()
-			}
-			r.tags()
-		}
-	}
-	var rack []byte
-	if v >= 11 {
-		rack = r.str()
-	}
-	r.tags()
-	if !r.ok() {
-		return info, ErrCodecShort
-	}
-	if len(r.Src) != 0 {
-		return info, ErrCodecTrailing
-	}
-	_ = topicsEnd
+	return n
+}
 
-	if lim.MaxWaitMs > 0 && (maxWait > lim.MaxWaitMs || maxWait < 0) {
-		maxWait = lim.MaxWaitMs
-	}
-	if lim.MaxBytes > 0 && (maxBytes > lim.MaxBytes || maxBytes <= 0) {
-		maxBytes = lim.MaxBytes
-	}
-	if minBytes > maxBytes {
-		minBytes = maxBytes
-	}
-	info.MaxBytes = maxBytes
-	var partMax int32 // each partition's share of QuotaBytes (0: none)
-	if lim.QuotaBytes > 0 && info.Partitions > 0 {
-		partMax = max(lim.QuotaBytes/int32(info.Partitions), 1)
-		if all := partMax * int32(info.Partitions); minBytes > all {
-			minBytes = all // a long poll waits for no more than the shares hold
+// skipForgottenTopics reads a Fetch request's forgotten topics (v7+):
+// they are dropped, every Fetch forwarded is full.
+func skipForgottenTopics(r *rd) {
+	nf := r.arr()
+	for i := 0; i < nf && r.ok(); i++ {
+		r.str()
+		np := r.arr()
+		for p := 0; p < np && r.ok(); p++ {
+			r.Int32()
 		}
+		r.tags()
 	}
+}
 
-	w.Vec.Reset()
-	o := AppendRequestHeader(w.Vec.Own, h.Key, v, corr, clientID, h.ClientNull, flex)
-	o = kbin.AppendInt32(o, -1)
-	o = kbin.AppendInt32(o, maxWait)
-	o = kbin.AppendInt32(o, minBytes)
-	o = kbin.AppendInt32(o, maxBytes)
-	o = kbin.AppendInt8(o, iso)
-	if v >= 7 {
-		o = kbin.AppendInt32(o, 0)
-		o = kbin.AppendInt32(o, -1)
-	}
-	o = appendArr(o, flex, info.Kept)
-	r = rd{Reader: kbin.Reader{Src: topicsStart}, flex: flex}
+// appendFetchRequestTopics writes the n topics of a Fetch request (topics,
+// from their count on, read whole by judgeFetchRequest) that the judge
+// kept, renamed, each partition_max_bytes brought down to partMax (0:
+// none); the others go to w.Dropped.
+func (w *Rewriter) appendFetchRequestTopics(o, topics []byte, v int16, flex bool, n int, partMax int32) []byte {
+	fixed := fetchPartitionFixed(v)
+	r := rd{Reader: kbin.Reader{Src: topics}, flex: flex}
 	r.arr()
 	for i := 0; i < n; i++ {
 		name := r.str()
@@ -156,17 +198,13 @@ func (w *Rewriter) FetchRequest(h *RequestHeader, corr int32, clientID []byte, b
 			start := r.Src
 			part := r.Int32()
 			r.Src = start
-			skipFetchPartition(&r, v)
+			skipFetchPartition(&r, fixed)
 			if !keep {
 				d.Partitions = append(d.Partitions, part)
 				continue
 			}
 			// Fixed-width fields are copied as they are; the partition's tag
 			// section (unknown tags) is written empty.
-			fixed := len(start) - len(r.Src)
-			if flex {
-				fixed = fetchPartitionFixed(v)
-			}
 			o = append(o, start[:fixed]...)
 			if partMax > 0 { // partition_max_bytes, the last fixed field
 				pm := o[len(o)-4:]
@@ -181,15 +219,7 @@ func (w *Rewriter) FetchRequest(h *RequestHeader, corr int32, clientID []byte, b
 			o = appendEmptyTags(o, flex)
 		}
 	}
-	if v >= 7 {
-		o = appendArr(o, flex, 0)
-	}
-	if v >= 11 {
-		o = appendStr(o, flex, rack)
-	}
-	o = appendEmptyTags(o, flex)
-	w.Vec.Own = o
-	return info, nil
+	return o
 }
 
 // fetchPartitionFixed is the size of a Fetch request partition's fixed fields.
@@ -207,7 +237,9 @@ func fetchPartitionFixed(v int16) int {
 	return n
 }
 
-func skipFetchPartition(r *rd, v int16) {
-	r.Span(fetchPartitionFixed(v))
+// skipFetchPartition reads a Fetch request partition: its fixed fields
+// (fixed bytes, fetchPartitionFixed) and its tag section.
+func skipFetchPartition(r *rd, fixed int) {
+	r.Span(fixed)
 	r.tags()
 }

@@ -24,26 +24,7 @@ func (w *Rewriter) FetchResponse(version int16, corr int32, body []byte, j Fetch
 		r.Int32() // session id
 	}
 	topicsStart := r.Src
-	n := r.arr()
-	kept := 0
-	for i := 0; i < n && r.ok(); i++ {
-		phys := r.str()
-		np := r.arr()
-		for p := 0; p < np && r.ok(); p++ {
-			readFetchRespPartition(&r, v, nil)
-		}
-		r.tags()
-		if !r.ok() {
-			break
-		}
-		name, ok := j.ClientTopic(phys)
-		if ok {
-			kept++
-			w.names = append(w.names, name)
-		} else {
-			w.names = append(w.names, nil)
-		}
-	}
+	n, kept := w.judgeFetchAnswer(&r, v, j)
 	r.tags()
 	if !r.ok() {
 		return ErrCodecShort
@@ -68,7 +49,46 @@ func (w *Rewriter) FetchResponse(version int16, corr int32, body []byte, j Fetch
 		w.Vec.Own = kbin.AppendInt32(w.Vec.Own, 0)
 	}
 	w.Vec.Own = appendArr(w.Vec.Own, flex, kept+nd)
-	r = rd{Reader: kbin.Reader{Src: topicsStart}, flex: flex}
+	w.appendFetchAnswerTopics(topicsStart, v, n)
+	if nd > 0 {
+		w.Vec.Own = appendFetchDropped(w.Vec.Own, v, dropped)
+	}
+	w.Vec.Own = appendEmptyTags(w.Vec.Own, flex)
+	return nil
+}
+
+// judgeFetchAnswer reads the n topics of a Fetch answer from r, their
+// partitions checked, and keeps in w.names the client's name of each (nil
+// for a topic outside the session, kept counts the others).
+func (w *Rewriter) judgeFetchAnswer(r *rd, v int16, j FetchJudge) (n, kept int) {
+	n = r.arr()
+	for i := 0; i < n && r.ok(); i++ {
+		phys := r.str()
+		np := r.arr()
+		for p := 0; p < np && r.ok(); p++ {
+			readFetchRespPartition(r, v, nil)
+		}
+		r.tags()
+		if !r.ok() {
+			break
+		}
+		name, ok := j.ClientTopic(phys)
+		if ok {
+			kept++
+			w.names = append(w.names, name)
+		} else {
+			w.names = append(w.names, nil)
+		}
+	}
+	return n, kept
+}
+
+// appendFetchAnswerTopics writes to w.Vec the n topics of a Fetch answer
+// (topics, from their count on, read whole by judgeFetchAnswer) that
+// w.names keeps, renamed.
+func (w *Rewriter) appendFetchAnswerTopics(topics []byte, v int16, n int) {
+	flex := v >= 12
+	r := rd{Reader: kbin.Reader{Src: topics}, flex: flex}
 	r.arr()
 	for i := 0; i < n; i++ {
 		r.str()
@@ -90,17 +110,25 @@ func (w *Rewriter) FetchResponse(version int16, corr int32, body []byte, j Fetch
 			w.Vec.Own = appendEmptyTags(w.Vec.Own, flex)
 		}
 	}
-	for i := 0; i < nd; i++ {
+}
+
+// appendFetchDropped writes the topics the request left out (dropped may
+// be nil), each partition answered with its topic's code.
+func appendFetchDropped(o []byte, v int16, dropped *Dropped) []byte {
+	if dropped == nil {
+		return o
+	}
+	flex := v >= 12
+	for i := range dropped.Topics {
 		d := &dropped.Topics[i]
-		o := appendStr(w.Vec.Own, flex, d.Name)
+		o = appendStr(o, flex, d.Name)
 		o = appendArr(o, flex, len(d.Partitions))
 		for _, p := range d.Partitions {
 			o = appendFetchErrPartition(o, v, p, d.Code)
 		}
-		w.Vec.Own = appendEmptyTags(o, flex)
+		o = appendEmptyTags(o, flex)
 	}
-	w.Vec.Own = appendEmptyTags(w.Vec.Own, flex)
-	return nil
+	return o
 }
 
 // readFetchRespPartition reads one partition of a Fetch response and, when

@@ -77,21 +77,104 @@ type FetchResponseStream struct {
 
 	brokerThr int32 // the broker's throttle_time_ms, once the head is read
 
-	asked   [][]byte
-	deltas  []int
-	seen    []bool
-	uniform bool
-	delta   int // the uniform delta
+	asked askedTopics // what the request asked: the renames that foretell the size
 
 	tail []byte // dropped topics and the final tag section, encoded at Begin
-	nd   int
+	nd   int    // dropped topics in tail
 
-	topics, topic     int // topics in the answer, index of the current one
-	parts, part       int
-	abortLeft         int
-	recLeft           int
-	topicDelta        int // foreseen delta of the current topic
-	firstOwnAfterHead bool
+	topics, topic int // topics in the answer, index of the current one
+	parts, part   int // partitions of the current topic, index of the current one
+	abortLeft     int // aborted transactions of the current partition still to come
+	recLeft       int // record bytes of the current partition still to come
+}
+
+// askedTopics is what the forwarded request asked, kept by Begin to
+// foretell the answer's size: the broker's name of each asked topic, the
+// growth of its encoding when renamed to the client's name, and whether
+// the answer has already given it.
+type askedTopics struct {
+	names   [][]byte
+	deltas  []int // math.MinInt32 for a topic the judge does not know
+	seen    []bool
+	uniform bool // every topic asked grows by delta: no topic needs matching
+	delta   int  // the uniform delta
+}
+
+// reset keeps asked, the broker's names, with the growth of each one's
+// rename to the client's name by j.
+func (a *askedTopics) reset(asked [][]byte, j FetchJudge, flex bool) {
+	a.names, a.deltas, a.seen = a.names[:0], a.deltas[:0], a.seen[:0]
+	a.uniform, a.delta = true, 0
+	for i, p := range asked {
+		d := 0
+		if name, ok := j.ClientTopic(p); ok {
+			d = strLen(flex, len(name)) - strLen(flex, len(p))
+		} else {
+			d = math.MinInt32 // never matches: such a topic is refused
+		}
+		a.names = append(a.names, p)
+		a.deltas = append(a.deltas, d)
+		a.seen = append(a.seen, false)
+		if i == 0 {
+			a.delta = d
+		} else if d != a.delta {
+			a.uniform = false
+		}
+	}
+	if len(asked) == 0 || a.delta == math.MinInt32 {
+		a.uniform = false
+	}
+}
+
+// foretell is the growth of an answer of n topics by their renames; false
+// when it cannot be foretold: renames that differ in length, unless the
+// answer gives every topic asked, or a topic the judge does not know.
+func (a *askedTopics) foretell(n int) (int, bool) {
+	switch {
+	case n == 0:
+		return 0, true
+	case a.uniform:
+		return n * a.delta, true
+	case n == len(a.names):
+		delta := 0
+		for _, d := range a.deltas {
+			if d == math.MinInt32 {
+				return 0, false
+			}
+			delta += d
+		}
+		return delta, true
+	}
+	return 0, false
+}
+
+// rename is the growth foretold for the answer's topic phys, the answer's
+// topic-th: the uniform delta, or that of the asked topic it answers (then
+// marked answered); false for a topic not asked, or asked and answered.
+func (a *askedTopics) rename(phys []byte, topic int) (int, bool) {
+	if a.uniform {
+		return a.delta, true
+	}
+	i := a.match(phys, topic)
+	if i < 0 {
+		return 0, false
+	}
+	a.seen[i] = true
+	return a.deltas[i], true
+}
+
+// match finds the asked topic phys not yet answered, the answer's
+// topic-th first (answers keep the order asked).
+func (a *askedTopics) match(phys []byte, topic int) int {
+	if t := topic; t < len(a.names) && !a.seen[t] && bytes.Equal(a.names[t], phys) {
+		return t
+	}
+	for i, n := range a.names {
+		if !a.seen[i] && bytes.Equal(n, phys) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Begin starts a new answer of frameLen bytes (after the size prefix) of
@@ -102,7 +185,7 @@ type FetchResponseStream struct {
 // FetchResponse. The slices given must stay valid until the answer is done.
 func (s *FetchResponseStream) Begin(version int16, corr int32, frameLen int, asked [][]byte, j FetchJudge, dropped *Dropped, throttleMs int32) error {
 	*s = FetchResponseStream{
-		vec: s.vec, asked: s.asked[:0], deltas: s.deltas[:0], seen: s.seen[:0], tail: s.tail[:0],
+		vec: s.vec, asked: s.asked, tail: s.tail[:0],
 		v: version, flex: version >= 12, corr: corr, thr: throttleMs, j: j,
 		remain: frameLen, size: -1, fresh: true,
 	}
@@ -114,39 +197,11 @@ func (s *FetchResponseStream) Begin(version int16, corr int32, frameLen int, ask
 		s.err = ErrCodecShort
 		return s.err
 	}
-	s.uniform = true
-	for i, p := range asked {
-		d := 0
-		if name, ok := j.ClientTopic(p); ok {
-			d = strLen(s.flex, len(name)) - strLen(s.flex, len(p))
-		} else {
-			d = math.MinInt32 // never matches: such a topic is refused
-		}
-		s.asked = append(s.asked, p)
-		s.deltas = append(s.deltas, d)
-		s.seen = append(s.seen, false)
-		if i == 0 {
-			s.delta = d
-		} else if d != s.delta {
-			s.uniform = false
-		}
-	}
-	if len(asked) == 0 || s.delta == math.MinInt32 {
-		s.uniform = false
-	}
+	s.asked.reset(asked, j, s.flex)
 	if dropped != nil {
 		s.nd = len(dropped.Topics)
-		for i := range dropped.Topics {
-			d := &dropped.Topics[i]
-			o := appendStr(s.tail, s.flex, d.Name)
-			o = appendArr(o, s.flex, len(d.Partitions))
-			for _, p := range d.Partitions {
-				o = appendFetchErrPartition(o, version, p, d.Code)
-			}
-			s.tail = appendEmptyTags(o, s.flex)
-		}
 	}
-	s.tail = appendEmptyTags(s.tail, s.flex)
+	s.tail = appendEmptyTags(appendFetchDropped(s.tail, version, dropped), s.flex)
 	return nil
 }
 
@@ -232,6 +287,10 @@ func (s *FetchResponseStream) fail(err error) (int, error) {
 // and !Done() means the rest is a unit not yet whole: feed it again with
 // more. Once an error is returned, the stream is dead (the caller closes
 // the connection as for a malformed answer).
+//
+// Each state takes its whole unit from the bytes left, or nothing (the
+// unit not yet whole), and moves to the next state; records are taken as
+// they come.
 func (s *FetchResponseStream) Feed(chunk []byte) (int, error) {
 	if s.err != nil {
 		return 0, s.err
@@ -251,23 +310,24 @@ func (s *FetchResponseStream) Feed(chunk []byte) (int, error) {
 		var n int
 		var err error
 		switch s.st {
-		case stRecords:
-			n = s.recLeft
-			if n > len(avail) {
-				n = len(avail)
-			}
-			if n > 0 {
-				s.vec.Ref(avail[:n])
-				s.out += n
-			}
-			s.recLeft -= n
-			if s.recLeft == 0 {
-				s.afterRecords()
-			}
+		case stHead:
+			n, err = s.head(avail)
+		case stTopic:
+			n, err = s.topicHead(avail)
+		case stPart:
+			n, err = s.partHead(avail)
 		case stAbort:
 			n, err = s.aborts(avail)
-		default:
-			n, err = s.unit(avail)
+		case stPartTail:
+			n, err = s.partTail(avail)
+		case stRecords:
+			n = s.records(avail)
+		case stPartTags:
+			n, err = s.partTags(avail)
+		case stTopicTags:
+			n, err = s.topicTags(avail)
+		case stEnd:
+			n, err = s.end(avail)
 		}
 		if err != nil {
 			return s.fail(err)
@@ -313,309 +373,6 @@ func (s *FetchResponseStream) nextTopic() {
 	} else {
 		s.st = stEnd
 	}
-}
-
-// short decides what a unit that did not parse from avail means: more
-// bytes are needed (0, nil), or the frame is malformed or the unit too long.
-func (s *FetchResponseStream) short(avail []byte) (int, error) {
-	if len(avail) == s.remain {
-		return 0, ErrCodecShort // the frame ends first: the whole-frame form fails too
-	}
-	if len(avail) >= MaxStreamUnit {
-		return 0, ErrCodecUnitTooLong
-	}
-	return 0, nil
-}
-
-// count reads an array count as rd.arr does, its bound checked against
-// the frame's remaining bytes (as kbin checks it against the whole body).
-func (s *FetchResponseStream) count(r *kbin.Reader, start int) (int, bool) {
-	var c int32
-	if s.flex {
-		c = int32(r.Uvarint()) - 1
-	} else {
-		c = r.Int32()
-	}
-	if !r.Ok() {
-		return 0, true
-	}
-	left := s.remain - (start - len(r.Src))
-	if left < int(c) {
-		return 0, false
-	}
-	if c < 0 {
-		c = 0
-	}
-	return int(c), true
-}
-
-// unit parses and rewrites one whole unit of the current state from avail.
-func (s *FetchResponseStream) unit(avail []byte) (int, error) {
-	r := kbin.Reader{Src: avail}
-	o := s.vec.Own
-	o0 := len(o)
-	want := 0 // output length - input length the size foretold
-	switch s.st {
-	case stHead:
-		r.Int32() // the broker's correlation id
-		if s.flex {
-			skipTags(&r)
-		}
-		throttle := r.Int32()
-		var errCode int16
-		if s.v >= 7 {
-			errCode = r.Int16()
-			r.Int32() // session id
-		}
-		n, ok := s.count(&r, len(avail))
-		if !ok {
-			return 0, ErrCodecShort
-		}
-		if !r.Ok() {
-			return s.short(avail)
-		}
-		s.topics = n
-		s.brokerThr = throttle
-		if s.thr > throttle {
-			throttle = s.thr
-		}
-		o = kbin.AppendInt32(o, 0) // the size, written below
-		o = AppendResponseHeader(o, 1, s.v, s.corr)
-		o = kbin.AppendInt32(o, throttle)
-		if s.v >= 7 {
-			o = kbin.AppendInt16(o, errCode)
-			o = kbin.AppendInt32(o, 0)
-		}
-		o = appendArr(o, s.flex, n+s.nd)
-		in := len(avail) - len(r.Src)
-		// The size: this unit rewritten, the rest as it comes but for the
-		// topic renames foreseen, the final tag section (empty in a
-		// foreseeable answer) replaced by the dropped topics and an empty one.
-		delta := 0
-		switch {
-		case n == 0:
-		case s.uniform:
-			delta = n * s.delta
-		case n == len(s.asked):
-			for _, d := range s.deltas {
-				if d == math.MinInt32 {
-					return 0, ErrCodecUnforeseen
-				}
-				delta += d
-			}
-		default:
-			return 0, ErrCodecUnforeseen
-		}
-		endTags := 0
-		if s.flex {
-			endTags = 1
-		}
-		size := len(o) - o0 - SizeLen + (s.remain - in) + delta - endTags + len(s.tail)
-		if size < 0 || size > math.MaxInt32 {
-			return 0, ErrCodecUnforeseen
-		}
-		s.size = size
-		PutSize(o[o0:], size)
-		s.vec.Own = o
-		s.out += len(o) - o0
-		if n == 0 {
-			s.st = stEnd
-		} else {
-			s.st = stTopic
-		}
-		return in, nil
-
-	case stTopic:
-		var phys []byte
-		if s.flex {
-			if l := int(r.Uvarint()) - 1; l >= 0 {
-				phys = r.Span(l)
-			}
-		} else if l := r.Int16(); l >= 0 {
-			phys = r.Span(int(l))
-		}
-		np, ok := s.count(&r, len(avail))
-		if !ok {
-			return 0, ErrCodecShort
-		}
-		if !r.Ok() {
-			return s.short(avail)
-		}
-		name, known := s.j.ClientTopic(phys)
-		if !known {
-			return 0, ErrCodecUnforeseen
-		}
-		want = s.delta
-		if !s.uniform {
-			i := s.match(phys)
-			if i < 0 {
-				return 0, ErrCodecUnforeseen
-			}
-			s.seen[i] = true
-			want = s.deltas[i]
-		}
-		o = appendStr(o, s.flex, name)
-		o = appendArr(o, s.flex, np)
-		s.parts, s.part = np, 0
-		if np == 0 {
-			if s.flex {
-				s.st = stTopicTags
-			} else {
-				defer s.nextTopic()
-			}
-		} else {
-			s.st = stPart
-		}
-
-	case stPart:
-		fixedLen := 4 + 2 + 8 + 8
-		if s.v >= 5 {
-			fixedLen += 8
-		}
-		fixed := r.Span(fixedLen)
-		var na int
-		if s.flex {
-			na = int(r.Uvarint()) - 1
-		} else {
-			na = int(r.Int32())
-		}
-		if !r.Ok() {
-			return s.short(avail)
-		}
-		null := na < 0
-		if null {
-			na = 0
-		}
-		if left := s.remain - (len(avail) - len(r.Src)); na > left/16 {
-			return 0, ErrCodecShort
-		}
-		o = append(o, fixed...)
-		switch {
-		case !null:
-			o = appendArr(o, s.flex, na)
-		case s.flex:
-			o = append(o, 0)
-		default:
-			o = kbin.AppendInt32(o, -1)
-		}
-		s.abortLeft = na
-		s.st = stAbort
-
-	case stPartTail:
-		var prr []byte
-		if s.v >= 11 {
-			prr = r.Span(4)
-		}
-		var l int
-		if s.flex {
-			l = int(r.Uvarint()) - 1
-		} else {
-			l = int(r.Int32())
-		}
-		if !r.Ok() {
-			return s.short(avail)
-		}
-		null := l < 0
-		if null {
-			l = 0
-		} else if left := s.remain - (len(avail) - len(r.Src)); l > left {
-			return 0, ErrCodecShort
-		}
-		o = append(o, prr...)
-		o = appendBytesLen(o, s.flex, l, null)
-		s.recLeft = l
-		s.st = stRecords
-
-	case stPartTags:
-		var keep [3]fetchTag
-		nk := readKnownFetchTags(&r, &keep)
-		if !r.Ok() {
-			return s.short(avail)
-		}
-		o = appendKnownFetchTags(o, keep[:nk])
-		defer s.nextPart()
-
-	case stTopicTags:
-		skipTags(&r)
-		if !r.Ok() {
-			return s.short(avail)
-		}
-		o = appendEmptyTags(o, true)
-		defer s.nextTopic()
-
-	case stEnd:
-		if s.flex {
-			skipTags(&r)
-			if !r.Ok() {
-				return s.short(avail)
-			}
-		}
-		in := len(avail) - len(r.Src)
-		if in != s.remain {
-			return 0, ErrCodecTrailing
-		}
-		if s.flex && in != 1 {
-			return 0, ErrCodecUnforeseen
-		}
-		s.vec.Own = append(o, s.tail...)
-		s.out += len(s.tail)
-		s.st = stDone
-		return in, nil
-	}
-	in := len(avail) - len(r.Src)
-	if len(o)-o0-in != want {
-		s.vec.Own = o[:o0]
-		return 0, ErrCodecUnforeseen
-	}
-	s.vec.Own = o
-	s.out += len(o) - o0
-	return in, nil
-}
-
-// aborts rewrites the whole aborted transactions in avail.
-func (s *FetchResponseStream) aborts(avail []byte) (int, error) {
-	taken := 0
-	for s.abortLeft > 0 {
-		r := kbin.Reader{Src: avail[taken:]}
-		a := r.Span(16)
-		if s.flex {
-			skipTags(&r)
-		}
-		if !r.Ok() {
-			if taken > 0 {
-				return taken, nil
-			}
-			return s.short(avail)
-		}
-		in := len(avail) - taken - len(r.Src)
-		out := 16
-		if s.flex {
-			out++
-		}
-		if in != out {
-			return 0, ErrCodecUnforeseen
-		}
-		s.vec.Own = append(s.vec.Own, a...)
-		s.vec.Own = appendEmptyTags(s.vec.Own, s.flex)
-		s.out += out
-		taken += in
-		s.abortLeft--
-	}
-	s.st = stPartTail
-	return taken, nil
-}
-
-// match finds the asked topic phys not yet answered, in order first.
-func (s *FetchResponseStream) match(phys []byte) int {
-	if t := s.topic; t < len(s.asked) && !s.seen[t] && bytes.Equal(s.asked[t], phys) {
-		return t
-	}
-	for i, a := range s.asked {
-		if !s.seen[i] && bytes.Equal(a, phys) {
-			return i
-		}
-	}
-	return -1
 }
 
 // FetchAsked appends to dst the broker's names of the topics the last

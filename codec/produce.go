@@ -48,26 +48,7 @@ func (w *Rewriter) Produce(h *RequestHeader, corr int32, clientID []byte, body [
 	info.Acks = r.Int16()
 	timeout := r.Int32()
 	topicsStart := r.Src
-	n := r.arr()
-	for i := 0; i < n && r.ok(); i++ {
-		name := r.str()
-		np := r.arr()
-		for p := 0; p < np && r.ok(); p++ {
-			r.Int32()
-			r.nbytes()
-			r.tags()
-		}
-		r.tags()
-		if !r.ok() {
-			break
-		}
-		phys, code := j.ProduceTopic(name)
-		w.names = append(w.names, phys)
-		w.codes = append(w.codes, code)
-		if code == 0 {
-			info.Kept++
-		}
-	}
+	n := w.judgeProduceTopics(&r, j, &info)
 	r.tags()
 	if !r.ok() {
 		return info, ErrCodecShort
@@ -95,8 +76,46 @@ func (w *Rewriter) Produce(h *RequestHeader, corr int32, clientID []byte, body [
 	o = kbin.AppendInt32(o, timeout)
 	o = appendArr(o, flex, info.Kept)
 	w.Vec.Own = o
+	info.Bytes = w.appendProduceTopics(topicsStart, flex, n)
+	w.Vec.Own = appendEmptyTags(w.Vec.Own, flex)
+	return info, nil
+}
 
-	r = rd{Reader: kbin.Reader{Src: topicsStart}, flex: flex}
+// judgeProduceTopics reads the topics of a Produce request from r, their
+// partitions checked, and keeps in w.names and w.codes the judge's answer
+// for each (the broker's name or a code); info counts the topics kept. It
+// returns the number of topics.
+func (w *Rewriter) judgeProduceTopics(r *rd, j ProduceJudge, info *ProduceInfo) int {
+	n := r.arr()
+	for i := 0; i < n && r.ok(); i++ {
+		name := r.str()
+		np := r.arr()
+		for p := 0; p < np && r.ok(); p++ {
+			r.Int32()
+			r.nbytes()
+			r.tags()
+		}
+		r.tags()
+		if !r.ok() {
+			break
+		}
+		phys, code := j.ProduceTopic(name)
+		w.names = append(w.names, phys)
+		w.codes = append(w.codes, code)
+		if code == 0 {
+			info.Kept++
+		}
+	}
+	return n
+}
+
+// appendProduceTopics writes to w.Vec the n topics of a Produce request
+// (topics, from their count on, read whole by judgeProduceTopics) that the
+// judge kept, renamed, their record batches referenced; the others go to
+// w.Dropped. It returns the record bytes forwarded.
+func (w *Rewriter) appendProduceTopics(topics []byte, flex bool, n int) int {
+	forwarded := 0
+	r := rd{Reader: kbin.Reader{Src: topics}, flex: flex}
 	r.arr()
 	for i := 0; i < n; i++ {
 		name := r.str()
@@ -121,13 +140,12 @@ func (w *Rewriter) Produce(h *RequestHeader, corr int32, clientID []byte, body [
 			w.Vec.Own = appendBytesLen(w.Vec.Own, flex, len(recs), null)
 			w.Vec.Ref(recs)
 			w.Vec.Own = appendEmptyTags(w.Vec.Own, flex)
-			info.Bytes += len(recs)
+			forwarded += len(recs)
 		}
 		r.tags()
 		if keep {
 			w.Vec.Own = appendEmptyTags(w.Vec.Own, flex)
 		}
 	}
-	w.Vec.Own = appendEmptyTags(w.Vec.Own, flex)
-	return info, nil
+	return forwarded
 }

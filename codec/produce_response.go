@@ -25,26 +25,7 @@ func (w *Rewriter) ProduceResponse(version int16, corr int32, body []byte, j Fet
 	flex := v >= 9
 	r := rd{Reader: kbin.Reader{Src: body}, flex: flex}
 	topicsStart := r.Src
-	n := r.arr()
-	kept := 0
-	for i := 0; i < n && r.ok(); i++ {
-		phys := r.str()
-		np := r.arr()
-		for p := 0; p < np && r.ok(); p++ {
-			readProducePartition(&r, v, nil)
-		}
-		r.tags()
-		if !r.ok() {
-			break
-		}
-		name, ok := j.ClientTopic(phys)
-		if ok && name != nil {
-			kept++
-			w.names = append(w.names, name)
-		} else {
-			w.names = append(w.names, nil)
-		}
-	}
+	n, kept := w.judgeProduceAnswer(&r, v, j)
 	var throttle int32
 	if v >= 1 {
 		throttle = r.Int32()
@@ -71,7 +52,52 @@ func (w *Rewriter) ProduceResponse(version int16, corr int32, body []byte, j Fet
 	w.Vec.Reset()
 	o := AppendResponseHeader(w.Vec.Own, 0, v, corr)
 	o = appendArr(o, flex, kept+nd)
-	r = rd{Reader: kbin.Reader{Src: topicsStart}, flex: flex}
+	o = w.appendProduceAnswerTopics(o, topicsStart, v, n)
+	if nd > 0 {
+		o = appendProduceDropped(o, v, dropped)
+	}
+	if v >= 1 {
+		o = kbin.AppendInt32(o, throttle)
+	}
+	if flex {
+		o = appendProduceRespTags(o, tagsStart, b)
+	}
+	w.Vec.Own = o
+	return nil
+}
+
+// judgeProduceAnswer reads the n topics of a Produce answer from r, their
+// partitions checked, and keeps in w.names the client's name of each (nil
+// for a topic outside the session, kept counts the others).
+func (w *Rewriter) judgeProduceAnswer(r *rd, v int16, j FetchJudge) (n, kept int) {
+	n = r.arr()
+	for i := 0; i < n && r.ok(); i++ {
+		phys := r.str()
+		np := r.arr()
+		for p := 0; p < np && r.ok(); p++ {
+			readProducePartition(r, v, nil)
+		}
+		r.tags()
+		if !r.ok() {
+			break
+		}
+		name, ok := j.ClientTopic(phys)
+		if ok && name != nil {
+			kept++
+			w.names = append(w.names, name)
+		} else {
+			w.names = append(w.names, nil)
+		}
+	}
+	return n, kept
+}
+
+// appendProduceAnswerTopics appends the n topics of a Produce answer
+// (topics, from their count on, read whole by judgeProduceAnswer) that
+// w.names keeps, renamed.
+func (w *Rewriter) appendProduceAnswerTopics(o, topics []byte, v int16, n int) []byte {
+	flex := v >= 9
+	r := rd{Reader: kbin.Reader{Src: topics}, flex: flex}
 	r.arr()
 	for i := 0; i < n; i++ {
 		r.str()
@@ -93,7 +119,17 @@ func (w *Rewriter) ProduceResponse(version int16, corr int32, body []byte, j Fet
 			o = appendEmptyTags(o, flex)
 		}
 	}
-	for i := 0; i < nd; i++ {
+	return o
+}
+
+// appendProduceDropped appends the topics the request left out (dropped
+// may be nil), each partition answered with its topic's code.
+func appendProduceDropped(o []byte, v int16, dropped *Dropped) []byte {
+	if dropped == nil {
+		return o
+	}
+	flex := v >= 9
+	for i := range dropped.Topics {
 		d := &dropped.Topics[i]
 		o = appendStr(o, flex, d.Name)
 		o = appendArr(o, flex, len(d.Partitions))
@@ -115,14 +151,7 @@ func (w *Rewriter) ProduceResponse(version int16, corr int32, body []byte, j Fet
 		}
 		o = appendEmptyTags(o, flex)
 	}
-	if v >= 1 {
-		o = kbin.AppendInt32(o, throttle)
-	}
-	if flex {
-		o = appendProduceRespTags(o, tagsStart, b)
-	}
-	w.Vec.Own = o
-	return nil
+	return o
 }
 
 // readProducePartition reads one partition of a Produce answer and, when

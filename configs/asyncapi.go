@@ -125,87 +125,119 @@ func (l *loader) checkContract(d *doc, a *asyncDoc) {
 	checked := map[string]bool{}
 
 	for _, id := range sortedKeys(a.Operations) {
-		o := a.Operations[id]
-		p := path{"operations", id}
-		pp := p.at("x-flexway-kafka-proxy")
-		if o == nil || (o.Proxy == nil && !d.has(pp)) {
-			continue // not served to Kafka clients: another listener's business
+		if op := l.checkOperation(d, a, id, prefixes, checked); op != nil {
+			l.ops[id] = op
 		}
-		proxy := o.Proxy
-		if proxy == nil {
-			proxy = &kafkaProxy{}
-		}
-		for _, k := range d.keys(pp) {
-			if !slices.Contains(kafkaProxyKeys, k) {
-				d.errorf(pp.at(k), "unknown key (x-flexway-kafka-proxy has %s)", strings.Join(kafkaProxyKeys, ", "))
-			}
-		}
-		op := &Operation{
-			ID:           id,
-			Action:       o.Action,
-			Cluster:      proxy.Cluster,
-			Upstream:     o.Upstream,
-			Transactions: proxy.Transactions,
-			AdminScope:   proxy.AdminScope,
-		}
-		switch o.Action {
-		case "send", "receive":
-		case "":
-			d.errorf(p.at("action"), "required: send (the client produces) or receive (it reads)")
-		default:
-			d.errorf(p.at("action"), "%q is not an action: send or receive", o.Action)
-		}
-		if proxy.Transactions && o.Action == "receive" {
-			d.errorf(pp.at("transactions"), "transactions open the transactional producer: a send operation's, not a receive one's")
-		}
-		switch {
-		case proxy.Cluster == "":
-			d.errorf(pp.at("cluster"), "required: the virtual cluster serving the operation (a DNS label)")
-		case !isDNSLabel(proxy.Cluster):
-			d.errorf(pp.at("cluster"), "%q is not a DNS label (lower-case letters, digits and '-', at most 63): clients reach it as bootstrap.<cluster>.<sni_domain>", proxy.Cluster)
-			op.Cluster = "" // judged once: no cluster is built under a bad name
-		}
-		switch {
-		case o.Upstream == "":
-			d.errorf(p.at("x-flexway-upstream"), "required: the flexway.yaml upstream whose brokers hold the topic")
-		case l.f.Upstreams[o.Upstream] == nil:
-			d.errorf(p.at("x-flexway-upstream"), "unknown upstream %q (flexway.yaml declares: %s)", o.Upstream, listOrNone(sortedKeys(l.f.Upstreams)))
-		}
-		if o.Validation == "full" {
-			d.errorf(p.at("x-flexway-validation"), "full validation decodes every record, and the listener relays record batches undecoded")
-		}
-		switch key, ok := refName(o.Channel.Ref, channelsRef); {
-		case o.Channel.Ref == "":
-			d.errorf(p.at("channel"), "required: { $ref: \"#/channels/<name>\" }")
-		case !ok:
-			d.errorf(p.at("channel", "$ref"), "%q: a channel of this contract expected (#/channels/<name>)", o.Channel.Ref)
-		case a.Channels[key] == nil:
-			d.errorf(p.at("channel", "$ref"), "unknown channel %q", key)
-		default:
-			op.Channel = key
-			if !checked[key] {
-				checked[key] = true
-				if prefix, ok := l.checkChannel(d, key, a.Channels[key], a); ok {
-					prefixes[key] = prefix
-				}
-			}
-		}
-		l.checkSecurity(d, p, o, a, op)
-		l.ops[id] = op
 	}
-
-	if l.f.Listeners.Kafka == nil && len(l.ops) > 0 {
-		// Said once, at the first served operation in the file.
-		first, firstLine := "", 0
-		for id := range l.ops {
-			if line := d.line(path{"operations", id, "x-flexway-kafka-proxy"}); first == "" || line < firstLine || (line == firstLine && id < first) {
-				first, firstLine = id, line
-			}
-		}
-		d.errorf(path{"operations", first, "x-flexway-kafka-proxy"}, "served to Kafka clients, but flexway.yaml declares no listeners.kafka")
-	}
+	l.checkKafkaListenerDeclared(d)
 	l.checkUpstreamsOfContract(d, prefixes)
 	l.buildClusters(prefixes)
+}
+
+// checkOperation checks the operation id if it is served to Kafka clients
+// (it has x-flexway-kafka-proxy) and returns it, nil if it is not served.
+// Its channel is checked the first time an operation names it (checked),
+// its prefix recorded in prefixes if good.
+func (l *loader) checkOperation(d *doc, a *asyncDoc, id string, prefixes map[string]string, checked map[string]bool) *Operation {
+	o := a.Operations[id]
+	p := path{"operations", id}
+	pp := p.at("x-flexway-kafka-proxy")
+	if o == nil || (o.Proxy == nil && !d.has(pp)) {
+		return nil // not served to Kafka clients: another listener's business
+	}
+	proxy := o.Proxy
+	if proxy == nil {
+		proxy = &kafkaProxy{}
+	}
+	for _, k := range d.keys(pp) {
+		if !slices.Contains(kafkaProxyKeys, k) {
+			d.errorf(pp.at(k), "unknown key (x-flexway-kafka-proxy has %s)", strings.Join(kafkaProxyKeys, ", "))
+		}
+	}
+	op := &Operation{
+		ID:           id,
+		Action:       o.Action,
+		Cluster:      proxy.Cluster,
+		Upstream:     o.Upstream,
+		Transactions: proxy.Transactions,
+		AdminScope:   proxy.AdminScope,
+	}
+	l.checkOperationFields(d, p, o, proxy, op)
+	op.Channel = l.checkOperationChannel(d, p, o, a, prefixes, checked)
+	l.checkSecurity(d, p, o, a, op)
+	return op
+}
+
+// checkOperationFields checks a served operation's action, its proxy's
+// cluster and transactions, its upstream and its validation; a cluster that
+// is not a DNS label is taken out of op, so that no cluster is built under it.
+func (l *loader) checkOperationFields(d *doc, p path, o *asyncOperation, proxy *kafkaProxy, op *Operation) {
+	pp := p.at("x-flexway-kafka-proxy")
+	switch o.Action {
+	case "send", "receive":
+	case "":
+		d.errorf(p.at("action"), "required: send (the client produces) or receive (it reads)")
+	default:
+		d.errorf(p.at("action"), "%q is not an action: send or receive", o.Action)
+	}
+	if proxy.Transactions && o.Action == "receive" {
+		d.errorf(pp.at("transactions"), "transactions open the transactional producer: a send operation's, not a receive one's")
+	}
+	switch {
+	case proxy.Cluster == "":
+		d.errorf(pp.at("cluster"), "required: the virtual cluster serving the operation (a DNS label)")
+	case !isDNSLabel(proxy.Cluster):
+		d.errorf(pp.at("cluster"), "%q is not a DNS label (lower-case letters, digits and '-', at most 63): clients reach it as bootstrap.<cluster>.<sni_domain>", proxy.Cluster)
+		op.Cluster = "" // judged once: no cluster is built under a bad name
+	}
+	switch {
+	case o.Upstream == "":
+		d.errorf(p.at("x-flexway-upstream"), "required: the flexway.yaml upstream whose brokers hold the topic")
+	case l.f.Upstreams[o.Upstream] == nil:
+		d.errorf(p.at("x-flexway-upstream"), "unknown upstream %q (flexway.yaml declares: %s)", o.Upstream, listOrNone(sortedKeys(l.f.Upstreams)))
+	}
+	if o.Validation == "full" {
+		d.errorf(p.at("x-flexway-validation"), "full validation decodes every record, and the listener relays record batches undecoded")
+	}
+}
+
+// checkOperationChannel checks a served operation's channel reference and
+// returns the channel's key, "" if it names none of the contract's. The
+// channel itself is checked once, by the first operation naming it.
+func (l *loader) checkOperationChannel(d *doc, p path, o *asyncOperation, a *asyncDoc, prefixes map[string]string, checked map[string]bool) string {
+	key, ok := refName(o.Channel.Ref, channelsRef)
+	switch {
+	case o.Channel.Ref == "":
+		d.errorf(p.at("channel"), "required: { $ref: \"#/channels/<name>\" }")
+	case !ok:
+		d.errorf(p.at("channel", "$ref"), "%q: a channel of this contract expected (#/channels/<name>)", o.Channel.Ref)
+	case a.Channels[key] == nil:
+		d.errorf(p.at("channel", "$ref"), "unknown channel %q", key)
+	default:
+		if !checked[key] {
+			checked[key] = true
+			if prefix, ok := l.checkChannel(d, key, a.Channels[key], a); ok {
+				prefixes[key] = prefix
+			}
+		}
+		return key
+	}
+	return ""
+}
+
+// checkKafkaListenerDeclared refuses served operations without
+// listeners.kafka: said once, at the first served operation in the file.
+func (l *loader) checkKafkaListenerDeclared(d *doc) {
+	if l.f.Listeners.Kafka != nil || len(l.ops) == 0 {
+		return
+	}
+	first, firstLine := "", 0
+	for id := range l.ops {
+		if line := d.line(path{"operations", id, "x-flexway-kafka-proxy"}); first == "" || line < firstLine || (line == firstLine && id < first) {
+			first, firstLine = id, line
+		}
+	}
+	d.errorf(path{"operations", first, "x-flexway-kafka-proxy"}, "served to Kafka clients, but flexway.yaml declares no listeners.kafka")
 }
 
 // checkChannel checks a served channel: its key is a topic name, its address

@@ -82,93 +82,134 @@ type kv struct {
 
 // readStatus reads the exposition of the engine's series into the page's rows.
 func readStatus(r io.Reader) *status {
-	st := &status{}
-	rows := map[[2]string]*tenantRow{}
-	ups := map[[2]string]*upstreamRow{}
-	refused, closed := map[string]float64{}, map[string]float64{}
-	row := func(l map[string]string) *tenantRow {
-		k := [2]string{l["cluster"], l["tenant"]}
-		if rows[k] == nil {
-			rows[k] = &tenantRow{Cluster: k[0], Tenant: k[1], causes: map[string]float64{}, mechs: map[string]float64{},
-				throttle: map[float64]float64{}, wait: map[float64]float64{}}
-		}
-		return rows[k]
-	}
+	t := newStatusTally()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
-		name, l, v, ok := parseSample(sc.Text())
-		if !ok {
-			continue
-		}
-		switch name {
-		case "flexway_kafka_connections":
-			if v != 0 {
-				t := row(l)
-				t.Connections += v
-				t.mechs[l["mechanism"]] += v
-			}
-		case "flexway_kafka_requests_total":
-			t := row(l)
-			switch l["decision"] {
-			case "allowed":
-				t.Allowed += v
-			case "refused":
-				t.Refused += v
-				if v != 0 {
-					t.causes[l["cause"]] += v
-				}
-			case "throttled":
-				t.Throttled += v
-			}
-		case "flexway_kafka_bytes_total":
-			if l["direction"] == "produce" {
-				row(l).ProducedBytes += v
-			} else {
-				row(l).FetchedBytes += v
-			}
-		case "flexway_kafka_tenant_budget_total":
-			if l["outcome"] == "waited" {
-				row(l).Waited += v
-			} else {
-				row(l).Closed += v
-			}
-		case "flexway_kafka_tenant_budget_wait_seconds_bucket", "flexway_kafka_throttle_seconds_bucket":
-			le, err := strconv.ParseFloat(l["le"], 64)
-			if err != nil {
-				continue
-			}
-			t := row(l)
-			if name == "flexway_kafka_throttle_seconds_bucket" {
-				t.throttle[le] += v
-			} else {
-				t.wait[le] += v
-			}
-		case "flexway_kafka_upstream_connections_total":
-			k := [2]string{l["cluster"], l["broker"]}
-			if ups[k] == nil {
-				ups[k] = &upstreamRow{Cluster: k[0], Broker: k[1]}
-			}
-			if l["outcome"] == "ok" {
-				ups[k].OK += v
-			} else {
-				ups[k].Failed += v
-			}
-		case "flexway_kafka_connections_refused_total":
-			refused[l["bound"]] += v
-		case "flexway_kafka_connections_closed_total":
-			closed[l["cause"]] += v
+		if name, l, v, ok := parseSample(sc.Text()); ok {
+			t.add(name, l, v)
 		}
 	}
-	for _, t := range rows {
-		if t.Connections == 0 && t.Allowed+t.Refused+t.Throttled == 0 && t.Waited+t.Closed == 0 {
+	return t.status()
+}
+
+// statusTally adds up the samples of one exposition by row of the page.
+type statusTally struct {
+	rows            map[[2]string]*tenantRow   // by (cluster, tenant)
+	ups             map[[2]string]*upstreamRow // by (cluster, broker)
+	refused, closed map[string]float64         // by bound, by cause
+}
+
+func newStatusTally() *statusTally {
+	return &statusTally{
+		rows:    map[[2]string]*tenantRow{},
+		ups:     map[[2]string]*upstreamRow{},
+		refused: map[string]float64{},
+		closed:  map[string]float64{},
+	}
+}
+
+// row returns the row of the sample's (cluster, tenant), made on first use.
+func (t *statusTally) row(l map[string]string) *tenantRow {
+	k := [2]string{l["cluster"], l["tenant"]}
+	if t.rows[k] == nil {
+		t.rows[k] = &tenantRow{Cluster: k[0], Tenant: k[1], causes: map[string]float64{}, mechs: map[string]float64{},
+			throttle: map[float64]float64{}, wait: map[float64]float64{}}
+	}
+	return t.rows[k]
+}
+
+// add counts one sample (name, labels l, value v) in the row it belongs to;
+// a series the page does not show is skipped.
+func (t *statusTally) add(name string, l map[string]string, v float64) {
+	switch name {
+	case "flexway_kafka_connections":
+		if v != 0 {
+			r := t.row(l)
+			r.Connections += v
+			r.mechs[l["mechanism"]] += v
+		}
+	case "flexway_kafka_requests_total":
+		t.row(l).addDecision(l, v)
+	case "flexway_kafka_bytes_total":
+		if l["direction"] == "produce" {
+			t.row(l).ProducedBytes += v
+		} else {
+			t.row(l).FetchedBytes += v
+		}
+	case "flexway_kafka_tenant_budget_total":
+		if l["outcome"] == "waited" {
+			t.row(l).Waited += v
+		} else {
+			t.row(l).Closed += v
+		}
+	case "flexway_kafka_tenant_budget_wait_seconds_bucket", "flexway_kafka_throttle_seconds_bucket":
+		t.addBucket(name, l, v)
+	case "flexway_kafka_upstream_connections_total":
+		t.addUpstream(l, v)
+	case "flexway_kafka_connections_refused_total":
+		t.refused[l["bound"]] += v
+	case "flexway_kafka_connections_closed_total":
+		t.closed[l["cause"]] += v
+	}
+}
+
+// addDecision counts requests by decision, the refused ones by cause too.
+func (r *tenantRow) addDecision(l map[string]string, v float64) {
+	switch l["decision"] {
+	case "allowed":
+		r.Allowed += v
+	case "refused":
+		r.Refused += v
+		if v != 0 {
+			r.causes[l["cause"]] += v
+		}
+	case "throttled":
+		r.Throttled += v
+	}
+}
+
+// addBucket counts a bucket of the throttle or the budget wait histogram;
+// a bucket whose le is not a number is skipped.
+func (t *statusTally) addBucket(name string, l map[string]string, v float64) {
+	le, err := strconv.ParseFloat(l["le"], 64)
+	if err != nil {
+		return
+	}
+	r := t.row(l)
+	if name == "flexway_kafka_throttle_seconds_bucket" {
+		r.throttle[le] += v
+	} else {
+		r.wait[le] += v
+	}
+}
+
+// addUpstream counts a broker connection attempt by outcome.
+func (t *statusTally) addUpstream(l map[string]string, v float64) {
+	k := [2]string{l["cluster"], l["broker"]}
+	if t.ups[k] == nil {
+		t.ups[k] = &upstreamRow{Cluster: k[0], Broker: k[1]}
+	}
+	if l["outcome"] == "ok" {
+		t.ups[k].OK += v
+	} else {
+		t.ups[k].Failed += v
+	}
+}
+
+// status makes the page's rows: tenants with something to show and
+// upstreams, each sorted by cluster then name, their cells summed up.
+func (t *statusTally) status() *status {
+	st := &status{}
+	for _, r := range t.rows {
+		if r.Connections == 0 && r.Allowed+r.Refused+r.Throttled == 0 && r.Waited+r.Closed == 0 {
 			continue // a tenant seen once, quiet since
 		}
-		t.Causes = joinCounts(t.causes)
-		t.Mechanisms = joinCounts(t.mechs)
-		t.ThrottleP95 = quantile95(t.throttle)
-		t.WaitP95 = quantile95(t.wait)
-		st.Tenants = append(st.Tenants, t)
+		r.Causes = joinCounts(r.causes)
+		r.Mechanisms = joinCounts(r.mechs)
+		r.ThrottleP95 = quantile95(r.throttle)
+		r.WaitP95 = quantile95(r.wait)
+		st.Tenants = append(st.Tenants, r)
 	}
 	sort.Slice(st.Tenants, func(i, j int) bool {
 		a, b := st.Tenants[i], st.Tenants[j]
@@ -177,7 +218,7 @@ func readStatus(r io.Reader) *status {
 		}
 		return a.Tenant < b.Tenant
 	})
-	for _, u := range ups {
+	for _, u := range t.ups {
 		st.Upstreams = append(st.Upstreams, u)
 	}
 	sort.Slice(st.Upstreams, func(i, j int) bool {
@@ -187,7 +228,7 @@ func readStatus(r io.Reader) *status {
 		}
 		return a.Broker < b.Broker
 	})
-	st.Refused, st.Closed = sortedKV(refused), sortedKV(closed)
+	st.Refused, st.Closed = sortedKV(t.refused), sortedKV(t.closed)
 	return st
 }
 

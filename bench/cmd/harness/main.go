@@ -302,7 +302,7 @@ func (h *harness) run(name string, env []string, args ...string) (string, error)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = h.root
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dieWith(syscall.SIGKILL)
 	out, err := cmd.CombinedOutput()
 	_ = os.WriteFile(logPath, append([]byte("$ "+strings.Join(redact(args, h.key), " ")+"\n"), out...), 0o644)
 	if err != nil {
@@ -554,7 +554,7 @@ func (h *harness) startGatewayWith(bin, health string, args ...string) {
 	cmd := exec.Command(filepath.Join(h.bin, bin), append([]string{"-config", filepath.Join(h.work, "flexway.yaml")}, args...)...)
 	cmd.Dir = h.work
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = dieWith(syscall.SIGTERM)
 	must(cmd.Start())
 	h.gw = cmd
 	exited := make(chan struct{})
@@ -628,7 +628,7 @@ func (h *harness) startRelay() {
 	must(err)
 	cmd := exec.Command(filepath.Join(h.bin, "splicerelay"), "-map", h.relayBoot+"="+h.relayTarget)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = dieWith(syscall.SIGTERM)
 	must(cmd.Start())
 	h.relay = cmd
 	done := make(chan struct{})

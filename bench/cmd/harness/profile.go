@@ -38,7 +38,7 @@ func (h *harness) cpuProfile() {
 		rec := exec.Command("perf", "record", "-e", "cpu-clock", "-F", "999", "-g", "-p", strconv.Itoa(h.gwPID()), "-o", data)
 		recLog, _ := os.Create(filepath.Join(h.out, "logs", "perf-record-"+w.name+".log"))
 		rec.Stdout, rec.Stderr = recLog, recLog
-		rec.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		rec.SysProcAttr = dieWith(syscall.SIGKILL)
 		if err := rec.Start(); err != nil {
 			h.say("perf record: %v: profile skipped", err)
 			return

@@ -121,7 +121,7 @@ func (h *harness) startQuotaGateway(name string, portFrom int, admin, listenerEx
 	cmd := exec.Command(filepath.Join(h.bin, "flexway"), "-config", g.cfg)
 	cmd.Dir = h.work
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = dieWith(syscall.SIGTERM)
 	must(cmd.Start())
 	g.cmd = cmd
 	go func() { _, _ = cmd.Process.Wait(); f.Close(); close(g.exited) }()
@@ -177,7 +177,7 @@ func (h *harness) startRedis(port int) *redisProc {
 	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
 		"--dir", h.work, "--daemonize", "no")
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = dieWith(syscall.SIGTERM)
 	must(cmd.Start())
 	r.cmd = cmd
 	go func() { _, _ = cmd.Process.Wait(); f.Close(); close(r.exited) }()

@@ -328,7 +328,7 @@ func (h *harness) runLines(name string, env []string, stdin string, limit time.D
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = h.root
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dieWith(syscall.SIGKILL)
 	if stdin != "" {
 		f, err := os.Open(stdin)
 		if err != nil {

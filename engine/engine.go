@@ -78,6 +78,7 @@ type Engine struct {
 	auditTrail  *audit.Trail         // O3 (audit.go)
 	quotas      *quota.Registry      // the KIP-219 buckets (quota.go)
 	flow        conn.Stats           // the flow-control mechanism's counts (flow.go)
+	fs          flowSeries           // the flow and splice series (flowseries.go)
 }
 
 // portRoute says what a listener port serves.
@@ -123,6 +124,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 	}
 	e.snap.Store(snap)
 	e.m = signals.New(snap)
+	e.fs = newFlowSeries(e.m.Metrics(), &e.flow)
 	maxConns := l.MaxConnections
 	if maxConns <= 0 {
 		maxConns = configs.DefaultMaxConnections

@@ -29,10 +29,6 @@ var fetchSpliceMin atomic.Int64
 
 func init() { fetchSpliceMin.Store(64 << 10) }
 
-// fetchSplicedBytes: record bytes spliced to clients on the loop;
-// fetchPipeOuts: the passes that met a full client socket; fetchUnits: the
-// units taken from the broker's socket between two partitions' records.
-var fetchSplicedBytes, fetchPipeOuts, fetchUnits atomic.Int64
 
 // spliceFetch moves what the broker's socket holds of the current
 // partition's records to the client, when it may (see above); true when
@@ -72,7 +68,7 @@ func (e *fetchEnds) More(left int) bool {
 }
 
 func (e *fetchEnds) Spliced(n int) {
-	fetchSplicedBytes.Add(int64(n))
+	e.cl.e.fs.fetchSpliced.Add(int64(n))
 	e.cl.ts.Fetched(n)
 }
 
@@ -81,7 +77,7 @@ func (e *fetchEnds) Spliced(n int) {
 // is not read until the client reads).
 func (e *fetchEnds) PipeFull(rest int) {
 	cl := e.cl
-	fetchPipeOuts.Add(1)
+	cl.e.fs.fetchPipeOuts.Add(1)
 	if err := cl.lp.pp.ReadOut(rest, cl.c); err != nil {
 		cl.lp.closePipe()
 		cl.close(signals.CloseInternal)
@@ -102,7 +98,7 @@ func (e *fetchEnds) UnitOut(sl [][]byte) { _ = e.cl.c.Writev(sl) }
 
 func (e *fetchEnds) UnitTaken(used int) {
 	e.cl.ts.Fetched(used)
-	fetchUnits.Add(1)
+	e.cl.e.fs.fetchUnits.Add(1)
 	e.cl.syncOut()
 }
 

@@ -25,7 +25,7 @@ func TestSpliceFetchOnLoop(t *testing.T) {
 	fast := dialReader(t, env, "acme-app")
 	slow := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"]) // a 16 KiB window
 	rounds := func(n int) (answers int, spliced int64) {
-		before := fetchSplicedBytes.Load()
+		before := env.e.fs.fetchSpliced.Load()
 		for round := 0; round < n; round++ {
 			for _, r := range []*rawConn{fast, slow} {
 				for _, v := range []int16{11, 12} {
@@ -35,21 +35,21 @@ func TestSpliceFetchOnLoop(t *testing.T) {
 				}
 			}
 		}
-		return answers, fetchSplicedBytes.Load() - before
+		return answers, env.e.fs.fetchSpliced.Load() - before
 	}
-	units := fetchUnits.Load()
+	units := env.e.fs.fetchUnits.Load()
 	answers, spliced := rounds(3)
-	t.Logf("%d answers of 2 × 512 KiB records: %d KiB spliced on the loop, %d units from the socket", answers, spliced>>10, fetchUnits.Load()-units)
+	t.Logf("%d answers of 2 × 512 KiB records: %d KiB spliced on the loop, %d units from the socket", answers, spliced>>10, env.e.fs.fetchUnits.Load()-units)
 	if spliced < 1<<20 {
 		t.Fatalf("%d answers of 2 × 512 KiB records: %d bytes spliced on the loop", answers, spliced)
 	}
 
 	testPipeShort.Store(true)
-	outs := fetchPipeOuts.Load()
+	outs := env.e.fs.fetchPipeOuts.Load()
 	_, spliced = rounds(2)
 	testPipeShort.Store(false)
-	if fetchPipeOuts.Load() == outs || spliced == 0 {
-		t.Fatalf("half of every pass read out: %d passes read out, %d bytes spliced", fetchPipeOuts.Load()-outs, spliced)
+	if env.e.fs.fetchPipeOuts.Load() == outs || spliced == 0 {
+		t.Fatalf("half of every pass read out: %d passes read out, %d bytes spliced", env.e.fs.fetchPipeOuts.Load()-outs, spliced)
 	}
 
 	old := fetchSpliceMin.Swap(0)
@@ -71,7 +71,7 @@ func TestSpliceFetchOnLoopClientCloses(t *testing.T) {
 	other.fetchOrders(12)
 	other.checkOrders(12, size)
 	fds, pipes := settledFds(t), loopPipes(t, env)
-	spliced := fetchSplicedBytes.Load()
+	spliced := env.e.fs.fetchSpliced.Load()
 	for i := 0; i < 4; i++ {
 		r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"]) // a 16 KiB window: the answer waits
 		cl := clientOf(t, env.e, r)
@@ -92,7 +92,7 @@ func TestSpliceFetchOnLoopClientCloses(t *testing.T) {
 	}
 	// A loop's pipe, made at its first pass, stays until the engine stops.
 	waitFds(t, fds+2*(loopPipes(t, env)-pipes), "after four clients closed mid-answer")
-	if fetchSplicedBytes.Load() == spliced {
+	if env.e.fs.fetchSpliced.Load() == spliced {
 		t.Fatal("nothing was spliced on the loop")
 	}
 }

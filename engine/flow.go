@@ -38,12 +38,6 @@ import (
 var (
 	flowHigh atomic.Int64
 	flowLow  atomic.Int64
-	// flowPauses, flowPausedNs: the pauses of brokers for their client,
-	// and their time (tests)
-	flowPauses   atomic.Int64
-	flowPausedNs atomic.Int64
-	// upPauses: the pauses of clients for their broker (tests)
-	upPauses atomic.Int64
 )
 
 func init() {
@@ -110,7 +104,7 @@ func (cl *client) Above() {
 	if cl.closed || u == nil || u.closed || u.c == nil {
 		return
 	}
-	flowPauses.Add(1)
+	cl.e.fs.brokerPauses.Add(1)
 	u.flowSince = time.Now()
 	u.c.Pause(conn.PeerFull)
 }
@@ -121,7 +115,7 @@ func (cl *client) Below() {
 	if u == nil || u.c == nil || !u.c.PausedFor(conn.PeerFull) {
 		return
 	}
-	flowPausedNs.Add(int64(time.Since(u.flowSince)))
+	cl.e.fs.pausedFor(time.Since(u.flowSince))
 	if !u.closed {
 		u.c.Resume(conn.PeerFull)
 	}
@@ -155,7 +149,7 @@ func (u *upstreamConn) Above() {
 		return
 	}
 	if cl.pause(conn.PeerFull) {
-		upPauses.Add(1)
+		cl.e.fs.clientPauses.Add(1)
 	}
 }
 

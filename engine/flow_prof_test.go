@@ -69,7 +69,7 @@ func TestFlowProfileRawFetch(t *testing.T) {
 			fetchSpliceMin.Store(0)
 		}
 		read := 0
-		p0 := flowPauses.Load()
+		p0 := env.e.fs.brokerPauses.Load()
 		start, cpu0 := time.Now(), cpuNow()
 		for read < total {
 			r.fetchOrders(12)
@@ -102,7 +102,7 @@ func TestFlowProfileRawFetch(t *testing.T) {
 		cpus[on] = append(cpus[on], cpu.Seconds()/(mib/1024))
 		t.Logf("splice %v: %.0f MiB in %v: %.0f MiB/s, process CPU %.2f s/GiB, %d broker pauses (sum %x)",
 			on, mib, el.Round(time.Millisecond), mib/el.Seconds(), cpu.Seconds()/(mib/1024),
-			flowPauses.Load()-p0, sum)
+			env.e.fs.brokerPauses.Load()-p0, sum)
 	}
 	med := func(v []float64) float64 { v = append([]float64(nil), v...); sort.Float64s(v); return v[len(v)/2] }
 	for _, on := range []bool{true, false} {

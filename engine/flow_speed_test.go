@@ -75,7 +75,7 @@ func TestFlowSpeedLargeFetch(t *testing.T) {
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 		start, cpu0 := time.Now(), cpuNow()
-		p0, pn0 := flowPauses.Load(), flowPausedNs.Load()
+		p0, pn0 := env.e.fs.brokerPauses.Load(), env.e.fs.brokerPausedNs.Load()
 		bytes := 0
 		for k := 0; k < reads; k++ { // each run reads everything reads times
 			cons := env.client("acme-app",
@@ -101,7 +101,7 @@ func TestFlowSpeedLargeFetch(t *testing.T) {
 		cpus[off] = append(cpus[off], cpu.Seconds()/(mib/1024))
 		helds[off] = append(helds[off], peak.Load())
 		t.Logf("flow off=%v: %.0f MiB in %v: %.0f MiB/s, process CPU %.2f s/GiB, peak held by a connection %d KiB; %d broker pauses, %v paused",
-			off, mib, el.Round(time.Millisecond), mib/el.Seconds(), cpu.Seconds()/(mib/1024), peak.Load()>>10, flowPauses.Load()-p0, time.Duration(flowPausedNs.Load()-pn0).Round(time.Millisecond))
+			off, mib, el.Round(time.Millisecond), mib/el.Seconds(), cpu.Seconds()/(mib/1024), peak.Load()>>10, env.e.fs.brokerPauses.Load()-p0, time.Duration(env.e.fs.brokerPausedNs.Load()-pn0).Round(time.Millisecond))
 	}
 	setFlowOff(false)
 	med := func(v []float64) float64 { sort.Float64s(v); return v[len(v)/2] }

@@ -505,7 +505,7 @@ func flowClientNotRead(t *testing.T) {
 	answer(0)
 
 	sl.stall(true)
-	pauses := upPauses.Load()
+	pauses := env.e.fs.clientPauses.Load()
 	var written atomic.Int64
 	werr := make(chan error, 1)
 	go func() {
@@ -542,7 +542,7 @@ func flowClientNotRead(t *testing.T) {
 		total += int64(len(f))
 	}
 	if stable < 50 {
-		t.Fatalf("the client was not kept paused while its broker read nothing (pauses %d)", upPauses.Load()-pauses)
+		t.Fatalf("the client was not kept paused while its broker read nothing (pauses %d)", env.e.fs.clientPauses.Load()-pauses)
 	}
 	if w := written.Load(); w >= total {
 		t.Fatalf("the producer wrote all its %d bytes while the broker read nothing: they are not waiting in the kernel", w)

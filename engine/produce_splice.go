@@ -36,10 +36,6 @@ var produceSpliceMin atomic.Int64
 
 func init() { produceSpliceMin.Store(64 << 10) }
 
-// produceSplicedBytes: record bytes spliced to brokers; producePipeOuts:
-// the passes that met a full broker socket; produceUnits: the headers
-// taken from the socket between two partitions' records (tests, profiles).
-var produceSplicedBytes, producePipeOuts, produceUnits atomic.Int64
 
 // spliceProduce moves what the client's socket holds of the current
 // partition's records to the broker, when it may (see above); true when
@@ -93,9 +89,6 @@ func (cl *client) spliceReady() (pp *splice.Pipe, cfd, bfd int) {
 // that one producer does not keep its loop from the others.
 const spliceChain = 8
 
-// produceNexts: the requests begun from a head looked at in the client's
-// socket (tests, profiles).
-var produceNexts atomic.Int64
 
 // spliceOn splices what the client's socket holds of its streamed
 // requests while nothing of it is buffered: the rest of the one under way,
@@ -148,7 +141,7 @@ func (cl *client) spliceNext() bool {
 	if !cl.beginStream(size, head) {
 		return false
 	}
-	produceNexts.Add(1)
+	cl.e.fs.produceNexts.Add(1)
 	if got, err := pp.Take(cfd, codec.SizeLen); got != codec.SizeLen {
 		(*produceEnds)(cl).Failed(fmt.Sprintf("the socket gave %d of the %d bytes it held (%v)", got, codec.SizeLen, err))
 		return true
@@ -168,9 +161,9 @@ func (e *produceEnds) More(left int) bool {
 }
 
 func (e *produceEnds) Spliced(n int) {
-	produceSplicedBytes.Add(int64(n))
+	e.e.fs.produceSpliced.Add(int64(n))
 	if e.c.Detached() {
-		produceSplicedDetached.Add(int64(n))
+		e.e.fs.produceDetached.Add(int64(n))
 	}
 }
 
@@ -179,7 +172,7 @@ func (e *produceEnds) Spliced(n int) {
 // its queue, and the producer's pause, flow.go, applies).
 func (e *produceEnds) PipeFull(rest int) {
 	cl := (*client)(e)
-	producePipeOuts.Add(1)
+	cl.e.fs.producePipeOuts.Add(1)
 	var w splice.Writer
 	if u := cl.up; !u.closed && u.c != nil {
 		w = u.c
@@ -205,7 +198,7 @@ func (e *produceEnds) Room(dst int) int {
 // mark until its socket takes more (conn.NoRoom): the client is paused,
 // and read again (what waits in its socket spliced first) once it does.
 func (e *produceEnds) RoomOut() {
-	produceRoomOuts.Add(1)
+	e.e.fs.produceRoomOuts.Add(1)
 	if u := e.up; u != nil && !u.closed {
 		u.c.NoRoom()
 	}
@@ -216,17 +209,13 @@ func (e *produceEnds) RoomOut() {
 // leaves (the form before invariant 42).
 var produceRoomBound atomic.Bool
 
-// produceRoomOuts: the passes a full broker socket ended before a splice;
-// produceSplicedDetached: record bytes spliced from a client's socket while
-// it was detached (tests, profiles).
-var produceRoomOuts, produceSplicedDetached atomic.Int64
 
 func init() { produceRoomBound.Store(true) }
 
 // UnitOut writes straight to the broker's socket: the batch was flushed, nothing is unsent.
 func (e *produceEnds) UnitOut(sl [][]byte) { _ = e.up.c.Writev(sl) }
 
-func (e *produceEnds) UnitTaken(int) { produceUnits.Add(1) }
+func (e *produceEnds) UnitTaken(int) { e.e.fs.produceUnits.Add(1) }
 
 func (e *produceEnds) DestClear() bool {
 	u := e.up

@@ -114,7 +114,7 @@ func TestSpliceProduceRecords(t *testing.T) {
 	send := func(v int16, first int) int64 {
 		t.Helper()
 		frame := produceFrameV(r, v, "orders", -1, recordBatch(&vals, first, 16))
-		before := produceSplicedBytes.Load()
+		before := env.e.fs.produceSpliced.Load()
 		_ = r.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
 		if _, err := r.c.Write(frame); err != nil {
 			t.Fatal(err)
@@ -124,7 +124,7 @@ func TestSpliceProduceRecords(t *testing.T) {
 		if len(resp.Topics) != 1 || resp.Topics[0].Topic != "orders" || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
 			t.Fatalf("v%d: answer %+v", v, resp.Topics)
 		}
-		return produceSplicedBytes.Load() - before
+		return env.e.fs.produceSpliced.Load() - before
 	}
 	for i, v := range []int16{8, 9, 8, 9} {
 		got := send(v, i*16)
@@ -171,7 +171,7 @@ func TestSpliceProduceBrokerFull(t *testing.T) {
 
 	// Half of every pass read out of the pipe.
 	testPipeShort.Store(true)
-	outs, spliced := producePipeOuts.Load(), produceSplicedBytes.Load()
+	outs, spliced := env.e.fs.producePipeOuts.Load(), env.e.fs.produceSpliced.Load()
 	var written atomic.Int64
 	fs := frames(4)
 	werr := write(fs, &written)
@@ -182,13 +182,13 @@ func TestSpliceProduceBrokerFull(t *testing.T) {
 	if err := <-werr; err != nil {
 		t.Fatal(err)
 	}
-	if producePipeOuts.Load() == outs || produceSplicedBytes.Load() == spliced {
-		t.Fatalf("%d passes read out, %d bytes spliced", producePipeOuts.Load()-outs, produceSplicedBytes.Load()-spliced)
+	if env.e.fs.producePipeOuts.Load() == outs || env.e.fs.produceSpliced.Load() == spliced {
+		t.Fatalf("%d passes read out, %d bytes spliced", env.e.fs.producePipeOuts.Load()-outs, env.e.fs.produceSpliced.Load()-spliced)
 	}
 
 	// A broker that reads nothing.
 	sl.stall(true)
-	spliced = produceSplicedBytes.Load()
+	spliced = env.e.fs.produceSpliced.Load()
 	written.Store(0)
 	fs = frames(24)
 	werr = write(fs, &written)
@@ -213,8 +213,8 @@ func TestSpliceProduceBrokerFull(t *testing.T) {
 	if err := <-werr; err != nil {
 		t.Fatal(err)
 	}
-	if produceSplicedBytes.Load()-spliced < 8<<20 {
-		t.Fatalf("%d bytes spliced of %d", produceSplicedBytes.Load()-spliced, total)
+	if env.e.fs.produceSpliced.Load()-spliced < 8<<20 {
+		t.Fatalf("%d bytes spliced of %d", env.e.fs.produceSpliced.Load()-spliced, total)
 	}
 	consumeValues(t, env, vals)
 }
@@ -229,14 +229,14 @@ func TestSpliceProduceSeveralPartitions(t *testing.T) {
 	r := bulkConn(t, env)
 
 	var vals [2][][]byte // by partition
-	units := produceUnits.Load()
+	units := env.e.fs.produceUnits.Load()
 	for i, v := range []int16{9, 8, 9, 8} {
 		var recs [][]byte
 		for p := range vals {
 			recs = append(recs, recordBatch(&vals[p], i*100+p*10, 8)) // 2 MiB
 		}
 		b := produceRequestFrame(r, v, -1, "orders", recs...)
-		spliced := produceSplicedBytes.Load()
+		spliced := env.e.fs.produceSpliced.Load()
 		_ = r.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
 		if _, err := r.c.Write(b); err != nil {
 			t.Fatal(err)
@@ -251,9 +251,9 @@ func TestSpliceProduceSeveralPartitions(t *testing.T) {
 				t.Fatalf("v%d partition %d: error %d", v, p.Partition, p.ErrorCode)
 			}
 		}
-		t.Logf("v%d: %d of 4 MiB spliced", v, produceSplicedBytes.Load()-spliced)
+		t.Logf("v%d: %d of 4 MiB spliced", v, env.e.fs.produceSpliced.Load()-spliced)
 	}
-	if produceUnits.Load() == units {
+	if env.e.fs.produceUnits.Load() == units {
 		t.Fatal("no partition header was taken from the socket between two partitions' records")
 	}
 	cons := env.client("acme-app", kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"orders": {0: kgo.NewOffset().At(0), 1: kgo.NewOffset().At(0)}}),
@@ -304,11 +304,11 @@ func TestSpliceProduceNextFromSocket(t *testing.T) {
 		}
 		frames = append(frames, produceFrameV(r, 9, "orders", -1, recs))
 	}
-	nexts, spliced := produceNexts.Load(), produceSplicedBytes.Load()
+	nexts, spliced := env.e.fs.produceNexts.Load(), env.e.fs.produceSpliced.Load()
 	// The producer held, requests waiting in its socket.
 	writeWhileStalled(t, r, sl, frames, 300*time.Millisecond)
-	t.Logf("%d requests begun from the socket, %d MiB spliced", produceNexts.Load()-nexts, (produceSplicedBytes.Load()-spliced)>>20)
-	if produceNexts.Load() == nexts {
+	t.Logf("%d requests begun from the socket, %d MiB spliced", env.e.fs.produceNexts.Load()-nexts, (env.e.fs.produceSpliced.Load()-spliced)>>20)
+	if env.e.fs.produceNexts.Load() == nexts {
 		t.Fatal("no request was begun from its head in the socket")
 	}
 	consumeValues(t, env, vals)
@@ -329,10 +329,10 @@ func TestSpliceProduceRoomBound(t *testing.T) {
 	run := func(n int) (outs, rooms, detached int64) {
 		t.Helper()
 		fs := bigFrames(r, &vals, n)
-		outs0, rooms0, det0 := producePipeOuts.Load(), produceRoomOuts.Load(), produceSplicedDetached.Load()
+		outs0, rooms0, det0 := env.e.fs.producePipeOuts.Load(), env.e.fs.produceRoomOuts.Load(), env.e.fs.produceDetached.Load()
 		// The broker's socket full, the producer held.
 		writeWhileStalled(t, r, sl, fs, 500*time.Millisecond)
-		return producePipeOuts.Load() - outs0, produceRoomOuts.Load() - rooms0, produceSplicedDetached.Load() - det0
+		return env.e.fs.producePipeOuts.Load() - outs0, env.e.fs.produceRoomOuts.Load() - rooms0, env.e.fs.produceDetached.Load() - det0
 	}
 
 	outs, rooms, detached := run(24)

@@ -38,7 +38,7 @@ func TestSpliceLargeFetchIntact(t *testing.T) {
 	const size = 3 << 20
 	f := largeAnswers(t, size)
 	env := newTestEnvWith(t, envConfig{upstream: f.upstream()})
-	bytes0 := fetchSplicedBytes.Load()
+	bytes0 := env.e.fs.fetchSpliced.Load()
 	fast := dialReader(t, env, "acme-app")
 	slow := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"]) // a 16 KiB window
 	answers := 0
@@ -51,7 +51,7 @@ func TestSpliceLargeFetchIntact(t *testing.T) {
 			}
 		}
 	}
-	moved := fetchSplicedBytes.Load() - bytes0
+	moved := env.e.fs.fetchSpliced.Load() - bytes0
 	if moved < int64(answers)*size {
 		t.Fatalf("%d answers of 2 × %d record bytes: %d bytes spliced", answers, size, moved)
 	}
@@ -66,7 +66,7 @@ func TestSpliceStalledClient(t *testing.T) {
 	f := largeAnswers(t, size)
 	env := newTestEnvWith(t, envConfig{upstream: f.upstream()}, WithWriteTimeout(2*time.Second))
 	fds, pipes := settledFds(t), loopPipes(t, env)
-	bytes0 := fetchSplicedBytes.Load()
+	bytes0 := env.e.fs.fetchSpliced.Load()
 	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 	cl := clientOf(t, env.e, r)
 	r.fetchOrders(12)
@@ -91,7 +91,7 @@ func TestSpliceStalledClient(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if fetchSplicedBytes.Load() == bytes0 {
+	if env.e.fs.fetchSpliced.Load() == bytes0 {
 		t.Fatal("the answer was not spliced")
 	}
 	if peak > bound {
@@ -118,9 +118,9 @@ func TestSpliceClientClosesMidAnswer(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 		cl := clientOf(t, env.e, r)
-		before := fetchSplicedBytes.Load()
+		before := env.e.fs.fetchSpliced.Load()
 		r.fetchOrders(12)
-		waitUntil(t, 30*time.Second, "records spliced", func() bool { return fetchSplicedBytes.Load() > before })
+		waitUntil(t, 30*time.Second, "records spliced", func() bool { return env.e.fs.fetchSpliced.Load() > before })
 		buf := make([]byte, 64<<10)
 		_, _ = io.ReadFull(r.c, buf) // a part of it
 		if i == 1 {

@@ -207,7 +207,7 @@ func (c *Conn) detach() bool {
 	c.live, c.fd, c.st = nil, fd, detached
 	c.disarm()
 	c.l.track(c)
-	c.l.stats.Detaches.Add(1)
+	c.l.stats.Detaches.Inc()
 	// Synchronous: OnClose(gc) runs now and finds gc is not c.live — a
 	// detach, nothing ends; gnet then takes the fd out of its epoll and
 	// closes it.
@@ -266,7 +266,7 @@ func (c *Conn) Reattached(gc gnet.Conn) gnet.Action {
 		return gnet.Close
 	}
 	c.live, c.st = gc, attached
-	c.l.stats.Resumes.Add(1)
+	c.l.stats.Resumes.Inc()
 	if c.q.Len() > 0 { // written while detached or re-enrolling: first
 		if _, err := c.q.WriteTo(gc.Fd()); err != nil {
 			return gnet.Close // OnClose(gc) tells the owner

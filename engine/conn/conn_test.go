@@ -259,8 +259,8 @@ func TestPauseBytesWaitAndReasonsAddUp(t *testing.T) {
 	if !bytes.Equal(o.bytes(), want) {
 		t.Fatal("bytes out of order or changed")
 	}
-	if s.stats.Detaches.Load() < 1 || s.stats.Resumes.Load() < 1 {
-		t.Fatalf("stats: %d detaches, %d resumes", s.stats.Detaches.Load(), s.stats.Resumes.Load())
+	if s.stats.Detaches.Get() < 1 || s.stats.Resumes.Get() < 1 {
+		t.Fatalf("stats: %d detaches, %d resumes", s.stats.Detaches.Get(), s.stats.Resumes.Get())
 	}
 }
 

@@ -177,7 +177,7 @@ func (c *Conn) marks() {
 	switch {
 	case !c.above && (n > c.high || c.full):
 		c.above = true
-		c.l.stats.Above.Add(1)
+		c.l.stats.Above.Inc()
 		c.owner.Above()
 	case c.above && !c.full && n <= c.low:
 		c.above = false

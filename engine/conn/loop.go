@@ -2,19 +2,19 @@ package conn
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/flexway/flexway/engine/kernel"
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 )
 
-// Stats counts what the mechanism did (the engine exports them as series).
+// Stats counts what the mechanism did: the engine's series.
 type Stats struct {
-	Detaches atomic.Int64 // pauses applied (sockets taken from gnet)
-	Resumes  atomic.Int64 // sockets enrolled again
-	Above    atomic.Int64 // write queues that passed their high mark
+	Detaches *metrics.Counter // pauses applied (sockets taken from gnet)
+	Resumes  *metrics.Counter // sockets enrolled again
+	Above    *metrics.Counter // write queues that passed their high mark
 }
 
 // Loop is the mechanism's state of one gnet event loop: the pauses to
@@ -44,6 +44,11 @@ type Loop struct {
 func NewLoop(el gnet.EventLoop, guard func(where string), stats *Stats) *Loop {
 	if stats == nil {
 		stats = &Stats{}
+	}
+	for _, c := range []**metrics.Counter{&stats.Detaches, &stats.Resumes, &stats.Above} {
+		if *c == nil {
+			*c = &metrics.Counter{}
+		}
 	}
 	return &Loop{el: el, guard: guard, stats: stats, tracked: map[*Conn]struct{}{}, armed: map[int32]*Conn{}}
 }

@@ -29,7 +29,6 @@ var fetchSpliceMin atomic.Int64
 
 func init() { fetchSpliceMin.Store(64 << 10) }
 
-
 // spliceFetch moves what the broker's socket holds of the current
 // partition's records to the client, when it may (see above); true when
 // bytes moved (the stream went on by them). Runs on the loop, in the

@@ -19,10 +19,10 @@ func (c count) Load() int64 { return int64(c.c.Get()) }
 
 // flowSeries are the engine's flow and splice counters.
 type flowSeries struct {
-	brokerPauses   count // broker connections paused until their client reads
-	brokerPausedNs count                // the time they stayed so, in ns (tests)
+	brokerPauses   count                 // broker connections paused until their client reads
+	brokerPausedNs count                 // the time they stayed so, in ns (tests)
 	brokerPausedS  *metrics.FloatCounter // the same, exported in seconds
-	clientPauses   count // clients paused until their broker takes
+	clientPauses   count                 // clients paused until their broker takes
 
 	fetchSpliced  count // Fetch record bytes spliced to clients
 	fetchPipeOuts count // Fetch passes that met a full client socket

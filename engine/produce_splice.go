@@ -36,7 +36,6 @@ var produceSpliceMin atomic.Int64
 
 func init() { produceSpliceMin.Store(64 << 10) }
 
-
 // spliceProduce moves what the client's socket holds of the current
 // partition's records to the broker, when it may (see above); true when
 // bytes moved (the stream went on by them). Runs on the loop, with
@@ -88,7 +87,6 @@ func (cl *client) spliceReady() (pp *splice.Pipe, cfd, bfd int) {
 // spliceChain bounds the requests one spliceOn begins from the socket, so
 // that one producer does not keep its loop from the others.
 const spliceChain = 8
-
 
 // spliceOn splices what the client's socket holds of its streamed
 // requests while nothing of it is buffered: the rest of the one under way,
@@ -208,7 +206,6 @@ func (e *produceEnds) RoomOut() {
 // off, a pass splices what the pipe holds and reads out what the socket
 // leaves (the form before invariant 42).
 var produceRoomBound atomic.Bool
-
 
 func init() { produceRoomBound.Store(true) }
 

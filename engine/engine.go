@@ -21,6 +21,7 @@ import (
 
 	"github.com/flexway/flexway/audit"
 	"github.com/flexway/flexway/auth"
+	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/engine/conn"
@@ -79,6 +80,7 @@ type Engine struct {
 	quotas      *quota.Registry      // the KIP-219 buckets (quota.go)
 	flow        conn.Stats           // the flow-control mechanism's counts (flow.go)
 	fs          flowSeries           // the flow and splice series (flowseries.go)
+	tune        tuning               // the flow's and the splice's bounds (options.go)
 }
 
 // portRoute says what a listener port serves.
@@ -99,10 +101,13 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (*Engine, e
 		booted:    make(chan struct{}),
 		stopped:   make(chan struct{}),
 	}
-	e.opts = Options{WriteTimeout: 30 * time.Second, ReadBufferCap: 256 << 10, AuthWorkers: 64}
+	e.opts = Options{WriteTimeout: 30 * time.Second, ReadBufferCap: 256 << 10, AuthWorkers: 64,
+		FlowHigh: 1 << 20, FlowLow: 256 << 10, StreamMin: codec.MaxStreamUnit,
+		FetchSpliceMin: 64 << 10, ProduceSpliceMin: 64 << 10}
 	for _, o := range opt {
 		o(&e.opts)
 	}
+	e.tune.set(&e.opts)
 	if e.opts.Logger == nil {
 		e.opts.Logger = slog.Default()
 	}
@@ -418,7 +423,7 @@ func (e *Engine) loopOf(el gnet.EventLoop) *loop {
 	defer e.loopsMu.Unlock()
 	l := e.loops[el]
 	if l == nil {
-		l = &loop{el: el, clients: map[*client]struct{}{}}
+		l = &loop{el: el, tune: &e.tune, clients: map[*client]struct{}{}}
 		l.fc = conn.NewLoop(el, e.guard, &e.flow)
 		e.loops[el] = l
 	}

@@ -17,17 +17,9 @@ package engine
 // and the broker is not read until the client reads, as for any answer.
 
 import (
-	"sync/atomic"
-
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/engine/signals"
 )
-
-// fetchSpliceMin: a partition with fewer record bytes left to come than
-// this is relayed through the loop's buffer. 0 turns it off.
-var fetchSpliceMin atomic.Int64
-
-func init() { fetchSpliceMin.Store(64 << 10) }
 
 // spliceFetch moves what the broker's socket holds of the current
 // partition's records to the client, when it may (see above); true when
@@ -60,9 +52,9 @@ func (u *upstreamConn) spliceFetch() bool {
 // answer's records go to its client.
 type fetchEnds upstreamConn
 
-// More: left record bytes of a partition are spliced (fetchSpliceMin or more).
+// More: left record bytes of a partition are spliced (Options.FetchSpliceMin or more).
 func (e *fetchEnds) More(left int) bool {
-	min := fetchSpliceMin.Load()
+	min := e.cl.e.tune.fetchSpliceMin.Load()
 	return min > 0 && int64(left) >= min
 }
 

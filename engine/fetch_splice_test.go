@@ -44,16 +44,16 @@ func TestSpliceFetchOnLoop(t *testing.T) {
 		t.Fatalf("%d answers of 2 × 512 KiB records: %d bytes spliced on the loop", answers, spliced)
 	}
 
-	testPipeShort.Store(true)
+	env.e.tune.pipeShort.Store(true)
 	outs := env.e.fs.fetchPipeOuts.Load()
 	_, spliced = rounds(2)
-	testPipeShort.Store(false)
+	env.e.tune.pipeShort.Store(false)
 	if env.e.fs.fetchPipeOuts.Load() == outs || spliced == 0 {
 		t.Fatalf("half of every pass read out: %d passes read out, %d bytes spliced", env.e.fs.fetchPipeOuts.Load()-outs, spliced)
 	}
 
-	old := fetchSpliceMin.Swap(0)
-	t.Cleanup(func() { fetchSpliceMin.Store(old) })
+	old := env.e.tune.fetchSpliceMin.Swap(0)
+	t.Cleanup(func() { env.e.tune.fetchSpliceMin.Store(old) })
 	if _, spliced = rounds(1); spliced != 0 {
 		t.Fatalf("splicing off: %d bytes spliced", spliced)
 	}

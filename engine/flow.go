@@ -25,27 +25,19 @@ package engine
 // in microseconds, not at a tick.
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/flexway/flexway/engine/conn"
 )
 
-// The marks of every connection's write queue. One streaming connection
-// holds at most flowHigh plus one read (the loop's read buffer) plus a unit
-// not yet whole; the kernel's socket buffers (several MiB on each side)
-// keep a fast consumer fed while the pause and the resume cross.
-var (
-	flowHigh atomic.Int64
-	flowLow  atomic.Int64
-)
-
-func init() {
-	flowHigh.Store(1 << 20)
-	flowLow.Store(256 << 10)
+// marks are every connection's write queue marks (Options.FlowHigh and
+// FlowLow). One streaming connection holds at most flowHigh plus one read
+// (the loop's read buffer) plus a unit not yet whole; the kernel's socket
+// buffers (several MiB on each side) keep a fast consumer fed while the
+// pause and the resume cross.
+func (e *Engine) marks() (high, low int) {
+	return int(e.tune.flowHigh.Load()), int(e.tune.flowLow.Load())
 }
-
-func marks() (high, low int) { return int(flowHigh.Load()), int(flowLow.Load()) }
 
 // pause pauses the client's reads for r; false when it cannot be paused
 // now (closed, or in its TLS handshake: a worker reads what the loop feeds).
@@ -181,7 +173,7 @@ func (cl *client) syncMarks() {
 	if u == nil || u.c == nil || u.closed {
 		return
 	}
-	high, low := marks()
+	high, low := cl.e.marks()
 	if cl.splicesProduce() {
 		high, low = 0, 0
 	}
@@ -193,5 +185,5 @@ func (cl *client) syncMarks() {
 // nothing unsent (invariant 39).
 func (cl *client) splicesProduce() bool {
 	u := cl.up
-	return (cl.ps.s != nil || cl.ps.large) && produceSpliceMin.Load() > 0 && cl.tls == nil && u != nil && u.rec == nil
+	return (cl.ps.s != nil || cl.ps.large) && cl.e.tune.produceSpliceMin.Load() > 0 && cl.tls == nil && u != nil && u.rec == nil
 }

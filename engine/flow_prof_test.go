@@ -59,14 +59,14 @@ func TestFlowProfileRawFetch(t *testing.T) {
 	case "off":
 		modes = []bool{false}
 	}
-	min0 := fetchSpliceMin.Load()
-	defer fetchSpliceMin.Store(min0)
+	min0 := env.e.tune.fetchSpliceMin.Load()
+	defer env.e.tune.fetchSpliceMin.Store(min0)
 	rates, cpus := map[bool][]float64{}, map[bool][]float64{}
 	for _, on := range modes {
 		if on {
-			fetchSpliceMin.Store(min0)
+			env.e.tune.fetchSpliceMin.Store(min0)
 		} else {
-			fetchSpliceMin.Store(0)
+			env.e.tune.fetchSpliceMin.Store(0)
 		}
 		read := 0
 		p0 := env.e.fs.brokerPauses.Load()

@@ -44,7 +44,7 @@ func TestFlowSpeedLargeFetch(t *testing.T) {
 	helds := map[bool][]int64{}
 	for run := 0; run < 6; run++ {
 		off := run%2 == 1
-		setFlowOff(off)
+		setFlowOff(env, off)
 		var peak atomic.Int64
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
@@ -103,7 +103,7 @@ func TestFlowSpeedLargeFetch(t *testing.T) {
 		t.Logf("flow off=%v: %.0f MiB in %v: %.0f MiB/s, process CPU %.2f s/GiB, peak held by a connection %d KiB; %d broker pauses, %v paused",
 			off, mib, el.Round(time.Millisecond), mib/el.Seconds(), cpu.Seconds()/(mib/1024), peak.Load()>>10, env.e.fs.brokerPauses.Load()-p0, time.Duration(env.e.fs.brokerPausedNs.Load()-pn0).Round(time.Millisecond))
 	}
-	setFlowOff(false)
+	setFlowOff(env, false)
 	med := func(v []float64) float64 { sort.Float64s(v); return v[len(v)/2] }
 	for _, off := range []bool{false, true} {
 		t.Logf("median, flow off=%v: %.0f MiB/s (runs %.0f), process CPU %.2f s/GiB, peak held %v bytes", off, med(append([]float64(nil), rates[off]...)), rates[off], med(cpus[off]), helds[off])

@@ -26,12 +26,12 @@ import (
 
 // setFlowOff turns "the broker is not read until the client reads" off
 // (true) or on again: the speed test compares both.
-func setFlowOff(off bool) {
+func setFlowOff(env *testEnv, off bool) {
 	if off {
-		flowHigh.Store(math.MaxInt64)
+		env.e.tune.flowHigh.Store(math.MaxInt64)
 		return
 	}
-	flowHigh.Store(1 << 20)
+	env.e.tune.flowHigh.Store(1 << 20)
 }
 
 // heldBytes is what the gateway holds in memory for the client of r: the
@@ -70,13 +70,12 @@ func liveHeap() int64 {
 // once the client reads, the whole answer arrives and the broker is read
 // again.
 func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
-	noSplice(t) // the pause's path (a TLS side; the splice's: TestSpliceStalledClient)
-	env := newTestEnv(t, "")
+	env := newTestEnv(t, "", noSplice())  // the pause's path (a TLS side; the splice's: TestSpliceStalledClient)
 	produceDirect(t, env, 0, 24, 256<<10) // 6 MiB on orders/0, in batches of 768 KiB
 	r := dialRaw(t, leaderOf0(t, env), "acme-app", env.keys["acme-app"])
 	cl := clientOf(t, env.e, r)
 	r.fetchMax(8 << 20)
-	bound := flowHigh.Load() + int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
+	bound := env.e.tune.flowHigh.Load() + int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
 	var peak int64
 	paused := false
 	deadline := time.Now().Add(10 * time.Second)
@@ -267,8 +266,8 @@ func TestFlowStalledReadersReleased(t *testing.T) {
 func TestFlowHeldClientPipeliningNotRead(t *testing.T) {
 	const frames, recs, size = 512, 16, 4096 // 32 MiB of Produce requests
 
-	noSplice(t) // the answer must wait in the gateway: not spliced
-	env := newTestEnv(t, "    max_in_flight_bytes: 1MiB\n", WithWriteTimeout(60*time.Second))
+	// noSplice: the answer must wait in the gateway, not spliced.
+	env := newTestEnv(t, "    max_in_flight_bytes: 1MiB\n", WithWriteTimeout(60*time.Second), noSplice())
 	produceDirect(t, env, 0, 24, 256<<10) // 6 MiB on orders/0
 	r := dialRaw(t, leaderOf0(t, env), "acme-app", env.keys["acme-app"])
 	cl := clientOf(t, env.e, r)
@@ -519,7 +518,7 @@ func flowClientNotRead(t *testing.T) {
 		}
 		werr <- nil
 	}()
-	bound := flowHigh.Load() + 2*int64(env.e.opts.ReadBufferCap) + batchMax
+	bound := env.e.tune.flowHigh.Load() + 2*int64(env.e.opts.ReadBufferCap) + batchMax
 	var peak int64
 	stable := 0
 	for deadline := time.Now().Add(15 * time.Second); stable < 50 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {

@@ -18,6 +18,7 @@ import (
 type loop struct {
 	el      gnet.EventLoop
 	fc      *conn.Loop // the flow-control mechanism's state of the loop (flow.go)
+	tune    *tuning    // the engine's
 	clients map[*client]struct{}
 	held    []*client
 	// draining: broker connections of gone clients, closed once flushed
@@ -57,7 +58,7 @@ func (e *Engine) OnOpen(c gnet.Conn) (out []byte, action gnet.Action) {
 			_ = c.SetLinger(0)
 			return nil, gnet.Close
 		}
-		high, low := marks()
+		high, low := e.marks()
 		cl.c = conn.Open(cl.lp.fc, c, cl, high, low)
 		return nil, gnet.None
 	case *conn.Conn: // a paused socket enrolled again

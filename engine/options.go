@@ -2,6 +2,7 @@ package engine
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/flexway/flexway/quota"
@@ -27,10 +28,51 @@ type Options struct {
 	// Counters, if set, is the shared counter store instead of the one
 	// server.counters names (tests); the engine does not close it.
 	Counters quota.Store
+	// FlowHigh and FlowLow are every connection's write queue marks
+	// (flow.go; default 1 MiB and 256 KiB).
+	FlowHigh, FlowLow int
+	// StreamMin: a Fetch answer or a Produce request longer than this that
+	// is not whole in the buffer is relayed as it arrives (invariants 21,
+	// 26; default codec.MaxStreamUnit).
+	StreamMin int
+	// FetchSpliceMin and ProduceSpliceMin: a partition with fewer record
+	// bytes left to come is relayed through the loop's buffer, not spliced
+	// (default 64 KiB each; 0 turns splicing off).
+	FetchSpliceMin, ProduceSpliceMin int
 	// lockLoops locks each event loop to its OS thread (gnet's
 	// WithLockOSThread): the system-call measurement counts a loop's
 	// thread (syscalls_test.go).
 	lockLoops bool
+}
+
+// WithFlowMarks sets the write queues' marks.
+func WithFlowMarks(high, low int) Option {
+	return func(o *Options) { o.FlowHigh, o.FlowLow = high, min(low, high) }
+}
+
+// WithSpliceMin sets the splice passes' bounds (0: off).
+func WithSpliceMin(fetch, produce int) Option {
+	return func(o *Options) { o.FetchSpliceMin, o.ProduceSpliceMin = fetch, produce }
+}
+
+// tuning is what the options set of the flow and the splice, in atomics:
+// tests change them while the loops run.
+type tuning struct {
+	flowHigh, flowLow atomic.Int64
+	streamMin         atomic.Int64
+	fetchSpliceMin    atomic.Int64
+	produceSpliceMin  atomic.Int64
+	roomBound         atomic.Bool // produce passes bounded by the broker's room (tests turn it off)
+	pipeShort         atomic.Bool // tests: every pass meets a "full" destination (splice.Pipe.Short)
+}
+
+func (t *tuning) set(o *Options) {
+	t.flowHigh.Store(int64(o.FlowHigh))
+	t.flowLow.Store(int64(o.FlowLow))
+	t.streamMin.Store(int64(o.StreamMin))
+	t.fetchSpliceMin.Store(int64(o.FetchSpliceMin))
+	t.produceSpliceMin.Store(int64(o.ProduceSpliceMin))
+	t.roomBound.Store(true)
 }
 
 // Option sets an option.

@@ -326,9 +326,9 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 		before   = 32 // whole requests sent before the pause
 		minBlock = 8 << 20
 	)
-	// The half request must stay in gnet's buffer: not streamed (invariant 26).
-	defer streamMinFrame.Store(streamMinFrame.Swap(math.MaxInt64))
 	env := newTestEnv(t, "")
+	// The half request must stay in gnet's buffer: not streamed (invariant 26).
+	env.e.tune.streamMin.Store(math.MaxInt64)
 	addr := leaderOf0(t, env)
 	r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
 	defer r.c.Close()

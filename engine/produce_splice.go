@@ -20,7 +20,6 @@ package engine
 
 import (
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/flexway/flexway/codec"
@@ -28,13 +27,6 @@ import (
 	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/engine/splice"
 )
-
-// produceSpliceMin: a partition with fewer record bytes left to come than
-// this is relayed through the loop's buffer (a pass costs at least two
-// system calls). 0 turns it off.
-var produceSpliceMin atomic.Int64
-
-func init() { produceSpliceMin.Store(64 << 10) }
 
 // spliceProduce moves what the client's socket holds of the current
 // partition's records to the broker, when it may (see above); true when
@@ -120,7 +112,7 @@ func (cl *client) spliceOn() {
 // caller's). Whatever it declines, gnet reads and the client's event handles.
 func (cl *client) spliceNext() bool {
 	if cl.ps.s != nil || !cl.ps.large || cl.ps.gather || cl.draining || cl.held || cl.reauthing ||
-		cl.upSt != upReady || cl.muted() || produceSpliceMin.Load() == 0 {
+		cl.upSt != upReady || cl.muted() || cl.e.tune.produceSpliceMin.Load() == 0 {
 		return false
 	}
 	pp, cfd, _ := cl.spliceReady()
@@ -154,7 +146,7 @@ func (cl *client) spliceNext() bool {
 type produceEnds client
 
 func (e *produceEnds) More(left int) bool {
-	min := produceSpliceMin.Load()
+	min := e.e.tune.produceSpliceMin.Load()
 	return min > 0 && int64(left) >= min
 }
 
@@ -186,7 +178,7 @@ func (e *produceEnds) PipeFull(rest int) {
 // that nothing is left in the pipe to be read out and copied: the records
 // the broker cannot take yet stay in the client's socket.
 func (e *produceEnds) Room(dst int) int {
-	if !produceRoomBound.Load() {
+	if !e.e.tune.roomBound.Load() {
 		return -1
 	}
 	return kernel.Room(dst)
@@ -201,13 +193,6 @@ func (e *produceEnds) RoomOut() {
 		u.c.NoRoom()
 	}
 }
-
-// produceRoomBound (tests): passes are bounded by the broker socket's room;
-// off, a pass splices what the pipe holds and reads out what the socket
-// leaves (the form before invariant 42).
-var produceRoomBound atomic.Bool
-
-func init() { produceRoomBound.Store(true) }
 
 // UnitOut writes straight to the broker's socket: the batch was flushed, nothing is unsent.
 func (e *produceEnds) UnitOut(sl [][]byte) { _ = e.up.c.Writev(sl) }

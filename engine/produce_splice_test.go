@@ -133,8 +133,8 @@ func TestSpliceProduceRecords(t *testing.T) {
 			t.Fatalf("v%d request %d: %d record bytes spliced of 4 MiB", v, i, got)
 		}
 	}
-	old := produceSpliceMin.Swap(0)
-	t.Cleanup(func() { produceSpliceMin.Store(old) })
+	old := env.e.tune.produceSpliceMin.Swap(0)
+	t.Cleanup(func() { env.e.tune.produceSpliceMin.Store(old) })
 	if got := send(9, 64); got != 0 {
 		t.Fatalf("splicing off: %d bytes spliced", got)
 	}
@@ -170,7 +170,7 @@ func TestSpliceProduceBrokerFull(t *testing.T) {
 	}
 
 	// Half of every pass read out of the pipe.
-	testPipeShort.Store(true)
+	env.e.tune.pipeShort.Store(true)
 	outs, spliced := env.e.fs.producePipeOuts.Load(), env.e.fs.produceSpliced.Load()
 	var written atomic.Int64
 	fs := frames(4)
@@ -178,7 +178,7 @@ func TestSpliceProduceBrokerFull(t *testing.T) {
 	for i := range fs {
 		answer(i)
 	}
-	testPipeShort.Store(false)
+	env.e.tune.pipeShort.Store(false)
 	if err := <-werr; err != nil {
 		t.Fatal(err)
 	}
@@ -344,8 +344,8 @@ func TestSpliceProduceRoomBound(t *testing.T) {
 		t.Fatalf("bounded: %d bytes spliced from the detached socket", detached)
 	}
 
-	produceRoomBound.Store(false)
-	t.Cleanup(func() { produceRoomBound.Store(true) })
+	env.e.tune.roomBound.Store(false)
+	t.Cleanup(func() { env.e.tune.roomBound.Store(true) })
 	outs, rooms, _ = run(24)
 	t.Logf("unbounded: %d passes read out of the pipe, %d ended before a full socket", outs, rooms)
 	if outs == 0 || rooms != 0 {

@@ -47,7 +47,7 @@ func (cl *client) beginProduce(size int32, n int) bool {
 // looked at in the socket: spliceNext); true: begun, and the caller takes
 // the size prefix. Nothing of head is kept.
 func (cl *client) beginStream(size int32, head []byte) bool {
-	if cl.ps.gather || cl.state != stAuthed || cl.legacySASL || int64(size) <= streamMinFrame.Load() {
+	if cl.ps.gather || cl.state != stAuthed || cl.legacySASL || int64(size) <= cl.e.tune.streamMin.Load() {
 		return false
 	}
 	if q := cl.snap.Listener.Quotas; q != nil && q.Quota != "" && cl.e.counters != nil {

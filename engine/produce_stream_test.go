@@ -100,10 +100,10 @@ func TestStreamLargeProduceNeverHeldWhole(t *testing.T) {
 	bigBatches(t, env)
 	const n, size = 64, 256 << 10
 
-	old := streamMinFrame.Swap(math.MaxInt64)
+	old := env.e.tune.streamMin.Swap(math.MaxInt64)
 	produceLarge(t, env, n/2, size)
 	whole := most.Load()
-	streamMinFrame.Store(old)
+	env.e.tune.streamMin.Store(old)
 
 	most.Store(0)
 	produceLarge(t, env, n/2, size)

@@ -8,21 +8,15 @@ package engine
 // pipe; a pass runs inside the source connection's traffic callback.
 
 import (
-	"sync/atomic"
-
 	"github.com/flexway/flexway/engine/splice"
 )
-
-// testPipeShort (tests): every pass writes half of what the pipe holds to
-// the destination's socket, as when it is full, and the rest as any bytes.
-var testPipeShort atomic.Bool
 
 // pipe returns the loop's pipe, nil when none can be made (nothing is
 // spliced on this loop then; tried again after a while; never where the
 // kernel has no splice).
 func (lp *loop) pipe() *splice.Pipe {
 	if lp.pp != nil {
-		lp.pp.Short.Store(testPipeShort.Load())
+		lp.pp.Short.Store(lp.tune.pipeShort.Load())
 		return lp.pp
 	}
 	if lp.ppFailed > 0 {
@@ -34,7 +28,7 @@ func (lp *loop) pipe() *splice.Pipe {
 		lp.ppFailed = 1000
 		return nil
 	}
-	p.Short.Store(testPipeShort.Load())
+	p.Short.Store(lp.tune.pipeShort.Load())
 	lp.pp = p
 	return p
 }

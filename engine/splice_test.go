@@ -14,11 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// noSplice turns splicing off for the test (the paths it bypasses).
-func noSplice(t *testing.T) {
-	old := fetchSpliceMin.Swap(0)
-	t.Cleanup(func() { fetchSpliceMin.Store(old) })
-}
+// noSplice turns the splicing of answers off for the test's engine (the
+// paths it bypasses).
+func noSplice() Option { return WithSpliceMin(0, 64<<10) }
 
 // largeAnswers is a broker answering every Fetch with two partitions of
 // size record bytes (the second with aborted transactions), written in
@@ -70,7 +68,7 @@ func TestSpliceStalledClient(t *testing.T) {
 	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 	cl := clientOf(t, env.e, r)
 	r.fetchOrders(12)
-	bound := flowHigh.Load() + int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
+	bound := env.e.tune.flowHigh.Load() + int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
 	var peak int64
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -107,11 +107,11 @@ func TestStreamLargeFetchNeverHeldWhole(t *testing.T) {
 	consumeIntact(t, env, 0, n, size)
 	streamed := most.Load()
 
-	old := streamMinFrame.Swap(math.MaxInt64)
+	old := env.e.tune.streamMin.Swap(math.MaxInt64)
 	most.Store(0)
 	consumeIntact(t, env, 0, n, size)
 	whole := most.Load()
-	streamMinFrame.Store(old)
+	env.e.tune.streamMin.Store(old)
 
 	t.Logf("largest broker-side buffer: %d KiB streamed, %d KiB gathered whole", streamed>>10, whole>>10)
 	if whole < 4<<20 {

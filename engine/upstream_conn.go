@@ -43,14 +43,6 @@ type upstreamConn struct {
 	sec *upSecure
 }
 
-// streamMinFrame: a Fetch answer longer than this that is not whole in the
-// buffer is relayed as it arrives (cut-through, invariant 21); shorter, or
-// any other answer, waits until it is whole. Atomic: the tests change it
-// while the loops run.
-var streamMinFrame atomic.Int64
-
-func init() { streamMinFrame.Store(codec.MaxStreamUnit) }
-
 // streamPeek bounds what is peeked past a unit left unconsumed: gnet keeps
 // it in its ring, and a peek across the ring and the read buffer copies.
 const streamPeek = 4 << 10
@@ -180,7 +172,7 @@ func (u *upstreamConn) onTraffic() {
 		}
 		total := codec.SizeLen + int(size)
 		if n < total {
-			if int64(size) <= streamMinFrame.Load() || n < codec.SizeLen+4 || !u.begin(size) {
+			if int64(size) <= cl.e.tune.streamMin.Load() || n < codec.SizeLen+4 || !u.begin(size) {
 				break
 			}
 			continue

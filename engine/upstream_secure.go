@@ -75,7 +75,7 @@ func newUpSecure(conn *upstream.Conn, addr string) *upSecure {
 // its record layer on the loop (the tls.Conn's own socket swapped for the
 // loop's, upstream.Conn.HandOff, before any read or write there).
 func (u *upstreamConn) attach(gc gnet.Conn) {
-	high, low := marks()
+	high, low := u.cl.e.marks()
 	u.c = conn.Open(u.cl.lp.fc, gc, u, high, low)
 	s := u.sec
 	if s == nil || s.conn.TLS() == nil {

@@ -109,12 +109,12 @@ func (cl *client) auditSASLRefused(key int16, user, tenant string) {
 // auditRecord is the record of a request of cl, allowed until said otherwise.
 func (cl *client) auditRecord(snap *configs.Snapshot, key int16) audit.Record {
 	r := audit.Record{Time: time.Now(), API: decide.Name(key), Decision: signals.Allowed.String(), Cause: signals.CauseNone.String(),
-		Mechanism: cl.mech}
+		Mechanism: cl.auth.mech}
 	if c := cl.route.cluster; c != nil {
 		r.Cluster = c.Name
 	}
-	if cl.ident != nil {
-		r.Tenant, r.Principal = cl.ident.Tenant, cl.ident.Principal
+	if cl.auth.ident != nil {
+		r.Tenant, r.Principal = cl.auth.ident.Tenant, cl.auth.ident.Principal
 	}
 	if snap.File.Audit != nil {
 		r.HashKey = snap.File.Audit.TopicKey.Value()

@@ -24,7 +24,7 @@ func (cl *client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 	case codec.KeySASLHandshake:
 		cl.saslHandshake(h, frame[h.BodyOffset:])
 	case codec.KeySASLAuthenticate:
-		if cl.mech == "" {
+		if cl.auth.mech == "" {
 			cl.close(signals.CloseSASLOrder)
 			return
 		}
@@ -53,7 +53,7 @@ func (cl *client) saslHandshake(h *codec.RequestHeader, body []byte) {
 	if cl.route.cluster.Plain {
 		offered = append(offered, "PLAIN")
 	}
-	if cl.route.cluster.OAuth && cl.e.oauth.Load() != nil {
+	if cl.route.cluster.OAuth && cl.e.sec.oauth.Load() != nil {
 		offered = append(offered, "OAUTHBEARER")
 	}
 	resp.SupportedMechanisms = offered
@@ -64,8 +64,8 @@ func (cl *client) saslHandshake(h *codec.RequestHeader, body []byte) {
 		}
 	}
 	if ok {
-		cl.mech = req.Mechanism
-		cl.legacySASL = h.Version == 0
+		cl.auth.mech = req.Mechanism
+		cl.auth.legacySASL = h.Version == 0
 	} else {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		cl.e.refusedLine("kafka authentication refused", "cause", "mechanism not served", "mechanism", req.Mechanism, "cluster", cl.route.cluster.Name)
@@ -103,22 +103,22 @@ func (cl *client) authenticate(token []byte, h *codec.RequestHeader) {
 	if h == nil {
 		mode = authLegacy
 	}
-	if cl.state == stAuthed {
+	if cl.auth.state == stAuthed {
 		mode = authReauth
 	}
 	snap := cl.e.snap.Load()
 	if mode == authReauth {
-		cl.reauthing = true
+		cl.auth.reauthing = true
 	} else {
-		cl.state = stAuthing
+		cl.auth.state = stAuthing
 	}
 	el := cl.c.EventLoop()
-	mech := cl.mech
-	err := cl.e.pool.Submit(func() {
+	mech := cl.auth.mech
+	err := cl.e.pools.auth.Submit(func() {
 		var res auth.Result
 		if mech == "OAUTHBEARER" {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			res = cl.e.oauth.Load().Verify(ctx, snap, tok, time.Now())
+			res = cl.e.sec.oauth.Load().Verify(ctx, snap, tok, time.Now())
 			cancel()
 		} else {
 			res = auth.VerifyPlain(snap, tok, time.Now())
@@ -164,18 +164,18 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	if res.ID != nil {
 		// B1: the tenant's connections and new connections a second.
 		l := snap.Listener
-		ten, bound := cl.e.tenants.Take(res.ID.Tenant, l.ConnectionsPerTenant(), l.ConnectionRatePerTenant(), time.Now())
+		ten, bound := cl.e.bounds.tenants.Take(res.ID.Tenant, l.ConnectionsPerTenant(), l.ConnectionRatePerTenant(), time.Now())
 		if ten == nil {
 			cl.e.m.Refused(bound.String(), res.ID.Tenant)
 			// Seed 002: past a tenant's bound the answer is SASL_AUTHENTICATION_FAILED, logged as such.
-			cl.e.refusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound.String(), "user", res.User, "tenant", res.ID.Tenant, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
+			cl.e.refusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound.String(), "user", res.User, "tenant", res.ID.Tenant, "cluster", cl.route.cluster.Name, "mechanism", cl.auth.mech)
 			cl.authFailed(h, mode)
 			return
 		}
 		cl.tenant = ten
 	}
 	if res.ID == nil {
-		cl.e.refusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.cluster.Name, "mechanism", cl.mech)
+		cl.e.refusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.cluster.Name, "mechanism", cl.auth.mech)
 		if mode != authCert { // a certificate is no request
 			cl.ts.Request(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication)
 		}
@@ -184,14 +184,14 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 		return
 	}
 	view.SetAdminScopes(res.ID.Scopes)
-	cl.ident = res.ID
+	cl.auth.ident = res.ID
 	cl.snap = snap
-	cl.state = stAuthed
+	cl.auth.state = stAuthed
 	lifetime := cl.startSession(snap)
-	cl.e.unauth.Add(-1)
+	cl.e.bounds.unauth.Add(-1)
 	cl.budget.Limit = int64(snap.Listener.MaxInFlightBytes)
 	cl.budget.Tenant = &cl.tenant.Share
-	cl.budget.Replica = cl.e.replica
+	cl.budget.Replica = cl.e.bounds.replica
 	cl.sess = &decide.Session{
 		View:     view,
 		Versions: cl.e.versions[cl.route.cluster.Name],
@@ -229,7 +229,7 @@ func (cl *client) authFailed(h *codec.RequestHeader, mode authMode) {
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
 		cl.writeKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp)
 	}
-	cl.state = stPreAuth
+	cl.auth.state = stPreAuth
 	cl.close(signals.CloseAuthFailed)
 }
 
@@ -244,10 +244,10 @@ func (cl *client) startSession(snap *configs.Snapshot) time.Duration {
 		max = c
 	}
 	end := now.Add(max)
-	if e := cl.ident.Expires; !e.IsZero() && e.Before(end) {
+	if e := cl.auth.ident.Expires; !e.IsZero() && e.Before(end) {
 		end = e
 	}
-	cl.sessEnd = end
+	cl.auth.sessEnd = end
 	return end.Sub(now)
 }
 
@@ -256,12 +256,12 @@ func (cl *client) startSession(snap *configs.Snapshot) time.Duration {
 // one a reload revoked (S2). After a reload the session takes the
 // configuration in force (view, bounds, timeouts) at its next request.
 func (cl *client) checkSession() bool {
-	if cl.revoked != "" {
-		cl.close(signals.CloseRevoked, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal, "cause", cl.revoked)
+	if cl.auth.revoked != "" {
+		cl.close(signals.CloseRevoked, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal, "cause", cl.auth.revoked)
 		return false
 	}
-	if !cl.sessEnd.IsZero() && !time.Now().Before(cl.sessEnd) {
-		cl.close(signals.CloseSessionEnded, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal)
+	if !cl.auth.sessEnd.IsZero() && !time.Now().Before(cl.auth.sessEnd) {
+		cl.close(signals.CloseSessionEnded, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal)
 		return false
 	}
 	if snap := cl.e.snap.Load(); snap != cl.snap {
@@ -281,18 +281,18 @@ func (cl *client) adopt(snap *configs.Snapshot) {
 	cl.sess.Limits.MaxRequestBytes = int64(snap.Listener.MaxRequestBytes)
 	cluster := snap.Clusters[cl.route.cluster.Name]
 	if cluster == nil {
-		cl.revoked = "the virtual cluster is no longer declared"
+		cl.auth.revoked = "the virtual cluster is no longer declared"
 		cl.checkSession()
 		return
 	}
 	cl.route.cluster = cluster
-	view := decide.NewView(snap, cluster, cl.ident.Tenant, cl.ident.Mechanism, cl.ident.Ops)
+	view := decide.NewView(snap, cluster, cl.auth.ident.Tenant, cl.auth.ident.Mechanism, cl.auth.ident.Ops)
 	if view == nil {
-		cl.revoked = "no operation of the cluster admits the identity any more"
+		cl.auth.revoked = "no operation of the cluster admits the identity any more"
 		cl.checkSession()
 		return
 	}
-	view.SetAdminScopes(cl.ident.Scopes)
+	view.SetAdminScopes(cl.auth.ident.Scopes)
 	cl.sess.View = view
 	if b, ok := cl.sess.Brokers.(*brokerNames); ok {
 		b.cluster = cluster
@@ -306,20 +306,20 @@ func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 	if h.Key == codec.KeySASLHandshake {
 		req := kmsg.NewPtrSASLHandshakeRequest()
 		req.Version = h.Version
-		if h.Version != 1 || req.ReadFrom(body) != nil || req.Mechanism != cl.mech {
-			cl.close(signals.CloseReauthMechanism, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant)
+		if h.Version != 1 || req.ReadFrom(body) != nil || req.Mechanism != cl.auth.mech {
+			cl.close(signals.CloseReauthMechanism, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant)
 			return
 		}
 		resp := kmsg.NewPtrSASLHandshakeResponse()
 		resp.Version = h.Version
-		resp.SupportedMechanisms = []string{cl.mech}
+		resp.SupportedMechanisms = []string{cl.auth.mech}
 		cl.answerLocal(cl.frameKmsg(17, h.Version, h.Correlation, resp))
 		return
 	}
 	req := kmsg.NewPtrSASLAuthenticateRequest()
 	req.Version = h.Version
-	if h.Version > 2 || req.ReadFrom(body) != nil || cl.mech == "mtls" {
-		cl.close(signals.CloseReauthMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant)
+	if h.Version > 2 || req.ReadFrom(body) != nil || cl.auth.mech == "mtls" {
+		cl.close(signals.CloseReauthMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant)
 		return
 	}
 	cl.authenticate(req.SASLAuthBytes, h)
@@ -328,15 +328,15 @@ func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 // reauthDone: a re-authentication must prove the same principal; it takes
 // no connection-rate token; the session gets a new end.
 func (cl *client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *configs.Snapshot) {
-	cl.reauthing = false
+	cl.auth.reauthing = false
 	resp := kmsg.NewPtrSASLAuthenticateResponse()
 	resp.Version = h.Version
-	if res.ID == nil || res.ID.Principal != cl.ident.Principal || res.ID.Tenant != cl.ident.Tenant || res.ID.Mechanism != cl.ident.Mechanism {
+	if res.ID == nil || res.ID.Principal != cl.auth.ident.Principal || res.ID.Tenant != cl.auth.ident.Tenant || res.ID.Mechanism != cl.auth.ident.Mechanism {
 		cause := res.Cause
 		if res.ID != nil {
 			cause = "re-authentication as another principal"
 		}
-		cl.e.log.Warn("kafka authentication refused", "cause", cause, "user", res.User, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "mechanism", cl.mech)
+		cl.e.log.Warn("kafka authentication refused", "cause", cause, "user", res.User, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "mechanism", cl.auth.mech)
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
 		cl.answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
@@ -346,7 +346,7 @@ func (cl *client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 		return
 	}
 	cl.ts.Request(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone)
-	cl.ident = res.ID
+	cl.auth.ident = res.ID
 	lifetime := cl.startSession(snap)
 	if snap != cl.snap {
 		cl.adopt(snap)

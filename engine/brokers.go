@@ -24,7 +24,7 @@ func (b *brokerNames) Advertise(node int32) (string, int32) {
 		// L1: broker-<id>.<cluster>.<sni_domain>, at advertised_port.
 		port := l.AdvertisedPort
 		if port == 0 {
-			port = b.e.tlsPort
+			port = b.e.sec.tlsPort
 		}
 		return "broker-" + strconv.Itoa(int(node)) + "." + b.cluster.Name + "." + l.SNIDomain, int32(port)
 	}

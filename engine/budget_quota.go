@@ -49,9 +49,9 @@ func (cl *client) produceQuota(h *codec.RequestHeader, frame []byte, p *decide.P
 		tq.month.Add(now, 1)
 		return out
 	}
-	if ok, dropped := cl.e.quotaLog.Allow(); ok {
+	if ok, dropped := cl.e.quotas.log.Allow(); ok {
 		cl.e.log.Warn("kafka produce refused: the tenant's quota is spent",
-			"cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "policy", q.Quota,
+			"cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "policy", q.Quota,
 			"window", window, "limit", limit, "lines_dropped", dropped)
 	}
 	return cl.sess.RefuseProduce(h, frame, p, kerr.PolicyViolation.Code)
@@ -62,7 +62,7 @@ func (cl *client) produceQuota(h *codec.RequestHeader, frame []byte, p *decide.P
 // changes) and the policy's limits; nil when no budget applies.
 func (cl *client) budgetCounters() (*tenantQuota, *configs.QuotaLimits) {
 	q := cl.snap.Listener.Quotas
-	if q == nil || q.Quota == "" || cl.e.counters == nil || cl.ident == nil {
+	if q == nil || q.Quota == "" || cl.e.quotas.counters == nil || cl.auth.ident == nil {
 		return nil, nil
 	}
 	pol := cl.snap.File.Policies.Definitions[q.Quota]
@@ -70,10 +70,10 @@ func (cl *client) budgetCounters() (*tenantQuota, *configs.QuotaLimits) {
 		return nil, nil
 	}
 	tq := &cl.quota
-	if tq.day == nil || tq.policy != q.Quota || tq.tenant != cl.ident.Tenant {
-		name := q.Quota + ":" + cl.ident.Tenant
-		*tq = tenantQuota{policy: q.Quota, tenant: cl.ident.Tenant,
-			day: cl.e.counters.Counter(name, quota.Day), month: cl.e.counters.Counter(name, quota.Month)}
+	if tq.day == nil || tq.policy != q.Quota || tq.tenant != cl.auth.ident.Tenant {
+		name := q.Quota + ":" + cl.auth.ident.Tenant
+		*tq = tenantQuota{policy: q.Quota, tenant: cl.auth.ident.Tenant,
+			day: cl.e.quotas.counters.Counter(name, quota.Day), month: cl.e.quotas.counters.Counter(name, quota.Month)}
 	}
 	return tq, pol.Config.Limits
 }

@@ -52,10 +52,10 @@ func TestProduceQuotaBudget(t *testing.T) {
 				extra: "server:\n  counters: { store: \"${COUNTERS_URL}\", sync: 100ms }\n" +
 					"policies:\n  definitions:\n    plans: { type: quota, config: { limits: " + tc.limits + " } }\n",
 			})
-			if env.e.counters == nil {
+			if env.e.quotas.counters == nil {
 				t.Fatal("server.counters configured: the engine opened no store")
 			}
-			month := env.e.counters.Counter("plans:acme", quota.Month)
+			month := env.e.quotas.counters.Counter("plans:acme", quota.Month)
 			waitUntil(t, 5*time.Second, "the other replica's spending read from redis", func() bool {
 				return month.Total(time.Now()) == tc.othersIn
 			})
@@ -141,7 +141,7 @@ func TestProduceQuotaAllocatesNothing(t *testing.T) {
 			"plans": {Type: "quota", Config: configs.PolicyConfig{Limits: &configs.QuotaLimits{Day: 1 << 40}}},
 		}}},
 	}
-	cl := &client{e: &Engine{counters: store}, snap: snap, ident: &auth.Identity{Tenant: "acme"}}
+	cl := &client{e: &Engine{quotas: quotaState{counters: store}}, snap: snap, auth: clientAuth{ident: &auth.Identity{Tenant: "acme"}}}
 	var p decide.Pending
 	if out := cl.produceQuota(nil, nil, &p, decide.Forward); out != decide.Forward {
 		t.Fatalf("within the budget: %v", out)
@@ -220,7 +220,7 @@ func TestProduceQuotaSharedByTwoGateways(t *testing.T) {
 	if got := produce(first, 3); got != 3 {
 		t.Fatalf("the first gateway admitted %d of 3 within a budget of 5", got)
 	}
-	day := second.e.counters.Counter("plans:acme", quota.Day)
+	day := second.e.quotas.counters.Counter("plans:acme", quota.Day)
 	waitUntil(t, 5*time.Second, "the second gateway counts the first's 3", func() bool { return day.Total(time.Now()) == 3 })
 	if got := produce(second, 4); got != 2 {
 		t.Fatalf("the second gateway admitted %d, want the 2 left of the day's 5", got)

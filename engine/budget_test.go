@@ -122,7 +122,7 @@ func TestTenantShareWait(t *testing.T) {
 	var peak int64
 	start := time.Now()
 	for time.Since(start) < 30*time.Second && (env.e.m.BudgetWaited() == 0 || time.Since(start) < 3*time.Second) {
-		if ten := env.e.tenants.Get("acme"); ten != nil && ten.Share.Used() > peak {
+		if ten := env.e.bounds.tenants.Get("acme"); ten != nil && ten.Share.Used() > peak {
 			peak = ten.Share.Used()
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -154,7 +154,7 @@ func heldListing(t *testing.T, env *testEnv) (held, twice int) {
 	var h, d atomic.Int64
 	onLoops(t, env.e, func(l *loop) {
 		for cl := range l.clients {
-			if cl.held {
+			if cl.wait.held {
 				h.Add(1)
 			}
 		}
@@ -180,7 +180,7 @@ func TestHeldConnectionListedOnce(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		held, _ := heldListing(t, env)
-		if ten := env.e.tenants.Get("acme"); held > 0 && ten != nil && ten.Share.Used() >= 1<<20-64<<10 {
+		if ten := env.e.bounds.tenants.Get("acme"); held > 0 && ten != nil && ten.Share.Used() >= 1<<20-64<<10 {
 			break // its bound is reached: it waits for its client
 		}
 		if time.Now().After(deadline) {

@@ -66,7 +66,7 @@ func (o *outBatch) flush() {
 	}
 	switch {
 	case cl != nil && !cl.closed:
-		if t := cl.tls; t != nil {
+		if t := cl.auth.tls; t != nil {
 			_ = t.rec.Write(buf) // one record for the batch
 		} else {
 			_ = cl.c.Write(buf)
@@ -139,7 +139,7 @@ func (cl *client) flushOwn(clientGone bool) {
 		return
 	}
 	b := &cl.lp.out
-	if cl.up != nil && b.toBroker.up == cl.up {
+	if cl.up.conn != nil && b.toBroker.up == cl.up.conn {
 		b.toBroker.flush()
 	}
 	if b.toClient.cl == cl {

@@ -100,7 +100,7 @@ func TestCoalescedWritesOnePerEvent(t *testing.T) {
 	lp := &loop{}
 	cl := &client{c: cc.Conn, lp: lp}
 	up := &upstreamConn{cl: cl, c: bc.Conn, ready: true}
-	cl.up = up
+	cl.up.conn = up
 
 	lp.out.begin()
 	cl.writev([][]byte{frameOf('a', 10), frameOf('b', 600)})
@@ -197,13 +197,13 @@ func TestCoalescedWritesAllocs(t *testing.T) {
 	lp := &loop{}
 	cc, bc := newRecConn(t), newRecConn(t)
 	cl := &client{c: cc.Conn, lp: lp}
-	cl.up = &upstreamConn{cl: cl, c: bc.Conn, ready: true}
+	cl.up.conn = &upstreamConn{cl: cl, c: bc.Conn, ready: true}
 	req := [][]byte{frameOf('h', 60), frameOf('r', 16<<10)}
 	ans := frameOf('a', 80)
 	run := func() {
 		lp.out.begin()
 		for i := 0; i < 4; i++ {
-			cl.up.write(req)
+			cl.up.conn.write(req)
 			cl.write(ans)
 		}
 		lp.out.end()

@@ -10,14 +10,14 @@ import (
 )
 
 // openCounters opens server.counters' shared store (issue 8 item 4, Q3),
-// or takes the one WithCounters gave (tests). Without either, e.counters
+// or takes the one WithCounters gave (tests). Without either, e.quotas.counters
 // stays nil: no quota policy loads without server.counters. The store is
 // start-only (configs.StartOnlyDiff): its counts live as long as the
 // process.
 func (e *Engine) openCounters(snap *configs.Snapshot) error {
-	e.quotaLog = signals.NewRateLimiter(10)
+	e.quotas.log = signals.NewRateLimiter(10)
 	if e.opts.Counters != nil {
-		e.counters = e.opts.Counters
+		e.quotas.counters = e.opts.Counters
 		return nil
 	}
 	c := snap.File.Server.Counters
@@ -28,7 +28,7 @@ func (e *Engine) openCounters(snap *configs.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrEngineConfig, err)
 	}
-	e.counters, e.ownCounters = r, true
+	e.quotas.counters, e.quotas.own = r, true
 	e.log.Info("shared counter store", "store", r.Host(), "sync", time.Duration(c.Sync).String())
 	return nil
 }
@@ -36,7 +36,7 @@ func (e *Engine) openCounters(snap *configs.Snapshot) error {
 // closeCounters closes the store the engine opened (a last reconciliation,
 // bounded); one a test gave is the test's.
 func (e *Engine) closeCounters() {
-	if e.ownCounters && e.counters != nil {
-		e.counters.Close()
+	if e.quotas.own && e.quotas.counters != nil {
+		e.quotas.counters.Close()
 	}
 }

@@ -19,7 +19,7 @@ import (
 //
 //   - before authentication (and during it), nothing is owed: closed now;
 //   - an open session takes only the requests it had sent whole when the
-//     drain began (drainLeft: the gateway read them); what it sends later
+//     drain began (drain.left: the gateway read them); what it sends later
 //     stays unread, never forwarded, and its client sends it again
 //     elsewhere;
 //   - it is closed as soon as nothing is owed to it: no answer in its
@@ -121,13 +121,13 @@ func (e *Engine) drainPass(l *loop) (conns int64) {
 		if cl.closed {
 			continue
 		}
-		if cl.state != stAuthed {
+		if cl.auth.state != stAuthed {
 			cl.close(signals.CloseDrained)
 			continue
 		}
-		if !cl.draining {
-			cl.draining = true
-			cl.drainLeft = cl.wholeFramesBuffered()
+		if !cl.drain.on {
+			cl.drain.on = true
+			cl.drain.left = cl.wholeFramesBuffered()
 			cl.process() // a frame already whole and not yet taken
 		}
 		if cl.closed {
@@ -154,7 +154,7 @@ func (cl *client) drained() bool {
 	if cl.queue.Len() > 0 || cl.waitsOnGateway() {
 		return false
 	}
-	if cl.drainLeft >= codec.SizeLen {
+	if cl.drain.left >= codec.SizeLen {
 		cl.process() // a frame the gateway read and has not taken
 		if cl.closed || cl.queue.Len() > 0 || cl.waitsOnGateway() {
 			return false

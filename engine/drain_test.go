@@ -213,7 +213,7 @@ func TestDrainTakesNoNewRequest(t *testing.T) {
 		var n atomic.Int64 // the loops run at once
 		env.e.onLoops(time.Now().Add(time.Second), func(l *loop) {
 			for cl := range l.clients {
-				if !cl.draining && !cl.closed {
+				if !cl.drain.on && !cl.closed {
 					n.Add(1)
 				}
 			}

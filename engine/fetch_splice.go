@@ -30,7 +30,7 @@ func (u *upstreamConn) spliceFetch() bool {
 	fs, cl := u.fs, u.cl
 	e := (*fetchEnds)(u)
 	if !e.More(fs.RecordsLeft()) || fs.Pending() > 0 || cl.closed || u.closed ||
-		cl.tls != nil || cl.tlsHS != nil || u.rec != nil || !u.c.Attached() || !cl.c.Attached() {
+		cl.auth.tls != nil || cl.auth.tlsHS != nil || u.rec != nil || !u.c.Attached() || !cl.c.Attached() {
 		return false
 	}
 	cl.flushOwn(false) // the loop's batches first: they come before
@@ -72,7 +72,7 @@ func (e *fetchEnds) PipeFull(rest int) {
 	if err := cl.lp.pp.ReadOut(rest, cl.c); err != nil {
 		cl.lp.closePipe()
 		cl.close(signals.CloseInternal)
-		cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "error", err)
+		cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "error", err)
 		return
 	}
 	cl.syncOut()

@@ -42,7 +42,7 @@ func (e *Engine) marks() (high, low int) {
 // pause pauses the client's reads for r; false when it cannot be paused
 // now (closed, or in its TLS handshake: a worker reads what the loop feeds).
 func (cl *client) pause(r conn.Reason) bool {
-	if cl.closed || cl.tlsHS != nil {
+	if cl.closed || cl.auth.tlsHS != nil {
 		return false
 	}
 	cl.c.Pause(r)
@@ -59,11 +59,11 @@ func (cl *client) unpause(r conn.Reason) {
 // syncReads pauses the client's reads while its head request waits on
 // the gateway and resumes them when it goes on (at the end of process).
 func (cl *client) syncReads() {
-	if cl.closed || cl.state != stAuthed {
+	if cl.closed || cl.auth.state != stAuthed {
 		return
 	}
-	cl.syncReason(conn.Budget, cl.held)
-	cl.syncReason(conn.Dial, cl.upSt == upDialing)
+	cl.syncReason(conn.Budget, cl.wait.held)
+	cl.syncReason(conn.Dial, cl.up.state == upDialing)
 }
 
 func (cl *client) syncReason(r conn.Reason, want bool) {
@@ -92,7 +92,7 @@ func (cl *client) Closed(err error) {
 // Above: the client has more than flowHigh bytes unread; its broker is
 // not read until it reads.
 func (cl *client) Above() {
-	u := cl.up
+	u := cl.up.conn
 	if cl.closed || u == nil || u.closed || u.c == nil {
 		return
 	}
@@ -103,7 +103,7 @@ func (cl *client) Above() {
 
 // Below: the client read down to flowLow; its broker is read again.
 func (cl *client) Below() {
-	u := cl.up
+	u := cl.up.conn
 	if u == nil || u.c == nil || !u.c.PausedFor(conn.PeerFull) {
 		return
 	}
@@ -120,7 +120,7 @@ func (cl *client) Drained() {
 		return
 	}
 	cl.syncOut()
-	if cl.held {
+	if cl.wait.held {
 		cl.resume()
 	}
 }
@@ -169,7 +169,7 @@ func (u *upstreamConn) Drained() {}
 // Produce records are spliced (the producer is paused at the first byte
 // its broker did not take, invariant 40), flowHigh and flowLow otherwise.
 func (cl *client) syncMarks() {
-	u := cl.up
+	u := cl.up.conn
 	if u == nil || u.c == nil || u.closed {
 		return
 	}
@@ -184,6 +184,6 @@ func (cl *client) syncMarks() {
 // Produce was one, whose records are spliced once its broker's socket has
 // nothing unsent (invariant 39).
 func (cl *client) splicesProduce() bool {
-	u := cl.up
-	return (cl.ps.s != nil || cl.ps.large) && cl.e.tune.produceSpliceMin.Load() > 0 && cl.tls == nil && u != nil && u.rec == nil
+	u := cl.up.conn
+	return (cl.ps.s != nil || cl.ps.large) && cl.e.tune.produceSpliceMin.Load() > 0 && cl.auth.tls == nil && u != nil && u.rec == nil
 }

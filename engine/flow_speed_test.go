@@ -60,8 +60,8 @@ func TestFlowSpeedLargeFetch(t *testing.T) {
 				onLoops(t, env.e, func(l *loop) {
 					for cl := range l.clients {
 						n := int64(cl.c.Queued())
-						if cl.up != nil && cl.up.c != nil && !cl.up.closed {
-							n += int64(cl.up.c.Buffered())
+						if cl.up.conn != nil && cl.up.conn.c != nil && !cl.up.conn.closed {
+							n += int64(cl.up.conn.c.Buffered())
 						}
 						for {
 							m := peak.Load()

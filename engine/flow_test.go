@@ -38,8 +38,8 @@ func setFlowOff(env *testEnv, off bool) {
 // client's unsent bytes and what its broker connection buffered. On cl's loop.
 func (cl *client) heldBytes() int64 {
 	n := int64(cl.c.Queued())
-	if cl.up != nil && cl.up.c != nil && !cl.up.closed {
-		n += int64(cl.up.c.Buffered())
+	if cl.up.conn != nil && cl.up.conn.c != nil && !cl.up.conn.closed {
+		n += int64(cl.up.conn.c.Buffered())
 	}
 	return n
 }
@@ -84,10 +84,10 @@ func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
 		var p bool
 		onLoopOf(t, cl, func() {
 			held = cl.heldBytes()
-			if cl.up == nil { // the broker connection is still dialed (TLS, SASL)
+			if cl.up.conn == nil { // the broker connection is still dialed (TLS, SASL)
 				return
 			}
-			if c := cl.up.c; c != nil && c.PausedFor(conn.PeerFull) {
+			if c := cl.up.conn.c; c != nil && c.PausedFor(conn.PeerFull) {
 				p = c.Paused()
 			}
 		})
@@ -116,7 +116,7 @@ func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
 	for {
 		var again bool
 		onLoopOf(t, cl, func() {
-			c := cl.up.c
+			c := cl.up.conn.c
 			again = !c.PausedFor(conn.PeerFull) && c.Attached()
 		})
 		if again {
@@ -321,7 +321,7 @@ func TestFlowHeldClientPipeliningNotRead(t *testing.T) {
 	var held, in int
 	var paused bool
 	onLoopOf(t, cl, func() {
-		held, in = boolInt(cl.held), cl.c.Buffered()
+		held, in = boolInt(cl.wait.held), cl.c.Buffered()
 		paused = cl.c.Paused()
 	})
 	heap1, rss1 := memNow(t)
@@ -526,8 +526,8 @@ func flowClientNotRead(t *testing.T) {
 		var paused bool
 		onLoopOf(t, cl, func() {
 			held = int64(cl.c.Buffered())
-			if cl.up != nil && cl.up.c != nil {
-				held += int64(cl.up.c.Queued())
+			if cl.up.conn != nil && cl.up.conn.c != nil {
+				held += int64(cl.up.conn.c.Queued())
 			}
 			paused = cl.c.PausedFor(conn.PeerFull) && cl.c.Paused()
 		})

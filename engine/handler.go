@@ -107,9 +107,9 @@ func (e *Engine) OnClose(c gnet.Conn, err error) gnet.Action {
 // hands a sweep to each loop. gnet starts it once its loops run: the first
 // tick starts accepting and makes the engine ready.
 func (e *Engine) OnTick() (time.Duration, gnet.Action) {
-	e.bootOnce.Do(func() {
+	e.life.bootOnce.Do(func() {
 		e.acc.start()
-		close(e.booted)
+		close(e.life.booted)
 	})
 	e.loopsMu.Lock()
 	loops := make([]*loop, 0, len(e.loops))

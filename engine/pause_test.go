@@ -645,7 +645,7 @@ func TestPauseBrokerConnection(t *testing.T) {
 	r.recv(&resp)
 	var p *conn.Conn
 	onLoopOf(t, cl, func() {
-		p = pauseUp(cl.up) // under TLS, the socket below the TLS stand-in
+		p = pauseUp(cl.up.conn) // under TLS, the socket below the TLS stand-in
 	})
 	waitState(t, cl, p, rpPaused)
 	r.send(emptyFetch(0))
@@ -771,7 +771,7 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 	// paused first, so the answer comes once the client is.
 	var up *conn.Conn
 	onLoopOf(t, cl, func() {
-		up = pauseUp(cl.up)
+		up = pauseUp(cl.up.conn)
 	})
 	waitState(t, cl, up, rpPaused)
 	for i := 0; i < fetches; i++ {
@@ -868,7 +868,7 @@ func TestPauseTLSClient(t *testing.T) {
 	var mu sync.Mutex
 	onLoops(t, te.e, func(l *loop) {
 		for c := range l.clients {
-			if c.tls == nil || c.state != stAuthed {
+			if c.auth.tls == nil || c.auth.state != stAuthed {
 				continue
 			}
 			if p := pauseCl(c); p != nil {
@@ -914,8 +914,8 @@ func clearOfRenewal(t *testing.T, cl *client, r *rawConn, d time.Duration) {
 	t.Helper()
 	var by time.Time
 	onLoopOf(t, cl, func() {
-		if cl.up != nil && cl.up.sec != nil {
-			by = cl.up.sec.renewBy
+		if cl.up.conn != nil && cl.up.conn.sec != nil {
+			by = cl.up.conn.sec.renewBy
 		}
 	})
 	if by.IsZero() || time.Until(by) > d {
@@ -926,7 +926,7 @@ func clearOfRenewal(t *testing.T, cl *client, r *rawConn, d time.Duration) {
 	resp := kmsg.FetchResponse{Version: 11}
 	r.recv(&resp)
 	var after time.Time
-	onLoopOf(t, cl, func() { after = cl.up.sec.renewBy })
+	onLoopOf(t, cl, func() { after = cl.up.conn.sec.renewBy })
 	if !after.After(by) {
 		t.Fatalf("the broker session was not renewed (renew by %v, then %v)", by, after)
 	}

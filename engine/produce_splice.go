@@ -53,10 +53,10 @@ func (cl *client) spliceProduce() bool {
 // connection with nothing unsent once the loop's batch for it is flushed
 // (what was written before comes first). A nil pipe: not now.
 func (cl *client) spliceReady() (pp *splice.Pipe, cfd, bfd int) {
-	if cl.tls != nil || cl.tlsHS != nil || cl.closed {
+	if cl.auth.tls != nil || cl.auth.tlsHS != nil || cl.closed {
 		return nil, 0, 0
 	}
-	u := cl.up
+	u := cl.up.conn
 	if u == nil || u.closed || u.c == nil || u.rec != nil {
 		return nil, 0, 0
 	}
@@ -101,7 +101,7 @@ func (cl *client) spliceOn() {
 		if !cl.spliceNext() {
 			return
 		}
-		cl.lastActive = time.Now()
+		cl.clock.lastActive = time.Now()
 	}
 }
 
@@ -111,8 +111,8 @@ func (cl *client) spliceOn() {
 // the pipe's Unit; true: begun (the stream's records are then the
 // caller's). Whatever it declines, gnet reads and the client's event handles.
 func (cl *client) spliceNext() bool {
-	if cl.ps.s != nil || !cl.ps.large || cl.ps.gather || cl.draining || cl.held || cl.reauthing ||
-		cl.upSt != upReady || cl.muted() || cl.e.tune.produceSpliceMin.Load() == 0 {
+	if cl.ps.s != nil || !cl.ps.large || cl.ps.gather || cl.drain.on || cl.wait.held || cl.auth.reauthing ||
+		cl.up.state != upReady || cl.muted() || cl.e.tune.produceSpliceMin.Load() == 0 {
 		return false
 	}
 	pp, cfd, _ := cl.spliceReady()
@@ -136,7 +136,7 @@ func (cl *client) spliceNext() bool {
 		(*produceEnds)(cl).Failed(fmt.Sprintf("the socket gave %d of the %d bytes it held (%v)", got, codec.SizeLen, err))
 		return true
 	}
-	cl.frameSince = time.Now()
+	cl.clock.frameSince = time.Now()
 	pp.Unit(cl.ps.s, (*produceEnds)(cl), cfd) // the head, and the first partition's header
 	return true
 }
@@ -164,13 +164,13 @@ func (e *produceEnds) PipeFull(rest int) {
 	cl := (*client)(e)
 	cl.e.fs.producePipeOuts.Add(1)
 	var w splice.Writer
-	if u := cl.up; !u.closed && u.c != nil {
+	if u := cl.up.conn; !u.closed && u.c != nil {
 		w = u.c
 	}
 	if err := cl.lp.pp.ReadOut(rest, w); err != nil {
 		cl.lp.closePipe()
 		cl.close(signals.CloseInternal)
-		cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "error", err)
+		cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "error", err)
 	}
 }
 
@@ -189,18 +189,18 @@ func (e *produceEnds) Room(dst int) int {
 // and read again (what waits in its socket spliced first) once it does.
 func (e *produceEnds) RoomOut() {
 	e.e.fs.produceRoomOuts.Add(1)
-	if u := e.up; u != nil && !u.closed {
+	if u := e.up.conn; u != nil && !u.closed {
 		u.c.NoRoom()
 	}
 }
 
 // UnitOut writes straight to the broker's socket: the batch was flushed, nothing is unsent.
-func (e *produceEnds) UnitOut(sl [][]byte) { _ = e.up.c.Writev(sl) }
+func (e *produceEnds) UnitOut(sl [][]byte) { _ = e.up.conn.c.Writev(sl) }
 
 func (e *produceEnds) UnitTaken(int) { e.e.fs.produceUnits.Add(1) }
 
 func (e *produceEnds) DestClear() bool {
-	u := e.up
+	u := e.up.conn
 	return !e.closed && !u.closed && u.c.Queued() == 0
 }
 
@@ -212,7 +212,7 @@ func (e *produceEnds) Failed(why string) {
 	cl.dropUnread()
 	cl.ps.s = nil
 	cl.ts.Request(codec.KeyProduce, signals.Refused, signals.CauseUnsupported)
-	cl.close(signals.CloseMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+why)
+	cl.close(signals.CloseMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+why)
 }
 
 // dropUnread reads and drops what the client's socket holds (up to 1 MiB)
@@ -223,7 +223,7 @@ func (e *produceEnds) Failed(why string) {
 // where gnet had not read the rest).
 func (cl *client) dropUnread() {
 	pp := cl.lp.pp
-	if cl.tls != nil || cl.closed || pp == nil {
+	if cl.auth.tls != nil || cl.closed || pp == nil {
 		return
 	}
 	pp.Drain(cl.c.Fd())

@@ -47,10 +47,10 @@ func (cl *client) beginProduce(size int32, n int) bool {
 // looked at in the socket: spliceNext); true: begun, and the caller takes
 // the size prefix. Nothing of head is kept.
 func (cl *client) beginStream(size int32, head []byte) bool {
-	if cl.ps.gather || cl.state != stAuthed || cl.legacySASL || int64(size) <= cl.e.tune.streamMin.Load() {
+	if cl.ps.gather || cl.auth.state != stAuthed || cl.auth.legacySASL || int64(size) <= cl.e.tune.streamMin.Load() {
 		return false
 	}
-	if q := cl.snap.Listener.Quotas; q != nil && q.Quota != "" && cl.e.counters != nil {
+	if q := cl.snap.Listener.Quotas; q != nil && q.Quota != "" && cl.e.quotas.counters != nil {
 		// The tenant's day/month budget (budget_quota.go) judges the
 		// whole frame: its Produce requests are gathered.
 		cl.ps.gather = true
@@ -69,7 +69,7 @@ func (cl *client) beginStream(size int32, head []byte) bool {
 		return false // closed, or its principal owes: it waits, muted (quota.go)
 	}
 	p := cl.queue.Get()
-	ps, err := cl.sess.ProduceStream(&h, prefix, int(size), cl.upCorr+1, p)
+	ps, err := cl.sess.ProduceStream(&h, prefix, int(size), cl.up.corr+1, p)
 	if err != nil {
 		cl.queue.Put(p)
 		cl.ps.gather = err != codec.ErrCodecShort // else more of the head to come
@@ -84,7 +84,7 @@ func (cl *client) beginStream(size int32, head []byte) bool {
 	}
 	cl.quotaGate(&h, int(size)) // spent by quotaHold (never true for a Produce)
 	cl.quotaPending(p)          // its answer carries the throttle; the silence begins as it leaves
-	cl.upCorr++
+	cl.up.corr++
 	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large = ps, 0, h.Version, true
 	cl.syncMarks() // its records are spliced: paused at its broker's first byte unsent
 	if p.NoResponse {
@@ -123,11 +123,11 @@ func (cl *client) feedProduce() bool {
 		if err != nil {
 			cl.ps.s = nil
 			cl.ts.Request(codec.KeyProduce, signals.Refused, signals.CauseUnsupported)
-			cl.close(signals.CloseMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+err.Error())
+			cl.close(signals.CloseMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+err.Error())
 			return false
 		}
 		if sl := ps.Slices(); len(sl) > 0 {
-			cl.up.write(sl)
+			cl.up.conn.write(sl)
 		}
 		if used > 0 { // gnet's Discard(0) discards everything
 			cl.discard(used)
@@ -163,9 +163,9 @@ func (cl *client) feedProduce() bool {
 func (cl *client) endStream() {
 	cl.ps.s, cl.ps.carry, cl.ps.ended = nil, 0, true
 	if cl.inBuffered() == 0 {
-		cl.frameSince = time.Time{}
+		cl.clock.frameSince = time.Time{}
 	} else {
-		cl.frameSince = cl.lastActive
+		cl.clock.frameSince = cl.clock.lastActive
 	}
 }
 

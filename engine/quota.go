@@ -88,7 +88,7 @@ func (cl *client) quotaOn() *quotaConn {
 		return nil
 	}
 	if q.p == nil {
-		q.p = cl.e.quotas.Acquire(cl.ident.Tenant, string(cl.ident.Mechanism)+":"+cl.ident.Principal, time.Now())
+		q.p = cl.e.quotas.buckets.Acquire(cl.auth.ident.Tenant, string(cl.auth.ident.Mechanism)+":"+cl.auth.ident.Principal, time.Now())
 	}
 	return q
 }
@@ -100,7 +100,7 @@ func (cl *client) quotaRelease() {
 		q.p.Fetcher(-1)
 	}
 	if q := cl.q; q != nil && q.p != nil {
-		cl.e.quotas.Release(q.p, time.Now())
+		cl.e.quotas.buckets.Release(q.p, time.Now())
 		q.p = nil
 	}
 	if q := cl.q; q != nil && q.timer != nil {

@@ -209,7 +209,7 @@ func quotaTestClient(t *testing.T, e *Engine) *client {
 	t.Helper()
 	snap := e.snap.Load()
 	return &client{e: e, snap: snap, route: portRoute{cluster: snap.Clusters["shop"]},
-		ident: &auth.Identity{Principal: "acme-app", Tenant: "acme", Mechanism: configs.Mechanism("plain")}}
+		auth: clientAuth{ident: &auth.Identity{Principal: "acme-app", Tenant: "acme", Mechanism: configs.Mechanism("plain")}}}
 }
 
 // redisCounters opens a shared counter store (server.counters) on a
@@ -273,7 +273,7 @@ func BenchmarkQuotaRequestPath(b *testing.B) {
 			g := quotaGateway(b, c.quotas, opts...)
 			snap := g.e.snap.Load()
 			cl := &client{e: g.e, snap: snap, route: portRoute{cluster: snap.Clusters["shop"]},
-				ident: &auth.Identity{Principal: "acme-app", Tenant: "acme", Mechanism: configs.Mechanism("plain")}}
+				auth: clientAuth{ident: &auth.Identity{Principal: "acme-app", Tenant: "acme", Mechanism: configs.Mechanism("plain")}}}
 			frame := make([]byte, 16<<10)
 			h := codec.RequestHeader{Key: codec.KeyProduce, Version: 9}
 			p := &decide.Pending{Key: codec.KeyFetch}

@@ -60,14 +60,14 @@ func TestUpstreamOnClientLoop(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for cl := range l.clients {
-			if cl.up == nil || cl.up.c == nil {
+			if cl.up.conn == nil || cl.up.conn.c == nil {
 				continue
 			}
 			pairs++
-			if cl.up.c.EventLoop() == cl.c.EventLoop() && l.el == cl.c.EventLoop() {
+			if cl.up.conn.c.EventLoop() == cl.c.EventLoop() && l.el == cl.c.EventLoop() {
 				same++
 			}
-			upstreams[cl.up.c] = true
+			upstreams[cl.up.conn.c] = true
 		}
 	})
 	if pairs < 4 {
@@ -89,7 +89,7 @@ func TestPanicClosesOneConnection(t *testing.T) {
 	produceN(t, acme, "orders", 2, "before")
 	var fired atomic.Bool
 	testHookTraffic = func(cl *client) {
-		if cl.ident != nil && cl.ident.Tenant == "globex" && fired.CompareAndSwap(false, true) {
+		if cl.auth.ident != nil && cl.auth.ident.Tenant == "globex" && fired.CompareAndSwap(false, true) {
 			panic("injected by the test")
 		}
 	}
@@ -278,7 +278,7 @@ func TestStalledConsumerBoundedThenClosed(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			for cl := range l.clients {
-				if cl.ident != nil && cl.upCorr > 0 && cl.route.node >= 0 && cl.queue.Len() >= 0 {
+				if cl.auth.ident != nil && cl.up.corr > 0 && cl.route.node >= 0 && cl.queue.Len() >= 0 {
 					if string(cl.c.RemoteAddr().String()) == r.c.LocalAddr().String() {
 						found = true
 						held := cl.budget.Reserved + int64(cl.c.Queued())

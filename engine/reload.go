@@ -40,7 +40,7 @@ func (e *Engine) Reload(ctx context.Context, snap *configs.Snapshot) error {
 	if err := e.updateUpstreams(snap); err != nil {
 		return err
 	}
-	oauth := e.oauth.Load()
+	oauth := e.sec.oauth.Load()
 	if !reflect.DeepEqual(old.File.Auth.Issuers, snap.File.Auth.Issuers) {
 		oauth = nil
 		if len(snap.File.Auth.Issuers) > 0 {
@@ -51,7 +51,7 @@ func (e *Engine) Reload(ctx context.Context, snap *configs.Snapshot) error {
 			oauth = v
 		}
 	}
-	e.oauth.Store(oauth)
+	e.sec.oauth.Store(oauth)
 	e.snap.Store(snap)
 	e.m.SetClosures(snap)
 	e.loopsMu.Lock()
@@ -70,8 +70,8 @@ func (e *Engine) Reload(ctx context.Context, snap *configs.Snapshot) error {
 			defer wg.Done()
 			defer e.recoverConn(nil, "reload")
 			for cl := range l.clients {
-				if cl.state == stAuthed && cl.revoked == "" {
-					cl.revoked = auth.Revocation(cl.ident, snap)
+				if cl.auth.state == stAuthed && cl.auth.revoked == "" {
+					cl.auth.revoked = auth.Revocation(cl.auth.ident, snap)
 				}
 			}
 			return nil
@@ -106,9 +106,9 @@ func (e *Engine) reverifyTokens(ctx context.Context, loops []*loop, snap *config
 		if err := l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			defer wg.Done()
 			for cl := range l.clients {
-				if cl.state == stAuthed && cl.ident != nil && cl.ident.Mechanism == configs.MechOAuth && cl.revoked == "" {
+				if cl.auth.state == stAuthed && cl.auth.ident != nil && cl.auth.ident.Mechanism == configs.MechOAuth && cl.auth.revoked == "" {
 					mu.Lock()
-					jobs = append(jobs, &job{l: l, cl: cl, id: cl.ident})
+					jobs = append(jobs, &job{l: l, cl: cl, id: cl.auth.ident})
 					mu.Unlock()
 				}
 			}
@@ -142,8 +142,8 @@ func (e *Engine) reverifyTokens(ctx context.Context, loops []*loop, snap *config
 		wg.Add(1)
 		if err := j.l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			defer wg.Done()
-			if !j.cl.closed && j.cl.revoked == "" && j.cl.ident == j.id {
-				j.cl.revoked = j.cause
+			if !j.cl.closed && j.cl.auth.revoked == "" && j.cl.auth.ident == j.id {
+				j.cl.auth.revoked = j.cause
 			}
 			return nil
 		})); err != nil {

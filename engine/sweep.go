@@ -23,7 +23,7 @@ func (e *Engine) sweep(l *loop) {
 		held := l.held
 		l.held = nil
 		for _, cl := range held {
-			cl.listed = false
+			cl.wait.listed = false
 			cl.resume()
 		}
 	}
@@ -45,25 +45,25 @@ func (e *Engine) sweep(l *loop) {
 	lim := snap.Listener
 	for cl := range l.clients {
 		switch {
-		case cl.state != stAuthed:
-			if now.Sub(cl.opened) > lim.AuthTimeout.D() {
+		case cl.auth.state != stAuthed:
+			if now.Sub(cl.clock.opened) > lim.AuthTimeout.D() {
 				cl.close(signals.CloseAuthTimeout)
 			}
 			continue
-		case cl.mech == "mtls" && !cl.sessEnd.IsZero() && !now.Before(cl.sessEnd):
+		case cl.auth.mech == "mtls" && !cl.auth.sessEnd.IsZero() && !now.Before(cl.auth.sessEnd):
 			// A certificate cannot re-authenticate: its connection is
 			// closed at the session's end (S3).
-			cl.close(signals.CloseCertSessionEnded, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "principal", cl.ident.Principal)
+			cl.close(signals.CloseCertSessionEnded, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal)
 			continue
-		case !cl.frameSince.IsZero() && !cl.waitsOnGateway() && now.Sub(cl.frameSince) > lim.IdleTimeout.D():
+		case !cl.clock.frameSince.IsZero() && !cl.waitsOnGateway() && now.Sub(cl.clock.frameSince) > lim.IdleTimeout.D():
 			// A request begun and not finished within the idle bound: the
 			// bytes keep coming (so the connection is not idle) but never
 			// make a frame. Before authentication auth_timeout bounds it;
 			// while the gateway makes the connection wait, its head frame
 			// is whole and the clock restarts when it goes on.
-			cl.close(signals.ClosePartialFrame, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
+			cl.close(signals.ClosePartialFrame, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
 			continue
-		case cl.queue.Len() == 0 && cl.c.Queued() == 0 && !cl.waitsOnGateway() && now.Sub(cl.lastActive) > lim.IdleTimeout.D():
+		case cl.queue.Len() == 0 && cl.c.Queued() == 0 && !cl.waitsOnGateway() && now.Sub(cl.clock.lastActive) > lim.IdleTimeout.D():
 			// Not a client whose request waits on the gateway: it is not
 			// read meanwhile (flow.go), so its activity does not show.
 			cl.close(signals.CloseIdle)
@@ -72,17 +72,17 @@ func (e *Engine) sweep(l *loop) {
 		// B3: a client that reads none of its answers for WriteTimeout is closed.
 		out := cl.c.Queued()
 		if out == 0 {
-			cl.outLast = 0
+			cl.clock.outLast = 0
 			continue
 		}
-		if cl.outLast == 0 || out < cl.outLast {
-			cl.outSince = now
+		if cl.clock.outLast == 0 || out < cl.clock.outLast {
+			cl.clock.outSince = now
 		}
-		cl.outLast = out
-		if now.Sub(cl.outSince) >= e.opts.WriteTimeout {
+		cl.clock.outLast = out
+		if now.Sub(cl.clock.outSince) >= e.opts.WriteTimeout {
 			// RST, not FIN: a peer that reads nothing would keep the socket
 			// in FIN-WAIT-1 with its unsent bytes for minutes.
-			cl.reset(signals.CloseWriteTimeout, "cluster", cl.route.cluster.Name, "tenant", cl.ident.Tenant, "unread_bytes", out, "after", e.opts.WriteTimeout.String())
+			cl.reset(signals.CloseWriteTimeout, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "unread_bytes", out, "after", e.opts.WriteTimeout.String())
 		}
 	}
 }

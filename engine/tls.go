@@ -137,11 +137,11 @@ func (cl *client) onTLSHello() {
 	all, _ := cl.c.Peek(cl.c.Buffered())
 	ad.Feed(all) // copied: gnet's buffer is the loop's
 	cl.c.Discard(len(all))
-	cl.tlsHS = ad
-	conn := tls.Server(ad, cl.e.tlsConfig)
-	deadline := cl.opened.Add(cl.snap.Listener.AuthTimeout.D())
+	cl.auth.tlsHS = ad
+	conn := tls.Server(ad, cl.e.sec.tlsConfig)
+	deadline := cl.clock.opened.Add(cl.snap.Listener.AuthTimeout.D())
 	el := cl.c.EventLoop()
-	err = cl.e.hsPool.Submit(func() {
+	err = cl.e.pools.handshake.Submit(func() {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		herr := conn.HandshakeContext(ctx)
 		cancel()
@@ -166,8 +166,8 @@ func (cl *client) tlsDone(conn *tls.Conn, ad *looptls.IO, herr error) {
 		return
 	}
 	ad.OnLoop()
-	cl.tls = &clientTLS{io: ad, rec: looptls.NewRecord(conn)}
-	cl.tlsHS = nil
+	cl.auth.tls = &clientTLS{io: ad, rec: looptls.NewRecord(conn)}
+	cl.auth.tlsHS = nil
 	if st := conn.ConnectionState(); len(st.PeerCertificates) > 0 {
 		cl.certAuth(st.PeerCertificates[0])
 		if cl.closed {
@@ -180,7 +180,7 @@ func (cl *client) tlsDone(conn *tls.Conn, ad *looptls.IO, herr error) {
 
 // tlsRead decrypts what the socket holds into the plaintext buffer.
 func (cl *client) tlsRead() {
-	err := cl.tls.rec.Pump()
+	err := cl.auth.tls.rec.Pump()
 	if err == nil || cl.closed {
 		return
 	}
@@ -199,6 +199,6 @@ func (cl *client) certAuth(cert *x509.Certificate) {
 		cl.close(signals.CloseCertUnknown, "cause", res.Cause, "cluster", cl.route.cluster.Name, "mechanism", "mtls")
 		return
 	}
-	cl.mech = "mtls"
+	cl.auth.mech = "mtls"
 	cl.authDone(res, nil, authCert, snap)
 }

@@ -61,9 +61,9 @@ func (cl *client) dial() {
 		cl.close(signals.CloseUnknownBroker, "cluster", cl.route.cluster.Name, "node", cl.route.node)
 		return
 	}
-	cl.upSt = upDialing
+	cl.up.state = upDialing
 	up := &upstreamConn{cl: cl}
-	cl.up = up
+	cl.up.conn = up
 	el := cl.c.EventLoop()
 	broker := "bootstrap"
 	if cl.route.node >= 0 {
@@ -121,7 +121,7 @@ func (u *upstreamConn) opened(c gnet.Conn) {
 		return
 	}
 	u.ready = true
-	u.cl.upSt = upReady
+	u.cl.up.state = upReady
 	u.cl.syncMarks()
 	u.cl.process()
 }
@@ -207,7 +207,7 @@ func (u *upstreamConn) onTraffic() {
 		cl.flushLocal()
 		cl.quotaPause()
 	}
-	if cl.held {
+	if cl.wait.held {
 		cl.resume()
 	}
 	u.renewIfIdle()
@@ -315,8 +315,8 @@ func (u *upstreamConn) drainOrphans() {
 		return // after the renewal (renewed): its answers are on the wire
 	}
 	cl := u.cl
-	buf := cl.orphan
-	cl.orphan = nil
+	buf := cl.drain.orphan
+	cl.drain.orphan = nil
 	for len(buf) >= codec.SizeLen && !u.closed {
 		size := int(codec.FrameSize(buf))
 		if size < 0 || size > len(buf)-codec.SizeLen {
@@ -329,8 +329,8 @@ func (u *upstreamConn) drainOrphans() {
 			continue
 		}
 		p := cl.queue.Get()
-		if out := cl.sess.Request(&h, frame, cl.upCorr+1, 0, p); out == decide.Forward { // a Produce: no answer granted
-			cl.upCorr++
+		if out := cl.sess.Request(&h, frame, cl.up.corr+1, 0, p); out == decide.Forward { // a Produce: no answer granted
+			cl.up.corr++
 			u.write(cl.sess.RW.Vec.Slices())
 		}
 		cl.queue.Put(p)

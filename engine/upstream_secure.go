@@ -100,7 +100,7 @@ func (u *upstreamConn) mustRenew() bool {
 	}
 	s.renewal = renewWaiting
 	s.since = time.Now()
-	u.cl.upSt = upDialing // the client forwards nothing until it is done
+	u.cl.up.state = upDialing // the client forwards nothing until it is done
 	u.renewIfIdle()
 	return true
 }
@@ -207,7 +207,7 @@ func (u *upstreamConn) renewed() {
 		}
 		return
 	}
-	cl.upSt = upReady
+	cl.up.state = upReady
 	cl.process()
 }
 

@@ -573,10 +573,10 @@ func TestPauseBrokerConnectionTLS(t *testing.T) {
 	r.recv(&resp)
 	var p *conn.Conn
 	onLoopOf(t, cl, func() {
-		if cl.up.rec == nil {
+		if cl.up.conn.rec == nil {
 			t.Error("the broker connection has no TLS record layer")
 		}
-		p = pauseUp(cl.up)
+		p = pauseUp(cl.up.conn)
 	})
 	if p == nil {
 		t.Fatal("not paused")
@@ -595,7 +595,7 @@ func TestPauseBrokerConnectionTLS(t *testing.T) {
 		t.Fatalf("the answer after the resume: %+v", resp)
 	}
 	onLoopOf(t, cl, func() {
-		if cl.up.rec == nil || p.EventLoop() != cl.c.EventLoop() {
+		if cl.up.conn.rec == nil || p.EventLoop() != cl.c.EventLoop() {
 			t.Error("the broker connection lost its record layer, or came back on another loop")
 		}
 	})
@@ -624,9 +624,9 @@ func TestRealKafkaReauthentication(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			for cl := range l.clients {
-				if cl.up != nil && cl.up.sec != nil {
-					n += cl.up.sec.renews
-					announced = announced || !cl.up.sec.renewBy.IsZero()
+				if cl.up.conn != nil && cl.up.conn.sec != nil {
+					n += cl.up.conn.sec.renews
+					announced = announced || !cl.up.conn.sec.renewBy.IsZero()
 				}
 			}
 		})

@@ -1,0 +1,341 @@
+package engine
+
+// Helpers of the pause tests (issue 11.2), several shared with the flow,
+// splice and upstream TLS tests: a function run on a client's loop, a
+// connection paused and resumed and its state waited for, the process's
+// descriptors and memory counted, and raw requests (Produce, ApiVersions,
+// Fetch) on a raw connection.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/engine/conn"
+	"github.com/panjf2000/gnet/v2"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// onLoopOf runs fn on cl's loop and waits for it.
+func onLoopOf(t *testing.T, cl *client, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	if err := cl.lp.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		defer close(done)
+		fn()
+		if cl.lp.fc != nil {
+			cl.lp.fc.Settle() // a safe point: the pauses fn asked are applied
+		}
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop did not run the function")
+	}
+}
+
+// clientOf finds the gateway's client of the raw connection r.
+func clientOf(t *testing.T, e *Engine, r *rawConn) *client {
+	t.Helper()
+	want := r.c.LocalAddr().String()
+	var found atomic.Pointer[client]
+	onLoops(t, e, func(l *loop) {
+		for cl := range l.clients {
+			if a := cl.c.RemoteAddr(); a != nil && a.String() == want {
+				found.Store(cl)
+			}
+		}
+	})
+	cl := found.Load()
+	if cl == nil {
+		t.Fatalf("no client for %s", want)
+	}
+	return cl
+}
+
+// pauseState is a handle's state as the tests wait for it.
+type pauseState int
+
+const (
+	rpAttached pauseState = iota
+	rpPaused
+	rpResuming
+	rpClosed
+)
+
+func stateOf(c *conn.Conn) pauseState {
+	switch c.State() {
+	case "attached":
+		return rpAttached
+	case "detached":
+		return rpPaused
+	case "resuming":
+		return rpResuming
+	}
+	return rpClosed
+}
+
+// pauseClient pauses cl's reads (the bare reason) and waits until its
+// socket is detached.
+func pauseClient(t *testing.T, cl *client) *conn.Conn {
+	t.Helper()
+	onLoopOf(t, cl, func() { cl.c.Pause(conn.Held) })
+	waitState(t, cl, cl.c, rpPaused)
+	return cl.c
+}
+
+// pauseUp pauses a broker connection's reads (the bare reason).
+func pauseUp(u *upstreamConn) *conn.Conn {
+	u.c.Pause(conn.Held)
+	return u.c
+}
+
+// pauseCl pauses a client's reads (the bare reason); nil when it cannot
+// be paused now (closed, or in its TLS handshake).
+func pauseCl(cl *client) *conn.Conn {
+	if !cl.pause(conn.Held) {
+		return nil
+	}
+	return cl.c
+}
+
+// resume returns the function that drops the bare reason of c.
+func resume(c *conn.Conn) func() { return func() { c.Resume(conn.Held) } }
+
+func waitState(t *testing.T, cl *client, p *conn.Conn, want pauseState) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var st pauseState
+		onLoopOf(t, cl, func() { st = stateOf(p) })
+		if st == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pause state %d, want %d", st, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func resumeClient(t *testing.T, cl *client, p *conn.Conn) {
+	t.Helper()
+	onLoopOf(t, cl, resume(p))
+	waitState(t, cl, p, rpAttached)
+}
+
+// clientGone waits until the gateway released cl.
+func clientGone(t *testing.T, cl *client) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var closed bool
+		onLoopOf(t, cl, func() { closed = cl.closed })
+		if closed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client was not released")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// openFds lists the process's descriptors: number -> what it points to.
+func openFds(t *testing.T) map[int]string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	out := map[int]string{}
+	for _, e := range ents {
+		n, _ := strconv.Atoi(e.Name())
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
+			out[n] = l
+		}
+	}
+	return out
+}
+
+// settledFds counts the descriptors once the garbage collector's
+// finalizers closed what nothing references any more (connections of the
+// env's own clients).
+func settledFds(t *testing.T) int {
+	t.Helper()
+	for i := 0; i < 2; i++ {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+	}
+	return len(openFds(t))
+}
+
+// waitFds waits until the process holds want descriptors (settled).
+func waitFds(t *testing.T, want int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := settledFds(t)
+		if n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d descriptors open, want %d", what, n, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// memNow is the live heap (after a GC) and the resident set, in bytes.
+func memNow(t *testing.T) (heap, rss int64) {
+	t.Helper()
+	runtime.GC()
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			rss = kb << 10
+		}
+	}
+	return int64(ms.HeapInuse), rss
+}
+
+// noCloseLine fails if the gateway logged a close since the log channel
+// was last read.
+func noCloseLine(t *testing.T, env *testEnv) {
+	t.Helper()
+	for {
+		select {
+		case line := <-env.logs.ch:
+			if strings.Contains(line, "closed") {
+				t.Fatalf("a close was logged: %s", line)
+			}
+		default:
+			return
+		}
+	}
+}
+
+// appendProduce appends a Produce request (v8, acks=1) to orders/0 with
+// one batch of recs records of size bytes, numbered from first: each value
+// begins with its number (8 digits). A batch's CRC is checked by the broker.
+func appendProduce(dst []byte, corr int32, first, recs, size int) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = codec.AppendRequestHeader(dst, 0, 8, corr, []byte("raw"), false, false)
+	dst = kbin.AppendNullableString(dst, nil) // transactional id
+	dst = kbin.AppendInt16(dst, 1)            // acks
+	dst = kbin.AppendInt32(dst, 10000)
+	dst = kbin.AppendArrayLen(dst, 1)
+	dst = kbin.AppendString(dst, "orders")
+	dst = kbin.AppendArrayLen(dst, 1)
+	dst = kbin.AppendInt32(dst, 0)
+	recsLenAt := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	batch := len(dst)
+	now := time.Now().UnixMilli()
+	dst = kbin.AppendInt64(dst, 0)  // first offset
+	dst = kbin.AppendInt32(dst, 0)  // length, patched
+	dst = kbin.AppendInt32(dst, -1) // partition leader epoch
+	dst = kbin.AppendInt8(dst, 2)   // magic
+	dst = kbin.AppendInt32(dst, 0)  // CRC, patched
+	dst = kbin.AppendInt16(dst, 0)  // attributes
+	dst = kbin.AppendInt32(dst, int32(recs-1))
+	dst = kbin.AppendInt64(dst, now)
+	dst = kbin.AppendInt64(dst, now)
+	dst = kbin.AppendInt64(dst, -1) // producer id
+	dst = kbin.AppendInt16(dst, -1)
+	dst = kbin.AppendInt32(dst, -1)
+	dst = kbin.AppendInt32(dst, int32(recs))
+	for i := 0; i < recs; i++ {
+		bodyLen := 1 + 1 + kbin.VarintLen(int32(i)) + 1 + kbin.VarintLen(int32(size)) + size + 1
+		dst = kbin.AppendVarint(dst, int32(bodyLen))
+		dst = append(dst, 0)                   // attributes
+		dst = kbin.AppendVarlong(dst, 0)       // timestamp delta
+		dst = kbin.AppendVarint(dst, int32(i)) // offset delta
+		dst = kbin.AppendVarint(dst, -1)       // key: null
+		dst = kbin.AppendVarint(dst, int32(size))
+		v := len(dst)
+		dst = fmt.Appendf(dst, "%08d", first+i)
+		for len(dst)-v < size {
+			dst = append(dst, 'p')
+		}
+		dst = kbin.AppendVarint(dst, 0) // headers
+	}
+	binary.BigEndian.PutUint32(dst[batch+8:], uint32(len(dst)-batch-12))
+	binary.BigEndian.PutUint32(dst[batch+17:], crc32.Checksum(dst[batch+21:], crc32.MakeTable(crc32.Castagnoli)))
+	binary.BigEndian.PutUint32(dst[recsLenAt:], uint32(len(dst)-batch))
+	codec.PutSize(dst[start:], len(dst)-start-4)
+	return dst
+}
+
+// sendApiVersions0 sends an ApiVersions v0 request.
+func (r *rawConn) apiVersions() {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 0
+	r.send(req)
+}
+
+func (r *rawConn) apiVersionsAnswer() {
+	r.t.Helper()
+	resp := kmsg.ApiVersionsResponse{Version: 0}
+	r.recv(&resp)
+	if resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
+		r.t.Fatalf("ApiVersions answer: %+v", resp)
+	}
+}
+
+func emptyFetch(waitMs int32) *kmsg.FetchRequest {
+	f := kmsg.NewPtrFetchRequest()
+	f.Version = 11
+	f.MaxWaitMillis = waitMs
+	f.MinBytes = 1
+	f.MaxBytes = 1 << 20
+	f.SessionEpoch = -1
+	tp := kmsg.NewFetchRequestTopic()
+	tp.Topic = "orders"
+	pp := kmsg.NewFetchRequestTopicPartition()
+	pp.FetchOffset = 0
+	pp.PartitionMaxBytes = 1 << 20
+	tp.Partitions = append(tp.Partitions, pp)
+	f.Topics = append(f.Topics, tp)
+	return f
+}
+
+// bigFetch asks orders/0 from offset 0 for up to 512 KiB (what the
+// gateway reserves for its answer).
+func bigFetch() *kmsg.FetchRequest {
+	f := emptyFetch(0)
+	f.MaxBytes = 512 << 10
+	f.Topics[0].Partitions[0].PartitionMaxBytes = 512 << 10
+	return f
+}
+
+// fetchedBytes is the size of the record batches of orders/0 in a Fetch answer.
+func fetchedBytes(t *testing.T, resp *kmsg.FetchResponse) int {
+	t.Helper()
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("Fetch answer: %+v", resp)
+	}
+	return len(resp.Topics[0].Partitions[0].RecordBatches)
+}

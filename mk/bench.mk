@@ -50,6 +50,9 @@
 #                        three passes: seed-quotas, no-quotas, the floor), no
 #                        library (BENCH_PARTS=quota-reached
 #                        BENCH_REACHED_LIBS=none). About 4 minutes.
+#   make bench-alternate BEFORE=dir AFTER=dir  bench/alternate: bench/run on two
+#                        checkouts in turn, BENCH_ALT_ROUNDS (3) rounds, before
+#                        and after a change (issue 23.5); BENCH_PARTS as above.
 #   make bench-density   bench/run density: 1,000 and 9,000 idle authenticated
 #                        connection pairs: RSS per pair, GC pauses, one producer.
 #   make bench-micro     the codec micro-benchmarks and the in-process kfake
@@ -63,7 +66,7 @@
 GO ?= go
 BENCH_RUN := $(CURDIR)/bench/run
 
-.PHONY: bench-real bench-new bench-issue11 bench-many bench-quota bench-quota-reached bench-neighbour bench-density bench-all bench-micro
+.PHONY: bench-real bench-new bench-issue11 bench-many bench-quota bench-quota-reached bench-neighbour bench-alternate bench-density bench-all bench-micro
 
 bench-real:
 	GO=$(GO) $(BENCH_RUN) real
@@ -85,6 +88,9 @@ bench-quota-reached:
 
 bench-neighbour:
 	BENCH_PARTS=quota-reached BENCH_REACHED_LIBS=none GO=$(GO) $(BENCH_RUN) real
+
+bench-alternate:
+	GO=$(GO) bench/alternate $(BEFORE) $(AFTER)
 
 bench-density:
 	GO=$(GO) $(BENCH_RUN) density

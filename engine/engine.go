@@ -267,7 +267,7 @@ func (g gnetLogger) Debugf(f string, a ...any) {}
 func (g gnetLogger) Infof(f string, a ...any)  { g.l.Debug(fmt.Sprintf(f, a...)) }
 func (g gnetLogger) Warnf(f string, a ...any) {
 	if strings.Contains(f, "of a stale connection") {
-		// An event gnet had queued for a socket the read pause (pause.go)
+		// An event gnet had queued for a socket the read pause (engine/conn)
 		// took from it in the same batch: gnet drops it, nothing is lost.
 		g.l.Debug(fmt.Sprintf(f, a...))
 		return

@@ -1,19 +1,16 @@
 package engine
 
-// The records of a Fetch answer, spliced on the loop (issue 11.4,
-// invariant 41): the counterpart of produce_splice.go for answers whose
-// partitions are too small for a splice session (splice.go: a goroutine on
-// dups of both sockets, worth its set-up from spliceMin on). With the
-// default fetch sizes of most clients (1 MiB a partition) every record
-// byte was read into the loop's buffer and written out again.
+// The records of a Fetch answer, spliced on the loop (issue 11.4, 23.2,
+// invariant 41): the counterpart of produce_splice.go. Without it every
+// record byte was read into the loop's buffer and written out again.
 //
 // When a streamed answer (invariant 21) is inside a partition's records
 // with at least fetchSpliceMin of them to come, everything gnet read of
 // the broker is consumed, the client's connection has nothing unsent, and
 // both sides are in clear text, what the broker's socket holds of those
-// records goes to the client's by the loop's splice pass (splice_pass.go),
+// records goes to the client's by the loop's splice pass (engine/splice),
 // inside the broker connection's traffic event. A full client socket ends
-// the pass: what the pipe still holds is written to the client's stand-in,
+// the pass: what the pipe still holds is written to the client's queue,
 // and the broker is not read until the client reads, as for any answer.
 
 import (

@@ -127,6 +127,7 @@ func (cl *client) authenticate(token []byte, h *codec.RequestHeader) {
 			tok[i] = 0
 		}
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			defer cl.lp.fc.Settle() // after the recovery: the pauses it asked
 			defer cl.e.recoverConn(cl.c, "auth")
 			if cl.closed {
 				return nil

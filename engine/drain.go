@@ -91,6 +91,7 @@ func (e *Engine) onLoops(deadline time.Time, fn func(*loop)) bool {
 		wg.Add(1)
 		err := l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			defer wg.Done()
+			defer l.fc.Settle()
 			defer e.recoverConn(nil, "drain")
 			fn(l)
 			return nil

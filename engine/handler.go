@@ -122,8 +122,8 @@ func (e *Engine) OnTick() (time.Duration, gnet.Action) {
 		_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(_ context.Context) error {
 			defer e.recoverConn(nil, "sweep")
 			e.sweep(l)
-			l.fc.Tick(time.Now())
 			e.sweepMuted(l)
+			l.fc.Tick(time.Now()) // the pauses asked above are applied here
 			return nil
 		}))
 	}

@@ -339,6 +339,7 @@ func (cl *client) armUnmute(q *quotaConn) {
 	el := cl.lp.el
 	q.wake = gnet.RunnableFunc(func(context.Context) error {
 		cl.e.unmute(cl.lp, cl, time.Now())
+		cl.lp.fc.Settle() // the pauses the requests it handled asked
 		return nil
 	})
 	q.timer = time.AfterFunc(d, func() { _ = el.Execute(context.Background(), q.wake) })

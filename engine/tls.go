@@ -146,6 +146,7 @@ func (cl *client) onTLSHello() {
 		herr := conn.HandshakeContext(ctx)
 		cancel()
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			defer cl.lp.fc.Settle()
 			defer cl.e.recoverConn(cl.c, "tls")
 			if cl.closed {
 				return nil

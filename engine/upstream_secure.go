@@ -126,6 +126,7 @@ func (u *upstreamConn) renewIfIdle() {
 	gen, el, cl := s.gen, u.c.EventLoop(), u.cl
 	time.AfterFunc(up.Config().Timeout.D(), func() {
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			defer cl.lp.fc.Settle()
 			defer cl.e.recoverConn(nil, "upstream sasl")
 			if !u.closed && s.gen == gen && s.renewal >= renewExchange {
 				u.renewFailed(errors.New("no answer to the re-authentication within the upstream's timeout"))
@@ -168,6 +169,7 @@ func (u *upstreamConn) authTraffic() bool {
 	go func() {
 		next, done, err := a.Next(ans)
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			defer cl.lp.fc.Settle()
 			defer cl.e.recoverConn(nil, "upstream sasl")
 			u.authStep(next, done, err)
 			return nil

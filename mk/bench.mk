@@ -47,9 +47,11 @@
 #                        the gateway, acme paced at the held rates
 #                        (quota-reached.md). About 13 minutes.
 #   make bench-neighbour only the noisy neighbour of bench-quota-reached (its
-#                        three passes: seed-quotas, no-quotas, the floor), no
-#                        library (BENCH_PARTS=quota-reached
-#                        BENCH_REACHED_LIBS=none). About 4 minutes.
+#                        passes: seed-quotas, no-quotas, the floor, and the floor
+#                        of a held client's shape: acme's producers in lumps of
+#                        BENCH_NEIGHBOUR_FLOOR_BURST records, 1,024; 1 turns it
+#                        off), no library (BENCH_PARTS=quota-reached
+#                        BENCH_REACHED_LIBS=none). About 5 minutes.
 #   make bench-alternate BEFORE=dir AFTER=dir  bench/alternate: bench/run on two
 #                        checkouts in turn, BENCH_ALT_ROUNDS (3) rounds, before
 #                        and after a change (issue 23.5); BENCH_PARTS as above.

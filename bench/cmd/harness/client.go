@@ -92,6 +92,7 @@ func clientRun(args []string, stdout io.Writer, keysEnv string) int {
 	n := fs.Int("n", 0, "records per client (0: until -seconds)")
 	secs := fs.Float64("seconds", 60, "the longest a client runs")
 	rate := fs.Float64("rate", 0, "a producer's records/s (0: flat out)")
+	burst := fs.Int("burst", 1, "a paced producer's records sent at once (its rate kept on average): lumps, as a held client's")
 	crate := fs.Float64("consume-rate", 0, "a consumer's records/s handed over (0: as they come)")
 	direct := fs.Bool("direct", false, "no SASL (the broker's PLAINTEXT listener); -users only names the clients")
 	size := fs.Int("size", 1024, "record size")
@@ -109,6 +110,9 @@ func clientRun(args []string, stdout io.Writer, keysEnv string) int {
 		return 2
 	case *rate < 0 || *crate < 0:
 		fmt.Fprintln(os.Stderr, "harness client: -rate and -consume-rate must not be negative")
+		return 2
+	case *burst < 1:
+		fmt.Fprintln(os.Stderr, "harness client: -burst must be 1 or more")
 		return 2
 	}
 	out := &clientOut{w: bufio.NewWriterSize(stdout, 1<<20)}
@@ -135,7 +139,7 @@ func clientRun(args []string, stdout io.Writer, keysEnv string) int {
 			opts = append(opts, kgo.SASL(plain.Auth{User: id, Pass: keys[i]}.AsMechanism()))
 		}
 		if *produce {
-			run(func() error { return clientProduce(ctx, opts, out, i, *topic, pool, *size, *n, *rate) })
+			run(func() error { return clientProduce(ctx, opts, out, i, *topic, pool, *size, *n, *rate, *burst) })
 		}
 		if *consume {
 			run(func() error { return clientConsume(ctx, opts, out, i, *topic, *n, *crate) })
@@ -183,7 +187,10 @@ func pollBatch(rate float64) int {
 	return max(1, int(rate/20))
 }
 
-func clientProduce(ctx context.Context, opts []kgo.Opt, out *clientOut, idx int, topic string, pool []byte, size, n int, rate float64) error {
+// clientProduce produces n records (0: until ctx ends), flat out or at
+// rate records/s, burst records at a time (each lump due when its first
+// record is).
+func clientProduce(ctx context.Context, opts []kgo.Opt, out *clientOut, idx int, topic string, pool []byte, size, n int, rate float64, burst int) error {
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
@@ -196,7 +203,7 @@ func clientProduce(ctx context.Context, opts []kgo.Opt, out *clientOut, idx int,
 	var first atomic.Value
 	pace := pacer{time.Now(), rate}
 	for i := 0; (n == 0 || i < n) && ctx.Err() == nil; i++ {
-		pace.wait(ctx, i)
+		pace.wait(ctx, i/burst*burst)
 		off := (i * 4093) % (len(pool) - size)
 		start := time.Now()
 		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: pool[off : off+size]}, func(r *kgo.Record, err error) {

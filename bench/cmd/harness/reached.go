@@ -880,6 +880,9 @@ func (h *harness) reachedPart() {
 	}
 	if envStr("BENCH_NEIGHBOUR_FLOOR", "1") == "1" {
 		nbs = append(nbs, h.neighbour(e, direct, floorPace()))
+		if lumpPace().burst > 1 {
+			nbs = append(nbs, h.neighbour(e, direct, lumpPace()))
+		}
 	}
 	thr, err := metricSum(h.quotaGW[rOn].admin, "flexway_kafka_throttle_seconds_count")
 	if err == nil {
@@ -1049,6 +1052,7 @@ type neighbourResult struct {
 type nbPace struct {
 	produce float64 // MiB/s, acme's producers in all (the tenant's producer_byte_rate), split evenly
 	consume float64 // MiB/s, each consumer (a key's consumer_byte_rate)
+	burst   int     // records a producer sends at once (1: evenly spaced): the lumps of a held client
 }
 
 // floorPace is BENCH_NEIGHBOUR_FLOOR_PRODUCE_MIB_S and _CONSUME_MIB_S, the
@@ -1057,7 +1061,18 @@ func floorPace() *nbPace {
 	return &nbPace{
 		produce: envFloat("BENCH_NEIGHBOUR_FLOOR_PRODUCE_MIB_S", float64(seedTenantProduceRate)/(1<<20)),
 		consume: envFloat("BENCH_NEIGHBOUR_FLOOR_CONSUME_MIB_S", float64(seedConsumeRate)/(1<<20)),
+		burst:   1,
 	}
+}
+
+// lumpPace is the floor of the same shape as a held client's load: acme's
+// producers at the same rates, each sending BENCH_NEIGHBOUR_FLOOR_BURST
+// records (1,024: 1 MiB, franz-go's batch) at once, as a producer held by
+// KIP-219 sends what it batched during its mute.
+func lumpPace() *nbPace {
+	p := floorPace()
+	p.burst = envInt("BENCH_NEIGHBOUR_FLOOR_BURST", 1024)
+	return p
 }
 
 // neighbourArgs is the harness client arguments of globex's producer and
@@ -1077,7 +1092,7 @@ func neighbourArgs(boot string, pace *nbPace, rate, secs, aSecs int, globex stri
 	if pace != nil {
 		b = append(b, "-direct")
 		a = append(a, "-direct", "-rate", strconv.FormatFloat(pace.produce*1024/float64(len(acme)), 'f', 3, 64),
-			"-consume-rate", strconv.FormatFloat(pace.consume*1024, 'f', 3, 64))
+			"-consume-rate", strconv.FormatFloat(pace.consume*1024, 'f', 3, 64), "-burst", strconv.Itoa(max(1, pace.burst)))
 	}
 	return b, a
 }
@@ -1268,8 +1283,12 @@ func neighbourTable(b *strings.Builder, nb *neighbourResult) {
 		fmt.Fprintf(b, "PLAINTEXT listener (no SASL, the broker's topics globex.quota and acme.quota): tenant globex's producer at\n")
 		fmt.Fprintf(b, "%d records/s of 1 KiB (%.2f MiB/s) with franz-go's defaults; from second %.0f acme's %d producers at %.3f MiB/s in all\n",
 			nb.rate, float64(nb.rate)/1024, neighbourAStart.Seconds(), nb.acme, nb.pace.produce)
-		fmt.Fprintf(b, "(%.1f records/s each, evenly spaced, linger 0) and its %d consumers at %.3f MiB/s each (records handed over, at most\n",
-			nb.pace.produce*1024/float64(max(1, nb.acme)), nb.acme, nb.pace.consume)
+		shape := "evenly spaced, linger 0"
+		if nb.pace.burst > 1 {
+			shape = fmt.Sprintf("in lumps of %d records sent at once", nb.pace.burst)
+		}
+		fmt.Fprintf(b, "(%.1f records/s each, %s) and its %d consumers at %.3f MiB/s each (records handed over, at most\n",
+			nb.pace.produce*1024/float64(max(1, nb.acme)), shape, nb.acme, nb.pace.consume)
 		fmt.Fprintf(b, "50 ms of the rate per poll; franz-go's default fetch sizes). What acme's held load costs globex at the broker and\n")
 		fmt.Fprintf(b, "on the machine, with no gateway in the path. Windows in seconds of globex's start. p99 record: a record's\n")
 	default:
@@ -1331,6 +1350,8 @@ func neighbourTable(b *strings.Builder, nb *neighbourResult) {
 // nbPassName names a pass of the neighbour in the summary.
 func nbPassName(nb *neighbourResult) string {
 	switch {
+	case nb.pace != nil && nb.pace.burst > 1:
+		return fmt.Sprintf("direct, acme at the held rates in lumps of %d records", nb.pace.burst)
 	case nb.pace != nil:
 		return "direct, acme paced at the held rates"
 	case nb.gw == rOn:
@@ -1354,7 +1375,7 @@ func neighbourSummary(b *strings.Builder, nbs []*neighbourResult) {
 		}
 		return nb.win[1].p99 / nb.win[i].p99
 	}
-	var on, floor *neighbourResult
+	var on, floor, lumps *neighbourResult
 	for _, nb := range nbs {
 		w := func(i int, f func(nbWindow) float64, cell func(float64) string) string {
 			if i >= len(nb.win) {
@@ -1370,6 +1391,8 @@ func neighbourSummary(b *strings.Builder, nbs []*neighbourResult) {
 			w(0, mib, f3), w(1, mib, f3), w(2, mib, f3), w(0, p99, fmtMS), w(1, p99, fmtMS), w(2, p99, fmtMS),
 			ratio(nb, 0), ratio(nb, 2), w(0, req, fmtMS), w(1, req, fmtMS))
 		switch {
+		case nb.pace != nil && nb.pace.burst > 1:
+			lumps = nb
 		case nb.pace != nil:
 			floor = nb
 		case nb.gw == rOn:
@@ -1386,6 +1409,13 @@ func neighbourSummary(b *strings.Builder, nbs []*neighbourResult) {
 	}
 	fmt.Fprintf(b, "- globex's p99 beside acme / alone before it: %.3f direct with acme paced at the held rates (the floor), %.3f through %s.\n",
 		rFloor, rOnR, rOn)
+	if lumps != nil {
+		if rLumps := ratio(lumps, 0); !math.IsNaN(rLumps) {
+			fmt.Fprintf(b, "- The floor of the same shape (direct, acme at the held rates in lumps of %d records, as a held producer sends what it\n", lumps.pace.burst)
+			fmt.Fprintf(b, "  batched during a mute): %.3f. Past it, the gateway adds %+.1f %% of p99 (%.2f ms beside acme).\n",
+				rLumps, 100*(rOnR-rLumps), on.win[1].p99-lumps.win[1].p99)
+		}
+	}
 	switch {
 	case rOnR-1 <= 0.01:
 	case rFloor >= rOnR:

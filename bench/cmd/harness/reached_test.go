@@ -269,8 +269,17 @@ func TestNeighbourFloorArgs(t *testing.T) {
 	if got := strings.Join(b, " "); got != "client -brokers 127.0.0.1:29192 -topic globex.quota -users reach-globex -produce -rate 512 -seconds 52 -direct" {
 		t.Errorf("globex: %s", got)
 	}
-	if got := strings.Join(a, " "); got != "client -brokers 127.0.0.1:29192 -topic acme.quota -users reach-acme-1,reach-acme-2,reach-acme-3 -produce -consume -seconds 21 -direct -rate 682.667 -consume-rate 2048.000" {
+	if got := strings.Join(a, " "); got != "client -brokers 127.0.0.1:29192 -topic acme.quota -users reach-acme-1,reach-acme-2,reach-acme-3 -produce -consume -seconds 21 -direct -rate 682.667 -consume-rate 2048.000 -burst 1" {
 		t.Errorf("acme: %s", got)
+	}
+	// The floor of a held client's shape: the same rates in lumps of 1,024
+	// records (BENCH_NEIGHBOUR_FLOOR_BURST).
+	t.Setenv("BENCH_NEIGHBOUR_FLOOR_BURST", "")
+	if p := lumpPace(); p.burst != 1024 || p.produce != 1.92 {
+		t.Errorf("lump pace %+v", p)
+	}
+	if _, a := neighbourArgs("127.0.0.1:29192", lumpPace(), 512, 52, 21, "reach-globex", acme); !strings.HasSuffix(strings.Join(a, " "), "-burst 1024") {
+		t.Errorf("lumps: %s", strings.Join(a, " "))
 	}
 	// The arguments are harness client's (here with no client to run).
 	if rc := clientRun(append(a[1:len(a):len(a)], "-brokers", "127.0.0.1:1", "-seconds", "0.01", "-produce=false", "-consume=false"), io.Discard, ""); rc != 0 {

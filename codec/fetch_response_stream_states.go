@@ -12,15 +12,7 @@ import (
 
 // short decides what a unit that did not parse from avail means: more
 // bytes are needed (0, nil), or the frame is malformed or the unit too long.
-func (s *FetchResponseStream) short(avail []byte) (int, error) {
-	if len(avail) == s.remain {
-		return 0, ErrCodecShort // the frame ends first: the whole-frame form fails too
-	}
-	if len(avail) >= MaxStreamUnit {
-		return 0, ErrCodecUnitTooLong
-	}
-	return 0, nil
-}
+func (s *FetchResponseStream) short(avail []byte) (int, error) { return shortUnit(avail, s.remain) }
 
 // count reads an array count as rd.arr does, its bound checked against
 // the frame's remaining bytes (as kbin checks it against the whole body).

@@ -322,9 +322,15 @@ func (s *ProduceRequestStream) endPart() {
 }
 
 // short decides what a unit that did not parse from avail means.
-func (s *ProduceRequestStream) short(avail []byte) (int, error) {
-	if len(avail) == s.remain {
-		return 0, ErrCodecShort // the frame ends first: the whole-frame form fails too
+func (s *ProduceRequestStream) short(avail []byte) (int, error) { return shortUnit(avail, s.remain) }
+
+// shortUnit is what a stream's unit that did not parse from avail, with
+// remain bytes of the frame left, means: more bytes are needed (0, nil),
+// or the frame is malformed (it ends first: the whole-frame form fails
+// too), or the unit is too long.
+func shortUnit(avail []byte, remain int) (int, error) {
+	if len(avail) == remain {
+		return 0, ErrCodecShort
 	}
 	if len(avail) >= MaxStreamUnit {
 		return 0, ErrCodecUnitTooLong

@@ -31,7 +31,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 phase deps -- scripts/install-deps.sh || exit
-phase vet -- sh -c '"$GO" vet ./... && scripts/check-tracked-size.sh' || exit
+phase vet -- "$MAKE" --no-print-directory vet GO="$GO" || exit # go vet, no tracked file over 1 MiB
 
 kfake_seq() {
   local s=0

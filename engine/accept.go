@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 
@@ -34,14 +36,14 @@ const acceptWait = 50 * time.Millisecond
 // listenSpec is one listener port: where it binds and what it serves.
 type listenSpec struct {
 	network, addr string // "tcp4", "127.0.0.1:9092"
-	route         portRoute
+	route         session.Route
 	ln            *net.TCPListener // bound in New (port 0: the TLS port of tests), else in Serve
 }
 
 // acceptedConn is the context of a connection the acceptor handed to gnet,
 // until OnOpen makes it a client.
 type acceptedConn struct {
-	route  portRoute
+	route  session.Route
 	opened bool // set by OnOpen, on the loop; read once the enroll reported
 }
 
@@ -97,7 +99,7 @@ func bind(network, addr string) (*net.TCPListener, error) {
 
 // add declares a listener port; port 0 is bound at once (the test's TLS
 // port), so that its route is known before Serve. It returns the port.
-func (a *acceptor) add(host string, port int, route portRoute) (int, error) {
+func (a *acceptor) add(host string, port int, route session.Route) (int, error) {
 	s := listenSpec{network: listenNetwork(host), addr: net.JoinHostPort(host, strconv.Itoa(port)), route: route}
 	if port == 0 {
 		ln, err := bind(s.network, s.addr)
@@ -295,7 +297,7 @@ func (a *acceptor) accept(i int) error {
 		a.free()
 		return err
 	}
-	if a.e.refusedCluster(a.specs[i].route.cluster) { // U3: refused at once
+	if a.e.env.RefusedCluster(a.specs[i].route.Cluster) { // U3: refused at once
 		_ = c.Close()
 		a.free()
 		return nil

@@ -31,7 +31,7 @@ func gaugePeak(t *testing.T, e *Engine) func() (gauge, places int) {
 		tk := time.NewTicker(time.Millisecond)
 		defer tk.Stop()
 		for {
-			if v := int64(e.m.Connections()); v > g.Load() {
+			if v := int64(e.env.Signals.Connections()); v > g.Load() {
 				g.Store(v)
 			}
 			if v := int64(e.acc.open()); v > p.Load() {
@@ -88,7 +88,7 @@ func isTimeout(err error) bool {
 func noRefusal(t *testing.T, e *Engine) {
 	t.Helper()
 	for _, bound := range signals.Bounds() {
-		if n := e.m.RefusedBy(bound); n != 0 {
+		if n := e.env.Signals.RefusedBy(bound); n != 0 {
 			t.Fatalf("%d connections refused by %s", n, bound)
 		}
 	}
@@ -125,7 +125,7 @@ func TestMaxConnectionsQueuesAtBound(t *testing.T) {
 			t.Fatalf("an authenticated connection under the bound: %v", err)
 		}
 	}
-	if g := env.e.m.Connections(); g != bound {
+	if g := env.e.env.Signals.Connections(); g != bound {
 		t.Fatalf("flexway_kafka_connections = %d with %d connections open", g, bound)
 	}
 

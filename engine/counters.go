@@ -10,14 +10,14 @@ import (
 )
 
 // openCounters opens server.counters' shared store (issue 8 item 4, Q3),
-// or takes the one WithCounters gave (tests). Without either, e.quotas.counters
+// or takes the one WithCounters gave (tests). Without either, e.env.Quotas.Counters
 // stays nil: no quota policy loads without server.counters. The store is
 // start-only (configs.StartOnlyDiff): its counts live as long as the
 // process.
 func (e *Engine) openCounters(snap *configs.Snapshot) error {
-	e.quotas.log = signals.NewRateLimiter(10)
+	e.env.Quotas.Log = signals.NewRateLimiter(10)
 	if e.opts.Counters != nil {
-		e.quotas.counters = e.opts.Counters
+		e.env.Quotas.Counters = e.opts.Counters
 		return nil
 	}
 	c := snap.File.Server.Counters
@@ -28,7 +28,7 @@ func (e *Engine) openCounters(snap *configs.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrEngineConfig, err)
 	}
-	e.quotas.counters, e.quotas.own = r, true
+	e.env.Quotas.Counters, e.env.Quotas.Own = r, true
 	e.log.Info("shared counter store", "store", r.Host(), "sync", time.Duration(c.Sync).String())
 	return nil
 }
@@ -36,7 +36,7 @@ func (e *Engine) openCounters(snap *configs.Snapshot) error {
 // closeCounters closes the store the engine opened (a last reconciliation,
 // bounded); one a test gave is the test's.
 func (e *Engine) closeCounters() {
-	if e.quotas.own && e.quotas.counters != nil {
-		e.quotas.counters.Close()
+	if e.env.Quotas.Own && e.env.Quotas.Counters != nil {
+		e.env.Quotas.Counters.Close()
 	}
 }

@@ -1,12 +1,15 @@
-// Package engine owns the sockets: one gnet engine serves every listener
-// port, and each client connection's broker connection is enrolled on the
-// same event loop, so that a connection pair's state needs no lock. It is
-// the only package that imports gnet.
+// Package engine owns the loops and their sockets: one gnet engine serves
+// every listener port (the acceptor hands it the accepted sockets), its
+// callbacks hand each socket's events to its session (engine/session), the
+// tick sweeps each loop, and the stop's drain and a reload are fanned out
+// to the loops. A client connection's broker connection is enrolled on
+// the same loop, so that a pair's state needs no lock. gnet is imported
+// here and by the rooms that work on its loops (engine/conn,
+// engine/session).
 package engine
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,16 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/flexway/flexway/audit"
-	"github.com/flexway/flexway/auth"
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/flexway/flexway/configs"
-	"github.com/flexway/flexway/decide"
-	"github.com/flexway/flexway/engine/conn"
-	"github.com/flexway/flexway/engine/signals"
-	"github.com/flexway/flexway/quota"
-	"github.com/flexway/flexway/relay"
-	"github.com/flexway/flexway/upstream"
-	"github.com/panjf2000/ants/v2"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -33,33 +29,15 @@ type Engine struct {
 	gnet.BuiltinEventEngine
 	opts Options
 	log  *slog.Logger
+	// env is what the sessions share (engine/session): the configuration
+	// in force, the upstreams, the bounds, quotas and signals, the loops'
+	// states.
+	env   *session.Env
+	acc   *acceptor // the listener ports (max_connections, L3)
+	addrs []string
 
-	snap      atomic.Pointer[configs.Snapshot]
-	upstreams map[string]*upstream.Upstream
-	versions  map[string]*decide.Versions // by cluster
-	acc       *acceptor                   // the listener ports (max_connections, L3)
-	addrs     []string
-	// sameCluster: an upstream refused because an earlier one reaches the
-	// same physical cluster under another prefix (U3) -> that earlier one.
-	sameCluster map[string]string
-
-	eng     gnet.Engine
-	life    lifecycle        // its start and stop (Serve, Ready, Stop)
-	pools   workerPools      // off the loops: authentication, TLS handshakes
-	sec     listenerSecurity // the TLS port, the OAuth issuers
-	loopsMu sync.Mutex
-	loops   map[gnet.EventLoop]*loop
-
-	bounds       connBounds // the connections and their bytes in flight (B1, B2)
-	refusedLog   *signals.RateLimiter
-	unmappedSeen sync.Map
-	m            *signals.Set
-
-	quotas     quotaState   // the tenants' quotas (budget_quota.go, quota.go)
-	auditTrail *audit.Trail // O3 (audit.go)
-	flow       conn.Stats   // the flow-control mechanism's counts (flow.go)
-	fs         flowSeries   // the flow and splice series (flowseries.go)
-	tune       tuning       // the flow's and the splice's bounds (options.go)
+	eng  gnet.Engine
+	life lifecycle // its start and stop (Serve, Ready, Stop)
 }
 
 // lifecycle is the engine's start and stop, as Serve, Ready and Stop see them.
@@ -71,51 +49,8 @@ type lifecycle struct {
 	stopping atomic.Bool   // Stop began
 }
 
-// workerPools run, off the loops, the work that would block one.
-type workerPools struct {
-	auth *ants.Pool // authentication work
-	// handshake: TLS handshakes wait on their clients: one worker each, as
-	// many as unauthenticated connections may exist.
-	handshake *ants.Pool
-}
-
-// listenerSecurity is what the listener authenticates with: the TLS port
-// and its certificates, the OAuth issuers.
-type listenerSecurity struct {
-	tlsConfig *tls.Config                // nil without a TLS listener
-	tlsPort   int                        // 0 without one
-	oauth     atomic.Pointer[auth.OAuth] // nil without auth.issuers
-}
-
-// connBounds are the listener's bounds on the connections and on their
-// bytes in flight, and what they count.
-type connBounds struct {
-	perIP   *connLimits    // max_connections_per_ip (B1)
-	unauth  atomic.Int64   // unauthenticated connections open (max_unauthenticated_connections)
-	replica *relay.Shared  // max_total_in_flight_bytes (B2)
-	tenants *relay.Tenants // the tenants with connections (B1, B2)
-}
-
-// quotaState is the engine's side of the quotas: the day/month budgets of
-// the policies (budget_quota.go) and the KIP-219 buckets (quota.go).
-type quotaState struct {
-	// counters is server.counters' shared store (quota/counters), nil
-	// without one; own: opened here, closed when the engine stops.
-	counters quota.Store
-	own      bool
-	log      *signals.RateLimiter // "kafka produce refused: the tenant's quota is spent"
-	buckets  *quota.Registry      // the KIP-219 buckets (quota.go)
-}
-
-// portRoute says what a listener port serves.
-type portRoute struct {
-	cluster *configs.Cluster // nil on the TLS port until SNI says
-	node    int32            // -1: the bootstrap
-	tls     bool             // the TLS listener (routed by SNI)
-}
-
 // TLSPort returns the TLS listener's port (0 without one).
-func (e *Engine) TLSPort() int { return e.sec.tlsPort }
+func (e *Engine) TLSPort() int { return e.env.Sec.TLSPort }
 
 // Addrs returns the listener addresses.
 func (e *Engine) Addrs() []string { return e.addrs }
@@ -126,7 +61,7 @@ func (e *Engine) Loops() int { return e.opts.Loops }
 // EmbeddedBrokers returns, for each embedded upstream, its brokers' addresses.
 func (e *Engine) EmbeddedBrokers() map[string][]string {
 	out := map[string][]string{}
-	for name, u := range e.upstreams {
+	for name, u := range e.env.Upstreams {
 		if addrs := u.EmbeddedAddrs(); addrs != nil {
 			out[name] = addrs
 		}
@@ -135,7 +70,7 @@ func (e *Engine) EmbeddedBrokers() map[string][]string {
 }
 
 // Snapshot returns the configuration in force.
-func (e *Engine) Snapshot() *configs.Snapshot { return e.snap.Load() }
+func (e *Engine) Snapshot() *configs.Snapshot { return e.env.Snap.Load() }
 
 // Serve listens and serves until Stop; it returns once the engine stopped.
 // Ready is closed (or sent an error) once listening.
@@ -168,8 +103,9 @@ func (e *Engine) Serve() error {
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{e.log}),
 	)
-	e.closePaused() // the loops returned: the sockets they no longer held (conn.Loop.Stop)
-	e.closePipes()
+	for _, l := range e.env.Loops() {
+		l.Stop() // the loops returned: the sockets they no longer held, their pipes
+	}
 	e.acc.stop()
 	select {
 	case e.life.started <- err:
@@ -235,29 +171,16 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	err := e.eng.Stop(context.Background())
 	<-e.life.stopped
-	e.stopAudit(ctx)
-	e.pools.auth.Release()
-	e.pools.handshake.Release()
+	e.env.StopAudit(ctx)
+	e.env.Pools.Auth.Release()
+	e.env.Pools.Handshake.Release()
 	return err
 }
 
 func (e *Engine) closeUpstreams() {
-	for _, u := range e.upstreams {
+	for _, u := range e.env.Upstreams {
 		u.Close()
 	}
-}
-
-// loopOf returns the engine's state of a gnet loop (created on first use).
-func (e *Engine) loopOf(el gnet.EventLoop) *loop {
-	e.loopsMu.Lock()
-	defer e.loopsMu.Unlock()
-	l := e.loops[el]
-	if l == nil {
-		l = &loop{el: el, tune: &e.tune, clients: map[*client]struct{}{}}
-		l.fc = conn.NewLoop(el, e.guard, &e.flow)
-		e.loops[el] = l
-	}
-	return l
 }
 
 // gnetLogger sends gnet's own logs to slog.
@@ -276,18 +199,3 @@ func (g gnetLogger) Warnf(f string, a ...any) {
 }
 func (g gnetLogger) Errorf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...)) }
 func (g gnetLogger) Fatalf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...)) }
-
-// closePaused closes the sockets the loops no longer hold (detached by a
-// pause) and tells their owners, as gnet does for its own connections when
-// it stops. It runs once every loop has returned: nothing runs beside it.
-func (e *Engine) closePaused() {
-	e.loopsMu.Lock()
-	loops := make([]*loop, 0, len(e.loops))
-	for _, l := range e.loops {
-		loops = append(loops, l)
-	}
-	e.loopsMu.Unlock()
-	for _, l := range loops {
-		l.fc.Stop()
-	}
-}

@@ -8,6 +8,8 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
+
+	"github.com/flexway/flexway/engine/session"
 )
 
 // Answers of two partitions of 512 KiB records (below spliceMin: no
@@ -25,7 +27,7 @@ func TestSpliceFetchOnLoop(t *testing.T) {
 	fast := dialReader(t, env, "acme-app")
 	slow := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"]) // a 16 KiB window
 	rounds := func(n int) (answers int, spliced int64) {
-		before := env.e.fs.fetchSpliced.Load()
+		before := env.e.env.Series.FetchSpliced.Load()
 		for round := 0; round < n; round++ {
 			for _, r := range []*rawConn{fast, slow} {
 				for _, v := range []int16{11, 12} {
@@ -35,25 +37,25 @@ func TestSpliceFetchOnLoop(t *testing.T) {
 				}
 			}
 		}
-		return answers, env.e.fs.fetchSpliced.Load() - before
+		return answers, env.e.env.Series.FetchSpliced.Load() - before
 	}
-	units := env.e.fs.fetchUnits.Load()
+	units := env.e.env.Series.FetchUnits.Load()
 	answers, spliced := rounds(3)
-	t.Logf("%d answers of 2 × 512 KiB records: %d KiB spliced on the loop, %d units from the socket", answers, spliced>>10, env.e.fs.fetchUnits.Load()-units)
+	t.Logf("%d answers of 2 × 512 KiB records: %d KiB spliced on the loop, %d units from the socket", answers, spliced>>10, env.e.env.Series.FetchUnits.Load()-units)
 	if spliced < 1<<20 {
 		t.Fatalf("%d answers of 2 × 512 KiB records: %d bytes spliced on the loop", answers, spliced)
 	}
 
-	env.e.tune.pipeShort.Store(true)
-	outs := env.e.fs.fetchPipeOuts.Load()
+	env.e.env.Tune.PipeShort.Store(true)
+	outs := env.e.env.Series.FetchPipeOuts.Load()
 	_, spliced = rounds(2)
-	env.e.tune.pipeShort.Store(false)
-	if env.e.fs.fetchPipeOuts.Load() == outs || spliced == 0 {
-		t.Fatalf("half of every pass read out: %d passes read out, %d bytes spliced", env.e.fs.fetchPipeOuts.Load()-outs, spliced)
+	env.e.env.Tune.PipeShort.Store(false)
+	if env.e.env.Series.FetchPipeOuts.Load() == outs || spliced == 0 {
+		t.Fatalf("half of every pass read out: %d passes read out, %d bytes spliced", env.e.env.Series.FetchPipeOuts.Load()-outs, spliced)
 	}
 
-	old := env.e.tune.fetchSpliceMin.Swap(0)
-	t.Cleanup(func() { env.e.tune.fetchSpliceMin.Store(old) })
+	old := env.e.env.Tune.FetchSpliceMin.Swap(0)
+	t.Cleanup(func() { env.e.env.Tune.FetchSpliceMin.Store(old) })
 	if _, spliced = rounds(1); spliced != 0 {
 		t.Fatalf("splicing off: %d bytes spliced", spliced)
 	}
@@ -71,7 +73,7 @@ func TestSpliceFetchOnLoopClientCloses(t *testing.T) {
 	other.fetchOrders(12)
 	other.checkOrders(12, size)
 	fds, pipes := settledFds(t), loopPipes(t, env)
-	spliced := env.e.fs.fetchSpliced.Load()
+	spliced := env.e.env.Series.FetchSpliced.Load()
 	for i := 0; i < 4; i++ {
 		r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"]) // a 16 KiB window: the answer waits
 		cl := clientOf(t, env.e, r)
@@ -92,7 +94,7 @@ func TestSpliceFetchOnLoopClientCloses(t *testing.T) {
 	}
 	// A loop's pipe, made at its first pass, stays until the engine stops.
 	waitFds(t, fds+2*(loopPipes(t, env)-pipes), "after four clients closed mid-answer")
-	if env.e.fs.fetchSpliced.Load() == spliced {
+	if env.e.env.Series.FetchSpliced.Load() == spliced {
 		t.Fatal("nothing was spliced on the loop")
 	}
 }
@@ -103,11 +105,11 @@ func TestSpliceFetchOnLoopClientCloses(t *testing.T) {
 func loopPipes(t *testing.T, env *testEnv) int {
 	t.Helper()
 	var n atomic.Int64
-	onLoops(t, env.e, func(l *loop) {
-		if l.pp != nil {
+	onLoops(t, env.e, func(l *session.Loop) {
+		if l.State().Pipe {
 			n.Add(1)
 		}
-		if l.fc.Watching() {
+		if l.State().Watching {
 			n.Add(1)
 		}
 	})

@@ -59,17 +59,17 @@ func TestFlowProfileRawFetch(t *testing.T) {
 	case "off":
 		modes = []bool{false}
 	}
-	min0 := env.e.tune.fetchSpliceMin.Load()
-	defer env.e.tune.fetchSpliceMin.Store(min0)
+	min0 := env.e.env.Tune.FetchSpliceMin.Load()
+	defer env.e.env.Tune.FetchSpliceMin.Store(min0)
 	rates, cpus := map[bool][]float64{}, map[bool][]float64{}
 	for _, on := range modes {
 		if on {
-			env.e.tune.fetchSpliceMin.Store(min0)
+			env.e.env.Tune.FetchSpliceMin.Store(min0)
 		} else {
-			env.e.tune.fetchSpliceMin.Store(0)
+			env.e.env.Tune.FetchSpliceMin.Store(0)
 		}
 		read := 0
-		p0 := env.e.fs.brokerPauses.Load()
+		p0 := env.e.env.Series.BrokerPauses.Load()
 		start, cpu0 := time.Now(), cpuNow()
 		for read < total {
 			r.fetchOrders(12)
@@ -102,7 +102,7 @@ func TestFlowProfileRawFetch(t *testing.T) {
 		cpus[on] = append(cpus[on], cpu.Seconds()/(mib/1024))
 		t.Logf("splice %v: %.0f MiB in %v: %.0f MiB/s, process CPU %.2f s/GiB, %d broker pauses (sum %x)",
 			on, mib, el.Round(time.Millisecond), mib/el.Seconds(), cpu.Seconds()/(mib/1024),
-			env.e.fs.brokerPauses.Load()-p0, sum)
+			env.e.env.Series.BrokerPauses.Load()-p0, sum)
 	}
 	med := func(v []float64) float64 { v = append([]float64(nil), v...); sort.Float64s(v); return v[len(v)/2] }
 	for _, on := range []bool{true, false} {

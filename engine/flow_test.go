@@ -4,7 +4,6 @@ package engine
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"io"
 	"math"
@@ -18,28 +17,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/engine/conn"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sys/unix"
 )
 
 // setFlowOff turns "the broker is not read until the client reads" off
 // (true) or on again: the speed test compares both.
 func setFlowOff(env *testEnv, off bool) {
 	if off {
-		env.e.tune.flowHigh.Store(math.MaxInt64)
+		env.e.env.Tune.FlowHigh.Store(math.MaxInt64)
 		return
 	}
-	env.e.tune.flowHigh.Store(1 << 20)
+	env.e.env.Tune.FlowHigh.Store(1 << 20)
 }
 
 // heldBytes is what the gateway holds in memory for the client of r: the
 // client's unsent bytes and what its broker connection buffered. On cl's loop.
-func (cl *client) heldBytes() int64 {
-	n := int64(cl.c.Queued())
-	if cl.up.conn != nil && cl.up.conn.c != nil && !cl.up.conn.closed {
-		n += int64(cl.up.conn.c.Buffered())
+func heldBytes(cl *session.Client) int64 {
+	n := int64(cl.Conn().Queued())
+	if b := cl.State().Broker; b != nil {
+		n += int64(b.Buffered())
 	}
 	return n
 }
@@ -75,7 +75,7 @@ func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
 	r := dialRaw(t, leaderOf0(t, env), "acme-app", env.keys["acme-app"])
 	cl := clientOf(t, env.e, r)
 	r.fetchMax(8 << 20)
-	bound := env.e.tune.flowHigh.Load() + int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
+	bound := env.e.env.Tune.FlowHigh.Load() + int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
 	var peak int64
 	paused := false
 	deadline := time.Now().Add(10 * time.Second)
@@ -83,11 +83,9 @@ func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
 		var held int64
 		var p bool
 		onLoopOf(t, cl, func() {
-			held = cl.heldBytes()
-			if cl.up.conn == nil { // the broker connection is still dialed (TLS, SASL)
-				return
-			}
-			if c := cl.up.conn.c; c != nil && c.PausedFor(conn.PeerFull) {
+			held = heldBytes(cl)
+			// nil: the broker connection is still dialed (TLS, SASL)
+			if c := cl.State().Broker; c != nil && c.PausedFor(conn.PeerFull) {
 				p = c.Paused()
 			}
 		})
@@ -116,8 +114,8 @@ func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
 	for {
 		var again bool
 		onLoopOf(t, cl, func() {
-			c := cl.up.conn.c
-			again = !c.PausedFor(conn.PeerFull) && c.Attached()
+			c := cl.State().Broker
+			again = c != nil && !c.PausedFor(conn.PeerFull) && c.Attached()
 		})
 		if again {
 			break
@@ -202,16 +200,16 @@ func TestFlowStalledReadersReleased(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for open > 0 && time.Now().Before(deadline) {
 		n := 0
-		onLoops(t, env.e, func(l *loop) {
+		onLoops(t, env.e, func(l *session.Loop) {
 			mu.Lock()
 			defer mu.Unlock()
-			for cl := range l.clients {
-				if a := cl.c.RemoteAddr(); a == nil || !mine[a.String()] {
+			for cl := range l.Clients() {
+				if a := cl.Conn().RemoteAddr(); a == nil || !mine[a.String()] {
 					continue
 				}
 				n++
-				peakMem = max(peakMem, cl.heldBytes())
-				peakBudget = max(peakBudget, cl.budget.Reserved+int64(cl.c.Queued()))
+				peakMem = max(peakMem, heldBytes(cl))
+				peakBudget = max(peakBudget, cl.State().Reserved+int64(cl.Conn().Queued()))
 			}
 		})
 		seen = max(seen, n)
@@ -276,7 +274,7 @@ func TestFlowHeldClientPipeliningNotRead(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var out int
-		onLoopOf(t, cl, func() { out = cl.c.Queued() })
+		onLoopOf(t, cl, func() { out = cl.Conn().Queued() })
 		if out > 512<<10 {
 			break
 		}
@@ -321,8 +319,8 @@ func TestFlowHeldClientPipeliningNotRead(t *testing.T) {
 	var held, in int
 	var paused bool
 	onLoopOf(t, cl, func() {
-		held, in = boolInt(cl.wait.held), cl.c.Buffered()
-		paused = cl.c.Paused()
+		held, in = boolInt(cl.State().Held), cl.Conn().Buffered()
+		paused = cl.Conn().Paused()
 	})
 	heap1, rss1 := memNow(t)
 	t.Logf("held client: wrote %.1f MiB of %d MiB then blocked; gateway buffered %d KiB of it; heap %+.1f MiB, RSS %+.1f MiB",
@@ -390,33 +388,6 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// A stand-in's write that the socket takes allocates nothing (the
-// forward path stays at 0 allocations per frame, invariant 18); what it
-// does not take is queued in order (kernel.TestQueueDirectFull).
-func TestStandInWriteNoAllocs(t *testing.T) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fds[0])
-	defer unix.Close(fds[1])
-	rc := &recConn{}
-	p := conn.Open(conn.NewLoop(fakeLoop{}, nil, nil), &fakeGnet{fd: fds[0]}, rc, 1<<20, 256<<10)
-	bs := [][]byte{[]byte("head"), bytes.Repeat([]byte("r"), 1000), []byte("tail")}
-	sink := make([]byte, 4096)
-	n := testing.AllocsPerRun(200, func() {
-		if err := p.Writev(bs); err != nil {
-			t.Fatal(err)
-		}
-		if m, _ := unix.Read(fds[1], sink); m != 1008 {
-			t.Fatalf("read %d bytes", m)
-		}
-	})
-	if n != 0 {
-		t.Fatalf("%.1f allocations per write", n)
-	}
 }
 
 // stallListener is a broker's listener whose connections read nothing
@@ -504,7 +475,7 @@ func flowClientNotRead(t *testing.T) {
 	answer(0)
 
 	sl.stall(true)
-	pauses := env.e.fs.clientPauses.Load()
+	pauses := env.e.env.Series.ClientPauses.Load()
 	var written atomic.Int64
 	werr := make(chan error, 1)
 	go func() {
@@ -518,18 +489,18 @@ func flowClientNotRead(t *testing.T) {
 		}
 		werr <- nil
 	}()
-	bound := env.e.tune.flowHigh.Load() + 2*int64(env.e.opts.ReadBufferCap) + batchMax
+	bound := env.e.env.Tune.FlowHigh.Load() + 2*int64(env.e.opts.ReadBufferCap) + session.BatchMax
 	var peak int64
 	stable := 0
 	for deadline := time.Now().Add(15 * time.Second); stable < 50 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		var held int64
 		var paused bool
 		onLoopOf(t, cl, func() {
-			held = int64(cl.c.Buffered())
-			if cl.up.conn != nil && cl.up.conn.c != nil {
-				held += int64(cl.up.conn.c.Queued())
+			held = int64(cl.Conn().Buffered())
+			if b := cl.State().Broker; b != nil {
+				held += int64(b.Queued())
 			}
-			paused = cl.c.PausedFor(conn.PeerFull) && cl.c.Paused()
+			paused = cl.Conn().PausedFor(conn.PeerFull) && cl.Conn().Paused()
 		})
 		peak = max(peak, held)
 		if paused {
@@ -541,7 +512,7 @@ func flowClientNotRead(t *testing.T) {
 		total += int64(len(f))
 	}
 	if stable < 50 {
-		t.Fatalf("the client was not kept paused while its broker read nothing (pauses %d)", env.e.fs.clientPauses.Load()-pauses)
+		t.Fatalf("the client was not kept paused while its broker read nothing (pauses %d)", env.e.env.Series.ClientPauses.Load()-pauses)
 	}
 	if w := written.Load(); w >= total {
 		t.Fatalf("the producer wrote all its %d bytes while the broker read nothing: they are not waiting in the kernel", w)

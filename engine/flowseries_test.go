@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/flexway/flexway/engine/session"
 )
 
 // Issue 23.3: the flow and splice counters are series of the engine's
@@ -15,7 +17,7 @@ func TestFlowSeriesExported(t *testing.T) {
 	env := newTestEnvWith(t, envConfig{upstream: f.upstream()})
 	var buf bytes.Buffer
 	env.e.Metrics().WritePrometheus(&buf)
-	for _, n := range flowSeriesNames {
+	for _, n := range session.SeriesNames {
 		if !strings.Contains(buf.String(), n) {
 			t.Errorf("%s not on /metrics", n)
 		}

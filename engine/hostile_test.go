@@ -209,7 +209,7 @@ func TestTricklingPartialFrameClosedAtIdleTimeout(t *testing.T) {
 		t.Fatalf("closed after %v, before idle_timeout (%v)", d, idle)
 	}
 	env.waitLog(3*time.Second, "kafka connection closed: a request not completed within idle_timeout", "tenant=acme", "idle_timeout=3s")
-	if n := env.e.m.ClosedBy(signals.ClosePartialFrame); n != 1 {
+	if n := env.e.env.Signals.ClosedBy(signals.ClosePartialFrame); n != 1 {
 		t.Fatalf("idle_timeout closes counted: %d", n)
 	}
 }
@@ -318,7 +318,7 @@ func brokerMisbehaves(t *testing.T, env *testEnv, inFlight int, why ...string) {
 	victim.closedWithoutAnswer(5 * time.Second)
 	env.waitLog(5*time.Second, append([]string{"kafka connection closed"}, why...)...)
 	servedOrders(t, other)
-	if n := env.e.m.Panics(); n != 0 {
+	if n := env.e.env.Signals.Panics(); n != 0 {
 		t.Fatalf("%d panics", n)
 	}
 }
@@ -327,7 +327,7 @@ func brokerMisbehaves(t *testing.T, env *testEnv, inFlight int, why ...string) {
 // need it (skipped against a real broker).
 func kfakeOf(t *testing.T, env *testEnv) *kfake.Cluster {
 	t.Helper()
-	u := env.e.upstreams["events"]
+	u := env.e.env.Upstreams["events"]
 	if u == nil || u.Embedded() == nil {
 		t.Skip("needs the embedded kfake upstream")
 	}

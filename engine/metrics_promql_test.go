@@ -224,7 +224,7 @@ func TestMetricsSeedPromQL(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		stalls = append(stalls, stall(t, env, addr, 200))
 	}
-	waitUntil(t, 15*time.Second, "a wait for the tenant's share", func() bool { return env.e.m.BudgetWaited() > 0 })
+	waitUntil(t, 15*time.Second, "a wait for the tenant's share", func() bool { return env.e.env.Signals.BudgetWaited() > 0 })
 	for _, r := range stalls {
 		go func(r *rawConn) {
 			_ = r.c.SetReadDeadline(time.Now().Add(30 * time.Second))

@@ -10,16 +10,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
-	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/quota"
-	"github.com/flexway/flexway/relay"
 	"github.com/flexway/flexway/upstream"
 	"github.com/panjf2000/ants/v2"
-	"github.com/panjf2000/gnet/v2"
 )
 
 // New and its steps: the options, what the listener authenticates with,
@@ -38,9 +37,8 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (_ *Engine,
 	if err := e.secure(ctx, snap); err != nil {
 		return nil, err
 	}
-	e.snap.Store(snap)
-	e.m = signals.New(snap)
-	e.fs = newFlowSeries(e.m.Metrics(), &e.flow)
+	e.env.Snap.Store(snap)
+	e.env.StartSignals(snap)
 	e.bound(l)
 	defer func() {
 		if err != nil {
@@ -62,7 +60,7 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (_ *Engine,
 	if err := e.openQuotas(snap); err != nil {
 		return nil, err
 	}
-	e.startAudit()
+	e.env.StartAudit()
 	return e, nil
 }
 
@@ -70,9 +68,6 @@ func New(ctx context.Context, snap *configs.Snapshot, opt ...Option) (_ *Engine,
 // the rest.
 func newEngine(opt []Option) *Engine {
 	e := &Engine{
-		upstreams: map[string]*upstream.Upstream{},
-		versions:  map[string]*decide.Versions{},
-		loops:     map[gnet.EventLoop]*loop{},
 		life: lifecycle{
 			started: make(chan error, 1),
 			booted:  make(chan struct{}),
@@ -85,7 +80,6 @@ func newEngine(opt []Option) *Engine {
 	for _, o := range opt {
 		o(&e.opts)
 	}
-	e.tune.set(&e.opts)
 	if e.opts.Logger == nil {
 		e.opts.Logger = slog.Default()
 	}
@@ -93,7 +87,10 @@ func newEngine(opt []Option) *Engine {
 		e.opts.Loops = defaultLoops(runtime.GOMAXPROCS(0))
 	}
 	e.log = e.opts.Logger
-	e.refusedLog = signals.NewRateLimiter(signals.RefusalsPerSecond)
+	e.env = session.NewEnv(e.log)
+	e.opts.tune(&e.env.Tune)
+	e.env.WriteTimeout = e.opts.WriteTimeout
+	e.env.SessionLifetime = e.opts.SessionLifetime
 	return e
 }
 
@@ -101,11 +98,11 @@ func newEngine(opt []Option) *Engine {
 // ports bound, the worker pools, the upstreams started.
 func (e *Engine) undoNew() {
 	e.acc.stop()
-	if e.pools.auth != nil {
-		e.pools.auth.Release()
+	if e.env.Pools.Auth != nil {
+		e.env.Pools.Auth.Release()
 	}
-	if e.pools.handshake != nil {
-		e.pools.handshake.Release()
+	if e.env.Pools.Handshake != nil {
+		e.env.Pools.Handshake.Release()
 	}
 	e.closeUpstreams()
 }
@@ -118,14 +115,14 @@ func (e *Engine) secure(ctx context.Context, snap *configs.Snapshot) error {
 		if err != nil {
 			return err
 		}
-		e.sec.tlsConfig = cfg
+		e.env.Sec.TLSConfig = cfg
 	}
 	if len(snap.File.Auth.Issuers) > 0 {
 		v, err := auth.NewOAuth(ctx, snap)
 		if err != nil {
 			return err
 		}
-		e.sec.oauth.Store(v)
+		e.env.Sec.OAuth.Store(v)
 	}
 	return nil
 }
@@ -138,9 +135,8 @@ func (e *Engine) bound(l *configs.KafkaListener) {
 		maxConns = configs.DefaultMaxConnections
 	}
 	e.acc = newAcceptor(e, maxConns)
-	e.bounds.perIP = newConnLimits()
-	e.bounds.replica = &relay.Shared{Limit: int64(l.MaxTotalInFlightBytes)}
-	e.bounds.tenants = relay.NewTenants(int64(l.MaxTenantInFlightBytes))
+	e.env.FreeSlot = e.acc.free
+	e.env.Bound(l)
 }
 
 // startUpstreams starts the upstreams that serve a cluster, in the order
@@ -156,11 +152,11 @@ func (e *Engine) startUpstreams(ctx context.Context, snap *configs.Snapshot) err
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrEngineUpstream, err)
 		}
-		e.upstreams[name] = u
+		e.env.Upstreams[name] = u
 		e.checkPhysicalCluster(snap, name)
 	}
 	for _, cl := range snap.Clusters {
-		e.versions[cl.Name] = decide.NewVersions(e.upstreams[cl.Upstream].Versions())
+		e.env.Versions[cl.Name] = decide.NewVersions(e.env.Upstreams[cl.Upstream].Versions())
 	}
 	return nil
 }
@@ -217,10 +213,10 @@ func (e *Engine) addTLSPort(l *configs.KafkaListener) error {
 		th = "0.0.0.0"
 	}
 	// Port 0 (tests): bound now, so that the route is known.
-	if port, err = e.acc.add(th, port, portRoute{node: -1, tls: true}); err != nil {
+	if port, err = e.acc.add(th, port, session.Route{Node: -1, TLS: true}); err != nil {
 		return err
 	}
-	e.sec.tlsPort = port
+	e.env.Sec.TLSPort = port
 	e.addrs = append(e.addrs, "tcp://"+net.JoinHostPort(th, strconv.Itoa(port)))
 	return nil
 }
@@ -252,7 +248,7 @@ func (e *Engine) addClusterPorts(snap *configs.Snapshot) error {
 			if port > pc.Ports.From {
 				node = pc.FirstNodeID + int32(port-pc.Ports.From-1)
 			}
-			if _, err := e.acc.add(host, port, portRoute{cluster: cl, node: node}); err != nil {
+			if _, err := e.acc.add(host, port, session.Route{Cluster: cl, Node: node}); err != nil {
 				return err
 			}
 			e.addrs = append(e.addrs, "tcp://"+net.JoinHostPort(host, strconv.Itoa(port)))
@@ -269,12 +265,12 @@ func (e *Engine) startPools(l *configs.KafkaListener) error {
 	if err != nil {
 		return err
 	}
-	e.pools.auth = pool
+	e.env.Pools.Auth = pool
 	hs, err := ants.NewPool(max(l.UnauthenticatedConnections(), 16), ants.WithNonblocking(true))
 	if err != nil {
 		return err
 	}
-	e.pools.handshake = hs
+	e.env.Pools.Handshake = hs
 	return nil
 }
 
@@ -285,6 +281,6 @@ func (e *Engine) openQuotas(snap *configs.Snapshot) error {
 	if err := e.openCounters(snap); err != nil {
 		return err
 	}
-	e.quotas.buckets = quota.NewRegistry(e.quotas.counters, nil)
+	e.env.Quotas.Buckets = quota.NewRegistry(e.env.Quotas.Counters, nil)
 	return nil
 }

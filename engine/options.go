@@ -2,9 +2,9 @@ package engine
 
 import (
 	"log/slog"
-	"sync/atomic"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
 	"github.com/flexway/flexway/quota"
 )
 
@@ -55,24 +55,14 @@ func WithSpliceMin(fetch, produce int) Option {
 	return func(o *Options) { o.FetchSpliceMin, o.ProduceSpliceMin = fetch, produce }
 }
 
-// tuning is what the options set of the flow and the splice, in atomics:
-// tests change them while the loops run.
-type tuning struct {
-	flowHigh, flowLow atomic.Int64
-	streamMin         atomic.Int64
-	fetchSpliceMin    atomic.Int64
-	produceSpliceMin  atomic.Int64
-	roomBound         atomic.Bool // produce passes bounded by the broker's room (tests turn it off)
-	pipeShort         atomic.Bool // tests: every pass meets a "full" destination (splice.Pipe.Short)
-}
-
-func (t *tuning) set(o *Options) {
-	t.flowHigh.Store(int64(o.FlowHigh))
-	t.flowLow.Store(int64(o.FlowLow))
-	t.streamMin.Store(int64(o.StreamMin))
-	t.fetchSpliceMin.Store(int64(o.FetchSpliceMin))
-	t.produceSpliceMin.Store(int64(o.ProduceSpliceMin))
-	t.roomBound.Store(true)
+// tune sets the sessions' bounds (session.Tuning) from the options.
+func (o *Options) tune(t *session.Tuning) {
+	t.FlowHigh.Store(int64(o.FlowHigh))
+	t.FlowLow.Store(int64(o.FlowLow))
+	t.StreamMin.Store(int64(o.StreamMin))
+	t.FetchSpliceMin.Store(int64(o.FetchSpliceMin))
+	t.ProduceSpliceMin.Store(int64(o.ProduceSpliceMin))
+	t.RoomBound.Store(true)
 }
 
 // Option sets an option.

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/flexway/flexway/engine/conn"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,7 +37,7 @@ func TestPauseBrokerConnection(t *testing.T) {
 	r.recv(&resp)
 	var p *conn.Conn
 	onLoopOf(t, cl, func() {
-		p = pauseUp(cl.up.conn) // under TLS, the socket below the TLS stand-in
+		p = pauseUp(cl) // under TLS, the socket below the TLS stand-in
 	})
 	waitState(t, cl, p, rpPaused)
 	r.send(emptyFetch(0))
@@ -49,7 +51,7 @@ func TestPauseBrokerConnection(t *testing.T) {
 	waitState(t, cl, p, rpAttached)
 	r.recv(&resp)
 	onLoopOf(t, cl, func() {
-		if p.EventLoop() != cl.c.EventLoop() {
+		if p.EventLoop() != cl.Conn().EventLoop() {
 			t.Error("the broker connection came back on another loop")
 		}
 	})
@@ -76,10 +78,10 @@ func TestStopClosesPausedSockets(t *testing.T) {
 		}
 	}
 	r.expectClosed(5 * time.Second)
-	if !cl.closed || stateOf(p) != rpClosed || !p.Closed() {
-		t.Fatalf("not released: client closed %v, pause state %d", cl.closed, stateOf(p))
+	if !cl.State().Gone || stateOf(p) != rpClosed || !p.Closed() {
+		t.Fatalf("not released: client closed %v, pause state %d", cl.State().Gone, stateOf(p))
 	}
-	if g := env.e.m.Connections(); g != 0 {
+	if g := env.e.env.Signals.Connections(); g != 0 {
 		t.Fatalf("connections gauge %d after stop", g)
 	}
 }
@@ -104,7 +106,7 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var out int
-		onLoopOf(t, cl, func() { out = cl.c.Queued() })
+		onLoopOf(t, cl, func() { out = cl.Conn().Queued() })
 		if out > 1<<20 {
 			break
 		}
@@ -116,9 +118,9 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 	var p *conn.Conn
 	var st pauseState
 	onLoopOf(t, cl, func() {
-		cl.c.Pause(conn.Held)
-		p = cl.c
-		cl.lp.fc.Settle() // the safe point (the end of a callback)
+		cl.Conn().Pause(conn.Held)
+		p = cl.Conn()
+		cl.Conn().Loop().Settle() // the safe point (the end of a callback)
 		st = stateOf(p)
 	})
 	if st != rpPaused {
@@ -143,7 +145,7 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 	// paused first, so the answer comes once the client is.
 	var up *conn.Conn
 	onLoopOf(t, cl, func() {
-		up = pauseUp(cl.up.conn)
+		up = pauseUp(cl)
 	})
 	waitState(t, cl, up, rpPaused)
 	for i := 0; i < fetches; i++ {
@@ -152,7 +154,7 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 	deadline = time.Now().Add(10 * time.Second)
 	for {
 		var queued int
-		onLoopOf(t, cl, func() { queued = cl.queue.Len() })
+		onLoopOf(t, cl, func() { queued = cl.State().Requests })
 		if queued == fetches {
 			break
 		}
@@ -161,7 +163,7 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	onLoopOf(t, cl, func() { cl.c.Pause(conn.Held) })
+	onLoopOf(t, cl, func() { cl.Conn().Pause(conn.Held) })
 	waitState(t, cl, p, rpPaused)
 	onLoopOf(t, cl, resume(up))
 	deadline = time.Now().Add(10 * time.Second)
@@ -198,13 +200,11 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 // renewal's answers, and the client's requests wait for the renewal. With
 // one due within d, it waits for its time and has one request forwarded
 // past it, which renews the session first.
-func clearOfRenewal(t *testing.T, cl *client, r *rawConn, d time.Duration) {
+func clearOfRenewal(t *testing.T, cl *session.Client, r *rawConn, d time.Duration) {
 	t.Helper()
 	var by time.Time
 	onLoopOf(t, cl, func() {
-		if cl.up.conn != nil && cl.up.conn.sec != nil {
-			by = cl.up.conn.sec.renewBy
-		}
+		by = cl.State().RenewBy
 	})
 	if by.IsZero() || time.Until(by) > d {
 		return
@@ -214,7 +214,7 @@ func clearOfRenewal(t *testing.T, cl *client, r *rawConn, d time.Duration) {
 	resp := kmsg.FetchResponse{Version: 11}
 	r.recv(&resp)
 	var after time.Time
-	onLoopOf(t, cl, func() { after = cl.up.conn.sec.renewBy })
+	onLoopOf(t, cl, func() { after = cl.State().RenewBy })
 	if !after.After(by) {
 		t.Fatalf("the broker session was not renewed (renew by %v, then %v)", by, after)
 	}
@@ -230,11 +230,11 @@ func TestPauseTLSClient(t *testing.T) {
 	cl := te.saslClient("acme-app", tls.VersionTLS13, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceN(t, cl, "orders", 2, "before")
 	var paused []*conn.Conn
-	var owners []*client
+	var owners []*session.Client
 	var mu sync.Mutex
-	onLoops(t, te.e, func(l *loop) {
-		for c := range l.clients {
-			if c.auth.tls == nil || c.auth.state != stAuthed {
+	onLoops(t, te.e, func(l *session.Loop) {
+		for c := range l.Clients() {
+			if st := c.State(); !st.TLS || !st.Authed {
 				continue
 			}
 			if p := pauseCl(c); p != nil {

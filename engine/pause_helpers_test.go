@@ -7,7 +7,6 @@ package engine
 // Fetch) on a raw connection.
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -20,25 +19,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/engine/conn"
-	"github.com/panjf2000/gnet/v2"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // onLoopOf runs fn on cl's loop and waits for it.
-func onLoopOf(t *testing.T, cl *client, fn func()) {
+func onLoopOf(t *testing.T, cl *session.Client, fn func()) {
 	t.Helper()
 	done := make(chan struct{})
-	if err := cl.lp.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+	// Run ends at a safe point: the pauses fn asked are applied.
+	if err := cl.Loop().Run("test", func() {
 		defer close(done)
 		fn()
-		if cl.lp.fc != nil {
-			cl.lp.fc.Settle() // a safe point: the pauses fn asked are applied
-		}
-		return nil
-	})); err != nil {
+	}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -49,13 +46,13 @@ func onLoopOf(t *testing.T, cl *client, fn func()) {
 }
 
 // clientOf finds the gateway's client of the raw connection r.
-func clientOf(t *testing.T, e *Engine, r *rawConn) *client {
+func clientOf(t *testing.T, e *Engine, r *rawConn) *session.Client {
 	t.Helper()
 	want := r.c.LocalAddr().String()
-	var found atomic.Pointer[client]
-	onLoops(t, e, func(l *loop) {
-		for cl := range l.clients {
-			if a := cl.c.RemoteAddr(); a != nil && a.String() == want {
+	var found atomic.Pointer[session.Client]
+	onLoops(t, e, func(l *session.Loop) {
+		for cl := range l.Clients() {
+			if a := cl.Conn().RemoteAddr(); a != nil && a.String() == want {
 				found.Store(cl)
 			}
 		}
@@ -91,32 +88,37 @@ func stateOf(c *conn.Conn) pauseState {
 
 // pauseClient pauses cl's reads (the bare reason) and waits until its
 // socket is detached.
-func pauseClient(t *testing.T, cl *client) *conn.Conn {
+func pauseClient(t *testing.T, cl *session.Client) *conn.Conn {
 	t.Helper()
-	onLoopOf(t, cl, func() { cl.c.Pause(conn.Held) })
-	waitState(t, cl, cl.c, rpPaused)
-	return cl.c
+	onLoopOf(t, cl, func() { cl.Conn().Pause(conn.Held) })
+	waitState(t, cl, cl.Conn(), rpPaused)
+	return cl.Conn()
 }
 
-// pauseUp pauses a broker connection's reads (the bare reason).
-func pauseUp(u *upstreamConn) *conn.Conn {
-	u.c.Pause(conn.Held)
-	return u.c
+// pauseUp pauses the reads of cl's broker connection (the bare reason);
+// nil when it has none open.
+func pauseUp(cl *session.Client) *conn.Conn {
+	u := cl.State().Broker
+	if u != nil {
+		u.Pause(conn.Held)
+	}
+	return u
 }
 
 // pauseCl pauses a client's reads (the bare reason); nil when it cannot
 // be paused now (closed, or in its TLS handshake).
-func pauseCl(cl *client) *conn.Conn {
-	if !cl.pause(conn.Held) {
+func pauseCl(cl *session.Client) *conn.Conn {
+	if st := cl.State(); st.Gone || st.TLS && cl.Conn() == nil {
 		return nil
 	}
-	return cl.c
+	cl.Conn().Pause(conn.Held)
+	return cl.Conn()
 }
 
 // resume returns the function that drops the bare reason of c.
 func resume(c *conn.Conn) func() { return func() { c.Resume(conn.Held) } }
 
-func waitState(t *testing.T, cl *client, p *conn.Conn, want pauseState) {
+func waitState(t *testing.T, cl *session.Client, p *conn.Conn, want pauseState) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -132,19 +134,19 @@ func waitState(t *testing.T, cl *client, p *conn.Conn, want pauseState) {
 	}
 }
 
-func resumeClient(t *testing.T, cl *client, p *conn.Conn) {
+func resumeClient(t *testing.T, cl *session.Client, p *conn.Conn) {
 	t.Helper()
 	onLoopOf(t, cl, resume(p))
 	waitState(t, cl, p, rpAttached)
 }
 
 // clientGone waits until the gateway released cl.
-func clientGone(t *testing.T, cl *client) {
+func clientGone(t *testing.T, cl *session.Client) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var closed bool
-		onLoopOf(t, cl, func() { closed = cl.closed })
+		onLoopOf(t, cl, func() { closed = cl.State().Gone })
 		if closed {
 			return
 		}

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/engine/conn"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -80,12 +82,12 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	)
 	env := newTestEnv(t, "")
 	// The half request must stay in gnet's buffer: not streamed (invariant 26).
-	env.e.tune.streamMin.Store(math.MaxInt64)
+	env.e.env.Tune.StreamMin.Store(math.MaxInt64)
 	addr := leaderOf0(t, env)
 	r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
 	defer r.c.Close()
 	cl := clientOf(t, env.e, r)
-	gauge := env.e.m.Connections()
+	gauge := env.e.env.Signals.Connections()
 
 	var written atomic.Int64
 	half := make(chan int, 1)
@@ -122,7 +124,7 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var in int
-		onLoopOf(t, cl, func() { in = cl.c.Buffered() })
+		onLoopOf(t, cl, func() { in = cl.Conn().Buffered() })
 		if in == h {
 			break
 		}
@@ -169,7 +171,7 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	if stash != h || !p.Paused() {
 		t.Fatalf("read while paused: stash %d (want %d), paused %v", stash, h, p.Paused())
 	}
-	if g := env.e.m.Connections(); g != gauge {
+	if g := env.e.env.Signals.Connections(); g != gauge {
 		t.Fatalf("connections gauge %d, was %d", g, gauge)
 	}
 	noCloseLine(t, env)
@@ -231,7 +233,7 @@ func TestPauseResumeThousandTimes(t *testing.T) {
 	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 	cl := clientOf(t, env.e, r)
 	defer r.c.Close() // kept: its finalizer would close it
-	gauge := env.e.m.Connections()
+	gauge := env.e.env.Signals.Connections()
 	fds := settledFds(t)
 	heap0, _ := memNow(t)
 	g0 := runtime.NumGoroutine()
@@ -240,7 +242,7 @@ func TestPauseResumeThousandTimes(t *testing.T) {
 		if i == 0 {
 			p = pauseClient(t, cl)
 		} else {
-			onLoopOf(t, cl, func() { cl.c.Pause(conn.Held) })
+			onLoopOf(t, cl, func() { cl.Conn().Pause(conn.Held) })
 			waitState(t, cl, p, rpPaused)
 		}
 		r.apiVersions() // waits in the kernel
@@ -259,7 +261,7 @@ func TestPauseResumeThousandTimes(t *testing.T) {
 	if g := runtime.NumGoroutine(); g > g0+2 {
 		t.Fatalf("%d goroutines, %d before", g, g0)
 	}
-	if g := env.e.m.Connections(); g != gauge {
+	if g := env.e.env.Signals.Connections(); g != gauge {
 		t.Fatalf("connections gauge %d, was %d", g, gauge)
 	}
 	noCloseLine(t, env)
@@ -272,7 +274,7 @@ func TestPauseResumeThousandTimes(t *testing.T) {
 func TestPausedPeerCloses(t *testing.T) {
 	env := newTestEnv(t, "")
 	fds := settledFds(t)
-	gauge := env.e.m.Connections()
+	gauge := env.e.env.Signals.Connections()
 	for _, atResume := range []bool{false, true} {
 		r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 		cl := clientOf(t, env.e, r)
@@ -289,7 +291,7 @@ func TestPausedPeerCloses(t *testing.T) {
 			t.Fatalf("pause state %d after the peer's close", st)
 		}
 		waitFds(t, fds, "after the peer's close")
-		if g := env.e.m.Connections(); g != gauge {
+		if g := env.e.env.Signals.Connections(); g != gauge {
 			t.Fatalf("connections gauge %d, want %d", g, gauge)
 		}
 	}
@@ -307,7 +309,7 @@ func TestPausedConnectionStillWritten(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var queued int
-		onLoopOf(t, cl, func() { queued = cl.queue.Len() })
+		onLoopOf(t, cl, func() { queued = cl.State().Requests })
 		if queued == 1 {
 			break
 		}
@@ -336,14 +338,14 @@ func TestPausedConnectionStillWritten(t *testing.T) {
 // will): gnet's read of that event is kept (the stash), the frames it held
 // are still the owner's to handle, and nothing more is read until the resume.
 func TestPauseInsideOwnTraffic(t *testing.T) {
-	var arm atomic.Pointer[client]
-	t.Cleanup(func() { testHookTraffic = nil }) // after the env stopped
-	testHookTraffic = func(cl *client) {
+	var arm atomic.Pointer[session.Client]
+	hook := func(cl *session.Client) {
 		if arm.CompareAndSwap(cl, nil) {
-			cl.c.Pause(conn.Held)
+			cl.Conn().Pause(conn.Held)
 		}
 	}
 	env := newTestEnv(t, "")
+	env.e.env.Hooks.Traffic.Store(&hook)
 	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 	defer r.c.Close()
 	cl := clientOf(t, env.e, r)
@@ -351,7 +353,7 @@ func TestPauseInsideOwnTraffic(t *testing.T) {
 	r.apiVersions() // read by gnet, paused at once, then handled from the stash
 	r.apiVersionsAnswer()
 	var p *conn.Conn
-	onLoopOf(t, cl, func() { p = cl.c })
+	onLoopOf(t, cl, func() { p = cl.Conn() })
 	if p == nil {
 		t.Fatal("not paused")
 	}

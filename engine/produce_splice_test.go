@@ -114,7 +114,7 @@ func TestSpliceProduceRecords(t *testing.T) {
 	send := func(v int16, first int) int64 {
 		t.Helper()
 		frame := produceFrameV(r, v, "orders", -1, recordBatch(&vals, first, 16))
-		before := env.e.fs.produceSpliced.Load()
+		before := env.e.env.Series.ProduceSpliced.Load()
 		_ = r.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
 		if _, err := r.c.Write(frame); err != nil {
 			t.Fatal(err)
@@ -124,7 +124,7 @@ func TestSpliceProduceRecords(t *testing.T) {
 		if len(resp.Topics) != 1 || resp.Topics[0].Topic != "orders" || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
 			t.Fatalf("v%d: answer %+v", v, resp.Topics)
 		}
-		return env.e.fs.produceSpliced.Load() - before
+		return env.e.env.Series.ProduceSpliced.Load() - before
 	}
 	for i, v := range []int16{8, 9, 8, 9} {
 		got := send(v, i*16)
@@ -133,8 +133,8 @@ func TestSpliceProduceRecords(t *testing.T) {
 			t.Fatalf("v%d request %d: %d record bytes spliced of 4 MiB", v, i, got)
 		}
 	}
-	old := env.e.tune.produceSpliceMin.Swap(0)
-	t.Cleanup(func() { env.e.tune.produceSpliceMin.Store(old) })
+	old := env.e.env.Tune.ProduceSpliceMin.Swap(0)
+	t.Cleanup(func() { env.e.env.Tune.ProduceSpliceMin.Store(old) })
 	if got := send(9, 64); got != 0 {
 		t.Fatalf("splicing off: %d bytes spliced", got)
 	}
@@ -170,25 +170,25 @@ func TestSpliceProduceBrokerFull(t *testing.T) {
 	}
 
 	// Half of every pass read out of the pipe.
-	env.e.tune.pipeShort.Store(true)
-	outs, spliced := env.e.fs.producePipeOuts.Load(), env.e.fs.produceSpliced.Load()
+	env.e.env.Tune.PipeShort.Store(true)
+	outs, spliced := env.e.env.Series.ProducePipeOuts.Load(), env.e.env.Series.ProduceSpliced.Load()
 	var written atomic.Int64
 	fs := frames(4)
 	werr := write(fs, &written)
 	for i := range fs {
 		answer(i)
 	}
-	env.e.tune.pipeShort.Store(false)
+	env.e.env.Tune.PipeShort.Store(false)
 	if err := <-werr; err != nil {
 		t.Fatal(err)
 	}
-	if env.e.fs.producePipeOuts.Load() == outs || env.e.fs.produceSpliced.Load() == spliced {
-		t.Fatalf("%d passes read out, %d bytes spliced", env.e.fs.producePipeOuts.Load()-outs, env.e.fs.produceSpliced.Load()-spliced)
+	if env.e.env.Series.ProducePipeOuts.Load() == outs || env.e.env.Series.ProduceSpliced.Load() == spliced {
+		t.Fatalf("%d passes read out, %d bytes spliced", env.e.env.Series.ProducePipeOuts.Load()-outs, env.e.env.Series.ProduceSpliced.Load()-spliced)
 	}
 
 	// A broker that reads nothing.
 	sl.stall(true)
-	spliced = env.e.fs.produceSpliced.Load()
+	spliced = env.e.env.Series.ProduceSpliced.Load()
 	written.Store(0)
 	fs = frames(24)
 	werr = write(fs, &written)
@@ -213,8 +213,8 @@ func TestSpliceProduceBrokerFull(t *testing.T) {
 	if err := <-werr; err != nil {
 		t.Fatal(err)
 	}
-	if env.e.fs.produceSpliced.Load()-spliced < 8<<20 {
-		t.Fatalf("%d bytes spliced of %d", env.e.fs.produceSpliced.Load()-spliced, total)
+	if env.e.env.Series.ProduceSpliced.Load()-spliced < 8<<20 {
+		t.Fatalf("%d bytes spliced of %d", env.e.env.Series.ProduceSpliced.Load()-spliced, total)
 	}
 	consumeValues(t, env, vals)
 }
@@ -229,14 +229,14 @@ func TestSpliceProduceSeveralPartitions(t *testing.T) {
 	r := bulkConn(t, env)
 
 	var vals [2][][]byte // by partition
-	units := env.e.fs.produceUnits.Load()
+	units := env.e.env.Series.ProduceUnits.Load()
 	for i, v := range []int16{9, 8, 9, 8} {
 		var recs [][]byte
 		for p := range vals {
 			recs = append(recs, recordBatch(&vals[p], i*100+p*10, 8)) // 2 MiB
 		}
 		b := produceRequestFrame(r, v, -1, "orders", recs...)
-		spliced := env.e.fs.produceSpliced.Load()
+		spliced := env.e.env.Series.ProduceSpliced.Load()
 		_ = r.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
 		if _, err := r.c.Write(b); err != nil {
 			t.Fatal(err)
@@ -251,9 +251,9 @@ func TestSpliceProduceSeveralPartitions(t *testing.T) {
 				t.Fatalf("v%d partition %d: error %d", v, p.Partition, p.ErrorCode)
 			}
 		}
-		t.Logf("v%d: %d of 4 MiB spliced", v, env.e.fs.produceSpliced.Load()-spliced)
+		t.Logf("v%d: %d of 4 MiB spliced", v, env.e.env.Series.ProduceSpliced.Load()-spliced)
 	}
-	if env.e.fs.produceUnits.Load() == units {
+	if env.e.env.Series.ProduceUnits.Load() == units {
 		t.Fatal("no partition header was taken from the socket between two partitions' records")
 	}
 	cons := env.client("acme-app", kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"orders": {0: kgo.NewOffset().At(0), 1: kgo.NewOffset().At(0)}}),
@@ -304,11 +304,11 @@ func TestSpliceProduceNextFromSocket(t *testing.T) {
 		}
 		frames = append(frames, produceFrameV(r, 9, "orders", -1, recs))
 	}
-	nexts, spliced := env.e.fs.produceNexts.Load(), env.e.fs.produceSpliced.Load()
+	nexts, spliced := env.e.env.Series.ProduceNexts.Load(), env.e.env.Series.ProduceSpliced.Load()
 	// The producer held, requests waiting in its socket.
 	writeWhileStalled(t, r, sl, frames, 300*time.Millisecond)
-	t.Logf("%d requests begun from the socket, %d MiB spliced", env.e.fs.produceNexts.Load()-nexts, (env.e.fs.produceSpliced.Load()-spliced)>>20)
-	if env.e.fs.produceNexts.Load() == nexts {
+	t.Logf("%d requests begun from the socket, %d MiB spliced", env.e.env.Series.ProduceNexts.Load()-nexts, (env.e.env.Series.ProduceSpliced.Load()-spliced)>>20)
+	if env.e.env.Series.ProduceNexts.Load() == nexts {
 		t.Fatal("no request was begun from its head in the socket")
 	}
 	consumeValues(t, env, vals)
@@ -329,10 +329,10 @@ func TestSpliceProduceRoomBound(t *testing.T) {
 	run := func(n int) (outs, rooms, detached int64) {
 		t.Helper()
 		fs := bigFrames(r, &vals, n)
-		outs0, rooms0, det0 := env.e.fs.producePipeOuts.Load(), env.e.fs.produceRoomOuts.Load(), env.e.fs.produceDetached.Load()
+		outs0, rooms0, det0 := env.e.env.Series.ProducePipeOuts.Load(), env.e.env.Series.ProduceRoomOuts.Load(), env.e.env.Series.ProduceDetached.Load()
 		// The broker's socket full, the producer held.
 		writeWhileStalled(t, r, sl, fs, 500*time.Millisecond)
-		return env.e.fs.producePipeOuts.Load() - outs0, env.e.fs.produceRoomOuts.Load() - rooms0, env.e.fs.produceDetached.Load() - det0
+		return env.e.env.Series.ProducePipeOuts.Load() - outs0, env.e.env.Series.ProduceRoomOuts.Load() - rooms0, env.e.env.Series.ProduceDetached.Load() - det0
 	}
 
 	outs, rooms, detached := run(24)
@@ -344,8 +344,8 @@ func TestSpliceProduceRoomBound(t *testing.T) {
 		t.Fatalf("bounded: %d bytes spliced from the detached socket", detached)
 	}
 
-	env.e.tune.roomBound.Store(false)
-	t.Cleanup(func() { env.e.tune.roomBound.Store(true) })
+	env.e.env.Tune.RoomBound.Store(false)
+	t.Cleanup(func() { env.e.env.Tune.RoomBound.Store(true) })
 	outs, rooms, _ = run(24)
 	t.Logf("unbounded: %d passes read out of the pipe, %d ended before a full socket", outs, rooms)
 	if outs == 0 || rooms != 0 {

@@ -100,7 +100,7 @@ func metadataRoundTrip(r *rawConn) {
 func metricsText(t *testing.T, e *Engine) string {
 	t.Helper()
 	var b bytes.Buffer
-	e.m.Metrics().WritePrometheus(&b)
+	e.env.Signals.Metrics().WritePrometheus(&b)
 	return b.String()
 }
 

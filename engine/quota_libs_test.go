@@ -68,7 +68,7 @@ func prefillNoise(t *testing.T, env *testEnv, n int) {
 // gatewayMeter counts, every 20 ms, the bytes the gateway counted for
 // tenant acme in direction dir (signals.DirProduce, signals.DirFetch), until stop.
 func gatewayMeter(env *testEnv, dir signals.Direction) (m *meter, stop func()) {
-	ts := env.e.m.Tenant("shop", "acme")
+	ts := env.e.env.Signals.Tenant("shop", "acme")
 	m = newMeter()
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {

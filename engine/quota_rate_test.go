@@ -172,7 +172,7 @@ func TestQuotaKcatHeldToRate(t *testing.T) {
 	// broker dials (slow against a real broker over SASL_SSL) are not in it.
 	first := make(chan time.Time, 1)
 	stop := make(chan struct{})
-	acme := env.e.m.Tenant("shop", "acme")
+	acme := env.e.env.Signals.Tenant("shop", "acme")
 	go func() {
 		for acme.Bytes(signals.DirProduce) == 0 {
 			select {

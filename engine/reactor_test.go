@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"github.com/flexway/flexway/engine/conn"
 	"io"
 	"net"
 	"strconv"
@@ -13,30 +12,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
+	"github.com/flexway/flexway/engine/conn"
+
 	"github.com/flexway/flexway/codec"
-	"github.com/panjf2000/gnet/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // onLoops runs fn on every loop of the engine and waits for all.
-func onLoops(t *testing.T, e *Engine, fn func(l *loop)) {
+func onLoops(t *testing.T, e *Engine, fn func(l *session.Loop)) {
 	t.Helper()
-	e.loopsMu.Lock()
-	loops := make([]*loop, 0, len(e.loops))
-	for _, l := range e.loops {
-		loops = append(loops, l)
-	}
-	e.loopsMu.Unlock()
 	var wg sync.WaitGroup
-	for _, l := range loops {
+	for _, l := range e.env.Loops() {
 		wg.Add(1)
 		l := l
-		if err := l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		if err := l.Run("test", func() {
 			defer wg.Done()
 			fn(l)
-			return nil
-		})); err != nil {
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,18 +51,19 @@ func TestUpstreamOnClientLoop(t *testing.T) {
 	pairs, same := 0, 0
 	upstreams := map[*conn.Conn]bool{}
 	var mu sync.Mutex // the loops run fn concurrently
-	onLoops(t, env.e, func(l *loop) {
+	onLoops(t, env.e, func(l *session.Loop) {
 		mu.Lock()
 		defer mu.Unlock()
-		for cl := range l.clients {
-			if cl.up.conn == nil || cl.up.conn.c == nil {
+		for cl := range l.Clients() {
+			b := cl.State().Broker
+			if b == nil {
 				continue
 			}
 			pairs++
-			if cl.up.conn.c.EventLoop() == cl.c.EventLoop() && l.el == cl.c.EventLoop() {
+			if b.EventLoop() == cl.Conn().EventLoop() && cl.Loop() == l {
 				same++
 			}
-			upstreams[cl.up.conn.c] = true
+			upstreams[b] = true
 		}
 	})
 	if pairs < 4 {
@@ -88,12 +84,12 @@ func TestPanicClosesOneConnection(t *testing.T) {
 	acme := env.client("acme-app")
 	produceN(t, acme, "orders", 2, "before")
 	var fired atomic.Bool
-	testHookTraffic = func(cl *client) {
-		if cl.auth.ident != nil && cl.auth.ident.Tenant == "globex" && fired.CompareAndSwap(false, true) {
+	hook := func(cl *session.Client) {
+		if cl.State().Ident != nil && cl.State().Ident.Tenant == "globex" && fired.CompareAndSwap(false, true) {
 			panic("injected by the test")
 		}
 	}
-	defer func() { testHookTraffic = nil }()
+	env.e.env.Hooks.Traffic.Store(&hook)
 	globex := env.client("globex-app", kgo.RequestRetries(0), kgo.RecordRetries(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -274,14 +270,14 @@ func TestStalledConsumerBoundedThenClosed(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second) // the write timeout (2 s), and room for a busy machine
 	for time.Now().Before(deadline) && !closed {
 		found := false
-		onLoops(t, env.e, func(l *loop) {
+		onLoops(t, env.e, func(l *session.Loop) {
 			mu.Lock()
 			defer mu.Unlock()
-			for cl := range l.clients {
-				if cl.auth.ident != nil && cl.up.corr > 0 && cl.route.node >= 0 && cl.queue.Len() >= 0 {
-					if string(cl.c.RemoteAddr().String()) == r.c.LocalAddr().String() {
+			for cl := range l.Clients() {
+				if cl.State().Ident != nil && cl.State().Corr > 0 && cl.State().Node >= 0 && cl.State().Requests >= 0 {
+					if string(cl.Conn().RemoteAddr().String()) == r.c.LocalAddr().String() {
 						found = true
-						held := cl.budget.Reserved + int64(cl.c.Queued())
+						held := cl.State().Reserved + int64(cl.Conn().Queued())
 						if held > peak {
 							peak = held
 						}

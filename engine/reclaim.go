@@ -48,7 +48,7 @@ func (e *Engine) reclaim(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if e.bounds.replica.Used() != 0 {
+		if e.env.Bounds.Replica.Used() != 0 {
 			quiet = 0
 			continue
 		}

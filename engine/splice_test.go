@@ -36,7 +36,7 @@ func TestSpliceLargeFetchIntact(t *testing.T) {
 	const size = 3 << 20
 	f := largeAnswers(t, size)
 	env := newTestEnvWith(t, envConfig{upstream: f.upstream()})
-	bytes0 := env.e.fs.fetchSpliced.Load()
+	bytes0 := env.e.env.Series.FetchSpliced.Load()
 	fast := dialReader(t, env, "acme-app")
 	slow := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"]) // a 16 KiB window
 	answers := 0
@@ -49,7 +49,7 @@ func TestSpliceLargeFetchIntact(t *testing.T) {
 			}
 		}
 	}
-	moved := env.e.fs.fetchSpliced.Load() - bytes0
+	moved := env.e.env.Series.FetchSpliced.Load() - bytes0
 	if moved < int64(answers)*size {
 		t.Fatalf("%d answers of 2 × %d record bytes: %d bytes spliced", answers, size, moved)
 	}
@@ -64,20 +64,20 @@ func TestSpliceStalledClient(t *testing.T) {
 	f := largeAnswers(t, size)
 	env := newTestEnvWith(t, envConfig{upstream: f.upstream()}, WithWriteTimeout(2*time.Second))
 	fds, pipes := settledFds(t), loopPipes(t, env)
-	bytes0 := env.e.fs.fetchSpliced.Load()
+	bytes0 := env.e.env.Series.FetchSpliced.Load()
 	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 	cl := clientOf(t, env.e, r)
 	r.fetchOrders(12)
-	bound := env.e.tune.flowHigh.Load() + int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
+	bound := env.e.env.Tune.FlowHigh.Load() + int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
 	var peak int64
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var held int64
 		var closed bool
 		onLoopOf(t, cl, func() {
-			closed = cl.closed
+			closed = cl.State().Gone
 			if !closed {
-				held = cl.heldBytes()
+				held = heldBytes(cl)
 			}
 		})
 		peak = max(peak, held)
@@ -89,7 +89,7 @@ func TestSpliceStalledClient(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if env.e.fs.fetchSpliced.Load() == bytes0 {
+	if env.e.env.Series.FetchSpliced.Load() == bytes0 {
 		t.Fatal("the answer was not spliced")
 	}
 	if peak > bound {
@@ -116,9 +116,9 @@ func TestSpliceClientClosesMidAnswer(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 		cl := clientOf(t, env.e, r)
-		before := env.e.fs.fetchSpliced.Load()
+		before := env.e.env.Series.FetchSpliced.Load()
 		r.fetchOrders(12)
-		waitUntil(t, 30*time.Second, "records spliced", func() bool { return env.e.fs.fetchSpliced.Load() > before })
+		waitUntil(t, 30*time.Second, "records spliced", func() bool { return env.e.env.Series.FetchSpliced.Load() > before })
 		buf := make([]byte, 64<<10)
 		_, _ = io.ReadFull(r.c, buf) // a part of it
 		if i == 1 {

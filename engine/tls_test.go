@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/flexway/flexway/engine/looptls"
 	"io"
 	"net"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flexway/flexway/engine/looptls"
 
 	"github.com/flexway/flexway/configs"
 	"github.com/twmb/franz-go/pkg/kadm"

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -90,7 +92,7 @@ func reauthRun(t *testing.T, useTLS bool) {
 	if renewals < 4 {
 		t.Fatalf("%d sessions renewed, want the producer's and the consumer's, more than once", renewals)
 	}
-	if env.e.m.Panics() != 0 {
+	if env.e.env.Signals.Panics() != 0 {
 		t.Fatal("a panic in a callback")
 	}
 }
@@ -113,14 +115,13 @@ func TestRealKafkaReauthentication(t *testing.T) {
 	// the broker announced a lifetime at all (else none is needed).
 	renewals := func() (n int, announced bool) {
 		var mu sync.Mutex
-		onLoops(t, env.e, func(l *loop) {
+		onLoops(t, env.e, func(l *session.Loop) {
 			mu.Lock()
 			defer mu.Unlock()
-			for cl := range l.clients {
-				if cl.up.conn != nil && cl.up.conn.sec != nil {
-					n += cl.up.conn.sec.renews
-					announced = announced || !cl.up.conn.sec.renewBy.IsZero()
-				}
+			for cl := range l.Clients() {
+				st := cl.State()
+				n += st.Renews
+				announced = announced || !st.RenewBy.IsZero()
 			}
 		})
 		return n, announced

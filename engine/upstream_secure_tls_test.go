@@ -125,10 +125,10 @@ func TestPauseBrokerConnectionTLS(t *testing.T) {
 	r.recv(&resp)
 	var p *conn.Conn
 	onLoopOf(t, cl, func() {
-		if cl.up.conn.rec == nil {
+		if !cl.State().BrokerTLS {
 			t.Error("the broker connection has no TLS record layer")
 		}
-		p = pauseUp(cl.up.conn)
+		p = pauseUp(cl)
 	})
 	if p == nil {
 		t.Fatal("not paused")
@@ -147,7 +147,7 @@ func TestPauseBrokerConnectionTLS(t *testing.T) {
 		t.Fatalf("the answer after the resume: %+v", resp)
 	}
 	onLoopOf(t, cl, func() {
-		if cl.up.conn.rec == nil || p.EventLoop() != cl.c.EventLoop() {
+		if !cl.State().BrokerTLS || p.EventLoop() != cl.Conn().EventLoop() {
 			t.Error("the broker connection lost its record layer, or came back on another loop")
 		}
 	})

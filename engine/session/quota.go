@@ -1,4 +1,4 @@
-package engine
+package session
 
 // KIP-219 throttling (issue 8, SPEC Q1-Q2): the quotas of
 // listeners.kafka.quotas spent inline on the loop, the throttle set in the
@@ -69,7 +69,7 @@ func limitsOf(q *configs.Quotas) quota.Limits {
 // the snapshot in force (nil otherwise: nothing is counted). The buckets
 // are taken at the first request under quotas (a reload may add them);
 // a reload's rates apply at the next request.
-func (cl *client) quotaOn() *quotaConn {
+func (cl *Client) quotaOn() *quotaConn {
 	q := cl.q
 	if q != nil && q.snap == cl.snap {
 		if q.p == nil {
@@ -88,19 +88,19 @@ func (cl *client) quotaOn() *quotaConn {
 		return nil
 	}
 	if q.p == nil {
-		q.p = cl.e.quotas.buckets.Acquire(cl.auth.ident.Tenant, string(cl.auth.ident.Mechanism)+":"+cl.auth.ident.Principal, time.Now())
+		q.p = cl.env.Quotas.Buckets.Acquire(cl.auth.ident.Tenant, string(cl.auth.ident.Mechanism)+":"+cl.auth.ident.Principal, time.Now())
 	}
 	return q
 }
 
 // quotaRelease gives the buckets back at the client's close.
-func (cl *client) quotaRelease() {
+func (cl *Client) quotaRelease() {
 	if q := cl.q; q != nil && q.p != nil && q.fetcher {
 		q.fetcher = false
 		q.p.Fetcher(-1)
 	}
 	if q := cl.q; q != nil && q.p != nil {
-		cl.e.quotas.buckets.Release(q.p, time.Now())
+		cl.env.Quotas.Buckets.Release(q.p, time.Now())
 		q.p = nil
 	}
 	if q := cl.q; q != nil && q.timer != nil {
@@ -110,7 +110,7 @@ func (cl *client) quotaRelease() {
 
 // quotaLocal counts a request the gateway answers itself (ApiVersions, a
 // re-authentication) against request_rate.
-func (cl *client) quotaLocal() {
+func (cl *Client) quotaLocal() {
 	q := cl.quotaOn()
 	if q == nil || cl.closed {
 		return
@@ -138,7 +138,7 @@ func (cl *client) quotaLocal() {
 // one past the bucket waits on every connection. The spending is kept for
 // quotaGate (q.spent) while the request waits for something else (its
 // broker connection, the budget).
-func (cl *client) quotaHold(key int16, size int) bool {
+func (cl *Client) quotaHold(key int16, size int) bool {
 	q := cl.quotaOn()
 	if q == nil || q.spent {
 		return false
@@ -184,7 +184,7 @@ const minFetchShare = 8
 // the broker for no more than the buckets hold (Session.FetchQuota, the
 // allowance, split over its partitions by codec). Otherwise the throttle
 // decided waits in q.next for quotaPending.
-func (cl *client) quotaGate(h *codec.RequestHeader, size int) bool {
+func (cl *Client) quotaGate(h *codec.RequestHeader, size int) bool {
 	q := cl.quotaOn()
 	if q == nil {
 		return false
@@ -249,7 +249,7 @@ func (q *quotaConn) minFetch() int64 {
 // quotaPending gives the request's answer its throttle, counted as the
 // client reads it (whole milliseconds); the silence begins when the answer
 // leaves (answerThrottle, KIP-219).
-func (cl *client) quotaPending(p *decide.Pending) {
+func (cl *Client) quotaPending(p *decide.Pending) {
 	q := cl.q
 	if q == nil || q.next <= 0 {
 		return
@@ -264,7 +264,7 @@ func (cl *client) quotaPending(p *decide.Pending) {
 // quotaAnswer spends a Fetch answer of n bytes (its whole frame) before it
 // is rewritten: past consumer_byte_rate, the answer carries the throttle,
 // and the client is muted once it has left (answerThrottle).
-func (cl *client) quotaAnswer(p *decide.Pending, n int) {
+func (cl *Client) quotaAnswer(p *decide.Pending, n int) {
 	if p.Key != codec.KeyFetch {
 		return
 	}
@@ -288,7 +288,7 @@ func (cl *client) quotaAnswer(p *decide.Pending, n int) {
 // request): the larger of the gateway's throttle and the broker's own.
 // Nothing is read from the client, so nothing is sent on its broker
 // connection (which only carries its requests), before it ends.
-func (cl *client) answerThrottle(p *decide.Pending) {
+func (cl *Client) answerThrottle(p *decide.Pending) {
 	if cl.closed || (p.Throttle <= 0 && p.BrokerThrottle <= 0) {
 		return
 	}
@@ -308,7 +308,7 @@ func throttleMs(d time.Duration) int32 {
 
 // mute stops handling the client's requests until until; its reads are
 // paused once the frame at hand is done with (quotaPause).
-func (cl *client) mute(q *quotaConn, until time.Time) {
+func (cl *Client) mute(q *quotaConn, until time.Time) {
 	if until.After(q.muteUntil) {
 		q.muteUntil = until
 		cl.armUnmute(q)
@@ -317,7 +317,7 @@ func (cl *client) mute(q *quotaConn, until time.Time) {
 	if !q.listed {
 		q.listed = true
 		if cl.lp.muted == nil {
-			cl.lp.muted = map[*client]struct{}{}
+			cl.lp.muted = map[*Client]struct{}{}
 		}
 		cl.lp.muted[cl] = struct{}{}
 	}
@@ -327,7 +327,7 @@ func (cl *client) mute(q *quotaConn, until time.Time) {
 // and its task are made once per connection (no allocation per throttle
 // but gnet's queueing of the task); a client without a loop (unit tests)
 // is left to the tick.
-func (cl *client) armUnmute(q *quotaConn) {
+func (cl *Client) armUnmute(q *quotaConn) {
 	if cl.lp == nil || cl.lp.el == nil {
 		return
 	}
@@ -338,7 +338,7 @@ func (cl *client) armUnmute(q *quotaConn) {
 	}
 	el := cl.lp.el
 	q.wake = gnet.RunnableFunc(func(context.Context) error {
-		cl.e.unmute(cl.lp, cl, time.Now())
+		cl.env.unmute(cl.lp, cl, time.Now())
 		cl.lp.fc.Settle() // the pauses the requests it handled asked
 		return nil
 	})
@@ -346,11 +346,11 @@ func (cl *client) armUnmute(q *quotaConn) {
 }
 
 // muted reports whether requests wait for the end of a throttle.
-func (cl *client) muted() bool { return cl.q != nil && cl.q.muted }
+func (cl *Client) muted() bool { return cl.q != nil && cl.q.muted }
 
 // quotaPause pauses a muted client's reads: called between frames (the
 // frame handled is discarded), never while slices of the input are held.
-func (cl *client) quotaPause() {
+func (cl *Client) quotaPause() {
 	if cl.muted() && !cl.closed && cl.ps.s == nil { // a streamed Produce goes on to its end first
 		cl.pause(conn.Quota)
 	}
@@ -358,20 +358,20 @@ func (cl *client) quotaPause() {
 
 // sweepMuted runs at each tick on loop l: a client whose throttle has
 // run out is read again and its waiting requests handled.
-func (e *Engine) sweepMuted(l *loop) {
+func (env *Env) sweepMuted(l *Loop) {
 	if len(l.muted) == 0 {
 		return
 	}
 	now := time.Now()
 	for cl := range l.muted {
-		e.unmute(l, cl, now)
+		env.unmute(l, cl, now)
 	}
 }
 
 // unmute ends a client's silence once its time has come (on its loop: at
 // its timer, or at a tick); before, it pauses the reads of a client muted
 // outside process (by an answer).
-func (e *Engine) unmute(l *loop, cl *client, now time.Time) {
+func (env *Env) unmute(l *Loop, cl *Client, now time.Time) {
 	q := cl.q
 	if _, listed := l.muted[cl]; !listed || q == nil {
 		return
@@ -396,7 +396,7 @@ func (e *Engine) unmute(l *loop, cl *client, now time.Time) {
 
 // throttled records a throttle of the quotas in the tenant's series
 // (flexway_kafka_throttle_seconds, quota and scope).
-func (cl *client) throttled(k quota.Kind, s quota.Scope, d time.Duration) {
+func (cl *Client) throttled(k quota.Kind, s quota.Scope, d time.Duration) {
 	q := signals.QuotaRequestRate
 	switch k {
 	case quota.ProduceBytes:

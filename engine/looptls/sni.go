@@ -1,4 +1,4 @@
-package engine
+package looptls
 
 // The server name of a ClientHello, read on the loop before any worker is
 // spent (L1). These are the first bytes of anyone who can open a TCP
@@ -6,7 +6,7 @@ package engine
 // unless the hello spans records, and FuzzParseSNI holds the invariants.
 //
 // The caller (onTLSHello) peeks at most configs.UnauthenticatedMaxRequestBytes and calls
-// again at each read until the answer is not errHelloIncomplete, so an
+// again at each read until the answer is not ErrHelloIncomplete, so an
 // incomplete hello must cost little: the record headers are walked (a
 // bounded number of them) before anything is copied or parsed.
 
@@ -18,9 +18,9 @@ import (
 
 // Why a ClientHello cannot be routed.
 var (
-	errHelloIncomplete = errors.New("incomplete") // more bytes are needed
-	errNotTLS          = errors.New("not a TLS handshake")
-	errNoSNI           = errors.New("no SNI")
+	ErrHelloIncomplete = errors.New("incomplete") // more bytes are needed
+	ErrNotTLS          = errors.New("not a TLS handshake")
+	ErrNoSNI           = errors.New("no SNI")
 )
 
 const (
@@ -43,12 +43,12 @@ const (
 	maxHelloRecords = 16
 )
 
-// parseSNI reads the server name of the ClientHello at the start of b (one
+// ParseSNI reads the server name of the ClientHello at the start of b (one
 // or more TLS handshake records). Bytes after the hello are ignored.
-// errHelloIncomplete: more bytes are needed; errNotTLS: b does not start
-// with a well-formed ClientHello; errNoSNI: the hello names no host (no
+// ErrHelloIncomplete: more bytes are needed; ErrNotTLS: b does not start
+// with a well-formed ClientHello; ErrNoSNI: the hello names no host (no
 // server_name extension, or a name that is not a host name).
-func parseSNI(b []byte) (string, error) {
+func ParseSNI(b []byte) (string, error) {
 	msg, err := clientHello(b)
 	if err != nil {
 		return "", err
@@ -71,7 +71,7 @@ func clientHello(b []byte) ([]byte, error) {
 	)
 	for {
 		if len(s) < recordHeaderLen {
-			return nil, errHelloIncomplete
+			return nil, ErrHelloIncomplete
 		}
 		var typ, major, minor uint8
 		var frag []byte
@@ -79,15 +79,15 @@ func clientHello(b []byte) ([]byte, error) {
 		s.ReadUint8(&major)
 		s.ReadUint8(&minor)
 		if typ != recordTypeHandshake || major != 3 {
-			return nil, errNotTLS
+			return nil, ErrNotTLS
 		}
 		var l uint16
 		s.ReadUint16(&l)
 		if l == 0 || int(l) > maxRecordFragment {
-			return nil, errNotTLS
+			return nil, ErrNotTLS
 		}
 		if !s.ReadBytes(&frag, int(l)) {
-			return nil, errHelloIncomplete
+			return nil, ErrHelloIncomplete
 		}
 		frags++
 		if frags == 1 {
@@ -100,11 +100,11 @@ func clientHello(b []byte) ([]byte, error) {
 		have += len(frag)
 		if need < 0 && nhead == handshakeHeadLen {
 			if head[0] != typeClientHello {
-				return nil, errNotTLS
+				return nil, ErrNotTLS
 			}
 			hl := int(head[1])<<16 | int(head[2])<<8 | int(head[3])
 			if hl > maxHelloLen {
-				return nil, errNotTLS
+				return nil, ErrNotTLS
 			}
 			need = handshakeHeadLen + hl
 		}
@@ -112,7 +112,7 @@ func clientHello(b []byte) ([]byte, error) {
 			break
 		}
 		if frags == maxHelloRecords {
-			return nil, errNotTLS
+			return nil, ErrNotTLS
 		}
 	}
 	if len(first) >= need {
@@ -140,13 +140,13 @@ func helloServerName(msg []byte) (string, error) {
 		!s.ReadUint8LengthPrefixed(&sessionID) ||
 		!s.ReadUint16LengthPrefixed(&suites) || len(suites)%2 != 0 ||
 		!s.ReadUint8LengthPrefixed(&compression) {
-		return "", errNotTLS
+		return "", ErrNotTLS
 	}
 	if s.Empty() { // a hello without extensions (before TLS 1.2)
-		return "", errNoSNI
+		return "", ErrNoSNI
 	}
 	if !s.ReadUint16LengthPrefixed(&exts) || !s.Empty() {
-		return "", errNotTLS
+		return "", ErrNotTLS
 	}
 	var name []byte
 	seen := false
@@ -154,36 +154,36 @@ func helloServerName(msg []byte) (string, error) {
 		var typ uint16
 		var data cryptobyte.String
 		if !exts.ReadUint16(&typ) || !exts.ReadUint16LengthPrefixed(&data) {
-			return "", errNotTLS
+			return "", ErrNotTLS
 		}
 		if typ != extServerName {
 			continue
 		}
 		if seen {
-			return "", errNotTLS
+			return "", ErrNotTLS
 		}
 		seen = true
 		var list cryptobyte.String
 		if !data.ReadUint16LengthPrefixed(&list) || list.Empty() || !data.Empty() {
-			return "", errNotTLS
+			return "", ErrNotTLS
 		}
 		for !list.Empty() {
 			var nameType uint8
 			var host cryptobyte.String
 			if !list.ReadUint8(&nameType) || !list.ReadUint16LengthPrefixed(&host) || host.Empty() {
-				return "", errNotTLS
+				return "", ErrNotTLS
 			}
 			if nameType != nameTypeHostName {
 				continue
 			}
 			if name != nil {
-				return "", errNotTLS
+				return "", ErrNotTLS
 			}
 			name = host
 		}
 	}
 	if name == nil || !isHostName(name) {
-		return "", errNoSNI
+		return "", ErrNoSNI
 	}
 	return string(name), nil
 }

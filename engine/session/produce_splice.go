@@ -1,4 +1,4 @@
-package engine
+package session
 
 // The records of a large Produce request, spliced on the loop (issue
 // 11.4, invariant 39). A streamed Produce (produce_stream.go) passes its
@@ -32,7 +32,7 @@ import (
 // partition's records to the broker, when it may (see above); true when
 // bytes moved (the stream went on by them). Runs on the loop, with
 // nothing of the client buffered and the stream's piece written.
-func (cl *client) spliceProduce() bool {
+func (cl *Client) spliceProduce() bool {
 	ps := cl.ps.s
 	e := (*produceEnds)(cl)
 	if !e.More(ps.RecordsLeft()) || ps.Pending() > 0 {
@@ -52,7 +52,7 @@ func (cl *client) spliceProduce() bool {
 // read into the loop's buffer at its resume, invariant 42), the broker's
 // connection with nothing unsent once the loop's batch for it is flushed
 // (what was written before comes first). A nil pipe: not now.
-func (cl *client) spliceReady() (pp *splice.Pipe, cfd, bfd int) {
+func (cl *Client) spliceReady() (pp *splice.Pipe, cfd, bfd int) {
 	if cl.auth.tls != nil || cl.auth.tlsHS != nil || cl.closed {
 		return nil, 0, 0
 	}
@@ -88,7 +88,7 @@ const spliceChain = 8
 // client's event once a stream went through, and before a producer paused
 // for its broker is read again (upstreamConn.Below): it stops at the first
 // request not to be streamed, a socket emptied, or a broker's socket full.
-func (cl *client) spliceOn() {
+func (cl *Client) spliceOn() {
 	cl.ps.ended = false
 	for i := 0; i < spliceChain && !cl.closed && cl.inBuffered() == 0; i++ {
 		if ps := cl.ps.s; ps != nil {
@@ -110,9 +110,9 @@ func (cl *client) spliceOn() {
 // in what is looked at: its size prefix is taken, then its head unit by
 // the pipe's Unit; true: begun (the stream's records are then the
 // caller's). Whatever it declines, gnet reads and the client's event handles.
-func (cl *client) spliceNext() bool {
+func (cl *Client) spliceNext() bool {
 	if cl.ps.s != nil || !cl.ps.large || cl.ps.gather || cl.drain.on || cl.wait.held || cl.auth.reauthing ||
-		cl.up.state != upReady || cl.muted() || cl.e.tune.produceSpliceMin.Load() == 0 {
+		cl.up.state != upReady || cl.muted() || cl.env.Tune.ProduceSpliceMin.Load() == 0 {
 		return false
 	}
 	pp, cfd, _ := cl.spliceReady()
@@ -131,7 +131,7 @@ func (cl *client) spliceNext() bool {
 	if !cl.beginStream(size, head) {
 		return false
 	}
-	cl.e.fs.produceNexts.Add(1)
+	cl.env.Series.ProduceNexts.Add(1)
 	if got, err := pp.Take(cfd, codec.SizeLen); got != codec.SizeLen {
 		(*produceEnds)(cl).Failed(fmt.Sprintf("the socket gave %d of the %d bytes it held (%v)", got, codec.SizeLen, err))
 		return true
@@ -143,17 +143,17 @@ func (cl *client) spliceNext() bool {
 
 // produceEnds is the client's side of a pass (splice.Ends): its records
 // go to its broker.
-type produceEnds client
+type produceEnds Client
 
 func (e *produceEnds) More(left int) bool {
-	min := e.e.tune.produceSpliceMin.Load()
+	min := e.env.Tune.ProduceSpliceMin.Load()
 	return min > 0 && int64(left) >= min
 }
 
 func (e *produceEnds) Spliced(n int) {
-	e.e.fs.produceSpliced.Add(int64(n))
+	e.env.Series.ProduceSpliced.Add(int64(n))
 	if e.c.Detached() {
-		e.e.fs.produceDetached.Add(int64(n))
+		e.env.Series.ProduceDetached.Add(int64(n))
 	}
 }
 
@@ -161,8 +161,8 @@ func (e *produceEnds) Spliced(n int) {
 // out and written to the broker connection as any other bytes (it waits in
 // its queue, and the producer's pause, flow.go, applies).
 func (e *produceEnds) PipeFull(rest int) {
-	cl := (*client)(e)
-	cl.e.fs.producePipeOuts.Add(1)
+	cl := (*Client)(e)
+	cl.env.Series.ProducePipeOuts.Add(1)
 	var w splice.Writer
 	if u := cl.up.conn; !u.closed && u.c != nil {
 		w = u.c
@@ -170,7 +170,7 @@ func (e *produceEnds) PipeFull(rest int) {
 	if err := cl.lp.pp.ReadOut(rest, w); err != nil {
 		cl.lp.closePipe()
 		cl.close(signals.CloseInternal)
-		cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "error", err)
+		cl.env.Log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "error", err)
 	}
 }
 
@@ -178,7 +178,7 @@ func (e *produceEnds) PipeFull(rest int) {
 // that nothing is left in the pipe to be read out and copied: the records
 // the broker cannot take yet stay in the client's socket.
 func (e *produceEnds) Room(dst int) int {
-	if !e.e.tune.roomBound.Load() {
+	if !e.env.Tune.RoomBound.Load() {
 		return -1
 	}
 	return kernel.Room(dst)
@@ -188,7 +188,7 @@ func (e *produceEnds) Room(dst int) int {
 // mark until its socket takes more (conn.NoRoom): the client is paused,
 // and read again (what waits in its socket spliced first) once it does.
 func (e *produceEnds) RoomOut() {
-	e.e.fs.produceRoomOuts.Add(1)
+	e.env.Series.ProduceRoomOuts.Add(1)
 	if u := e.up.conn; u != nil && !u.closed {
 		u.c.NoRoom()
 	}
@@ -197,7 +197,7 @@ func (e *produceEnds) RoomOut() {
 // UnitOut writes straight to the broker's socket: the batch was flushed, nothing is unsent.
 func (e *produceEnds) UnitOut(sl [][]byte) { _ = e.up.conn.c.Writev(sl) }
 
-func (e *produceEnds) UnitTaken(int) { e.e.fs.produceUnits.Add(1) }
+func (e *produceEnds) UnitTaken(int) { e.env.Series.ProduceUnits.Add(1) }
 
 func (e *produceEnds) DestClear() bool {
 	u := e.up.conn
@@ -208,11 +208,11 @@ func (e *produceEnds) DestClear() bool {
 // feedProduce does for a malformed one: its frame is partly written to
 // the broker, whose connection closes with it.
 func (e *produceEnds) Failed(why string) {
-	cl := (*client)(e)
+	cl := (*Client)(e)
 	cl.dropUnread()
 	cl.ps.s = nil
 	cl.ts.Request(codec.KeyProduce, signals.Refused, signals.CauseUnsupported)
-	cl.close(signals.CloseMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+why)
+	cl.close(signals.CloseMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+why)
 }
 
 // dropUnread reads and drops what the client's socket holds (up to 1 MiB)
@@ -221,7 +221,7 @@ func (e *produceEnds) Failed(why string) {
 // bytes unread sends a reset, where the client is owed an orderly close
 // (the stream may fail from a peek at the socket, or from a detached one,
 // where gnet had not read the rest).
-func (cl *client) dropUnread() {
+func (cl *Client) dropUnread() {
 	pp := cl.lp.pp
 	if cl.auth.tls != nil || cl.closed || pp == nil {
 		return

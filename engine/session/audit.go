@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"context"
@@ -24,18 +24,18 @@ import (
 // (flexway_kafka_audit_dropped_total).
 const auditQueue = 4096
 
-// startAudit starts the trail, whatever the configuration: a reload may
+// StartAudit starts the trail, whatever the configuration: a reload may
 // turn audit on. Its two series are the audit's own.
-func (e *Engine) startAudit() {
-	e.auditTrail = audit.New(e.log.Handler(), auditQueue,
-		e.m.Metrics().NewCounter(`flexway_kafka_audit_dropped_total`),
-		e.m.Metrics().NewCounter(`flexway_kafka_audit_records_total`))
+func (env *Env) StartAudit() {
+	env.Audit = audit.New(env.Log.Handler(), auditQueue,
+		env.Signals.Metrics().NewCounter(`flexway_kafka_audit_dropped_total`),
+		env.Signals.Metrics().NewCounter(`flexway_kafka_audit_records_total`))
 }
 
-// stopAudit writes what is queued (bounded by ctx).
-func (e *Engine) stopAudit(ctx context.Context) {
-	if e.auditTrail != nil {
-		e.auditTrail.Close(ctx)
+// StopAudit writes what is queued (bounded by ctx).
+func (env *Env) StopAudit(ctx context.Context) {
+	if env.Audit != nil {
+		env.Audit.Close(ctx)
 	}
 }
 
@@ -52,7 +52,7 @@ func auditMode(snap *configs.Snapshot) audit.Mode {
 // refused), and with "all" every administration request. frame is the
 // request after its size prefix. Nothing is allocated for an allowed data
 // request.
-func (cl *client) auditRequest(h *codec.RequestHeader, frame []byte, p *decide.Pending, out decide.Outcome) {
+func (cl *Client) auditRequest(h *codec.RequestHeader, frame []byte, p *decide.Pending, out decide.Outcome) {
 	mode := auditMode(cl.snap)
 	if mode == audit.Off {
 		return
@@ -74,12 +74,12 @@ func (cl *client) auditRequest(h *codec.RequestHeader, frame []byte, p *decide.P
 	} else if topic != "" {
 		r.Topics = []string{topic}
 	}
-	cl.e.auditTrail.Add(r)
+	cl.env.Audit.Add(r)
 }
 
 // auditAuthRefused writes a SASL authentication refused (the user the
 // credential named, never the credential): a refused request.
-func (cl *client) auditAuthRefused(res *auth.Result) {
+func (cl *Client) auditAuthRefused(res *auth.Result) {
 	tenant := ""
 	if res.ID != nil { // re-authentication as another principal
 		tenant = res.ID.Tenant
@@ -90,8 +90,8 @@ func (cl *client) auditAuthRefused(res *auth.Result) {
 // auditSASLRefused writes a SASL request refused (cause authentication):
 // a mechanism not served (SaslHandshake), a credential refused
 // (SaslAuthenticate).
-func (cl *client) auditSASLRefused(key int16, user, tenant string) {
-	snap := cl.e.snap.Load() // the configuration in force: a connection's own is the one it authenticated under
+func (cl *Client) auditSASLRefused(key int16, user, tenant string) {
+	snap := cl.env.Snap.Load() // the configuration in force: a connection's own is the one it authenticated under
 	if auditMode(snap) == audit.Off {
 		return
 	}
@@ -103,14 +103,14 @@ func (cl *client) auditSASLRefused(key int16, user, tenant string) {
 	if tenant != "" {
 		r.Tenant = tenant
 	}
-	cl.e.auditTrail.Add(r)
+	cl.env.Audit.Add(r)
 }
 
 // auditRecord is the record of a request of cl, allowed until said otherwise.
-func (cl *client) auditRecord(snap *configs.Snapshot, key int16) audit.Record {
+func (cl *Client) auditRecord(snap *configs.Snapshot, key int16) audit.Record {
 	r := audit.Record{Time: time.Now(), API: decide.Name(key), Decision: signals.Allowed.String(), Cause: signals.CauseNone.String(),
 		Mechanism: cl.auth.mech}
-	if c := cl.route.cluster; c != nil {
+	if c := cl.route.Cluster; c != nil {
 		r.Cluster = c.Name
 	}
 	if cl.auth.ident != nil {

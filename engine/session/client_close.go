@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"time"
@@ -14,14 +14,14 @@ import (
 // close closes the connection (and its broker connection) once, logged
 // and counted as its cause says (signals.CloseCause); attrs are the line's
 // key-value pairs.
-func (cl *client) close(why signals.CloseCause, attrs ...any) {
+func (cl *Client) close(why signals.CloseCause, attrs ...any) {
 	if cl.closed {
 		return
 	}
 	if why.Transient() && !cl.answered {
 		_ = cl.c.SetLinger(0)
 	}
-	cl.e.closingFor(why, cl.ts, attrs)
+	cl.env.closingFor(why, cl.ts, attrs)
 	cl.flushOwn(false)
 	cl.c.Close()
 	cl.release()
@@ -29,7 +29,7 @@ func (cl *client) close(why signals.CloseCause, attrs ...any) {
 
 // reset closes the connection as close does, but with a reset (RST,
 // SO_LINGER 0): what its socket still holds is dropped.
-func (cl *client) reset(why signals.CloseCause, attrs ...any) {
+func (cl *Client) reset(why signals.CloseCause, attrs ...any) {
 	if cl.closed {
 		return
 	}
@@ -40,9 +40,9 @@ func (cl *client) reset(why signals.CloseCause, attrs ...any) {
 // release gives back everything the connection holds; idempotent.
 // peerClosed: the client closed its side (not the gateway): the requests
 // it sent before closing are still owed to the broker.
-func (cl *client) release() { cl.releaseAs(false) }
+func (cl *Client) release() { cl.releaseAs(false) }
 
-func (cl *client) releaseAs(peerClosed bool) {
+func (cl *Client) releaseAs(peerClosed bool) {
 	if cl.closed {
 		return
 	}
@@ -53,10 +53,10 @@ func (cl *client) releaseAs(peerClosed bool) {
 	}
 	delete(cl.lp.clients, cl)
 	if cl.auth.state != stAuthed {
-		cl.e.bounds.unauth.Add(-1)
+		cl.env.Bounds.Unauth.Add(-1)
 	}
 	if cl.ipCounted {
-		cl.e.bounds.perIP.dropIP(cl.ip)
+		cl.env.Bounds.perIP.dropIP(cl.ip)
 	}
 	n := 0
 	cl.queue.Each(func(p *decide.Pending) {
@@ -68,17 +68,17 @@ func (cl *client) releaseAs(peerClosed bool) {
 	cl.budget.Release(cl.budget.Reserved)
 	cl.budget.SyncOutbound(0)
 	if cl.tenant != nil {
-		cl.e.bounds.tenants.Release(cl.tenant, time.Now())
+		cl.env.Bounds.Tenants.Release(cl.tenant, time.Now())
 	}
 	cl.quotaRelease()
 	if cl.up.conn != nil {
 		if peerClosed && cl.auth.state == stAuthed && cl.keepForDrain() {
-			cl.e.m.ConnClosed(cl.ts, cl.connMech)
+			cl.env.Signals.ConnClosed(cl.ts, cl.connMech)
 			return
 		}
 		cl.up.conn.closeFromClient()
 	}
-	cl.e.m.ConnClosed(cl.ts, cl.connMech)
+	cl.env.Signals.ConnClosed(cl.ts, cl.connMech)
 }
 
 // keepForDrain decides, at a client's own close, whether its broker
@@ -88,7 +88,7 @@ func (cl *client) releaseAs(peerClosed bool) {
 // requests forwarded but not yet flushed to the broker. A broker handles
 // what it read; so does the gateway. Only Produce is forwarded then:
 // nothing else has an effect without its answer.
-func (cl *client) keepForDrain() bool {
+func (cl *Client) keepForDrain() bool {
 	if cl.streamingProduce() {
 		return false // the broker holds a part of a frame: it can only be closed
 	}
@@ -113,4 +113,4 @@ func (cl *client) keepForDrain() bool {
 	return true
 }
 
-func (cl *client) onClose(error) { cl.releaseAs(true) }
+func (cl *Client) onClose(error) { cl.releaseAs(true) }

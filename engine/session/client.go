@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"net"
@@ -35,12 +35,12 @@ const (
 // client is one client connection and everything it owns: its session, its
 // broker connection, its queue of answers and its budget. All of it lives
 // on the connection's loop: no lock.
-type client struct {
-	e         *Engine
+type Client struct {
+	env       *Env
 	c         *conn.Conn // its socket (engine/conn): set in OnOpen
-	lp        *loop
+	lp        *Loop
 	closed    bool
-	route     portRoute
+	route     Route
 	ip        string
 	ipCounted bool          // counted against max_connections_per_ip (B1)
 	tenant    *relay.Tenant // from authentication on: its bounds and share
@@ -144,41 +144,37 @@ type clientDrain struct {
 
 // newClient makes the client of a connection gnet opened (nil: refused
 // for a bound); its handle is made in OnOpen, once it is kept.
-func newClient(e *Engine, c gnet.Conn, route portRoute) *client {
+func newClient(env *Env, c gnet.Conn, route Route) *Client {
 	now := time.Now()
-	cl := &client{e: e, route: route, clock: clientClock{opened: now, lastActive: now}}
+	cl := &Client{env: env, route: route, clock: clientClock{opened: now, lastActive: now}}
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		cl.ip = a.IP.String()
 	}
-	snap := e.snap.Load()
+	snap := env.Snap.Load()
 	l := snap.Listener
-	if max := l.UnauthenticatedConnections(); max > 0 && e.bounds.unauth.Load() >= int64(max) {
-		e.refuse("max_unauthenticated_connections", "")
+	if max := l.UnauthenticatedConnections(); max > 0 && env.Bounds.Unauth.Load() >= int64(max) {
+		env.Refuse("max_unauthenticated_connections", "")
 		return nil
 	}
-	if !e.bounds.perIP.takeIP(cl.ip, l.ConnectionsPerIP()) {
-		e.refuse("max_connections_per_ip", "")
+	if !env.Bounds.perIP.takeIP(cl.ip, l.ConnectionsPerIP()) {
+		env.Refuse("max_connections_per_ip", "")
 		return nil
 	}
 	cl.ipCounted = true
-	e.bounds.unauth.Add(1)
-	cl.lp = e.loopOf(c.EventLoop())
+	env.Bounds.Unauth.Add(1)
+	cl.lp = env.loopOf(c.EventLoop())
 	cl.lp.clients[cl] = struct{}{}
 	cl.snap = snap
-	cl.ts = e.m.Tenant(route.clusterName(), "")
-	e.m.ConnOpened(cl.ts)
+	cl.ts = env.Signals.Tenant(route.clusterName(), "")
+	env.Signals.ConnOpened(cl.ts)
 	return cl
 }
 
-// testHookTraffic, when set by a test, runs at each client traffic event
-// (the panic test uses it). Always nil in production.
-var testHookTraffic func(cl *client)
-
 // onTraffic: the client sent bytes.
-func (cl *client) onTraffic() {
+func (cl *Client) onTraffic() {
 	cl.clock.lastActive = time.Now()
-	if testHookTraffic != nil {
-		testHookTraffic(cl)
+	if hook := cl.env.Hooks.Traffic.Load(); hook != nil {
+		(*hook)(cl)
 	}
 	switch {
 	case cl.auth.tls != nil:
@@ -190,8 +186,8 @@ func (cl *client) onTraffic() {
 			cl.c.Discard(len(b))
 		}
 		return
-	case cl.route.tls:
-		if cl.route.cluster == nil {
+	case cl.route.TLS:
+		if cl.route.Cluster == nil {
 			cl.onTLSHello()
 		}
 		return
@@ -206,21 +202,21 @@ func (cl *client) onTraffic() {
 // The client's input: gnet's buffer on a plaintext port, the decrypted
 // buffer on the TLS port. Its output is in client_write.go.
 
-func (cl *client) inBuffered() int {
+func (cl *Client) inBuffered() int {
 	if cl.auth.tls != nil {
 		return cl.auth.tls.rec.Buffered()
 	}
 	return cl.c.Buffered()
 }
 
-func (cl *client) peek(n int) ([]byte, error) {
+func (cl *Client) peek(n int) ([]byte, error) {
 	if t := cl.auth.tls; t != nil {
 		return t.rec.Peek(n)
 	}
 	return cl.c.Peek(n)
 }
 
-func (cl *client) discard(n int) {
+func (cl *Client) discard(n int) {
 	if t := cl.auth.tls; t != nil {
 		t.rec.Discard(n)
 		return
@@ -230,7 +226,7 @@ func (cl *client) discard(n int) {
 
 // waitsOnGateway: the frame at the head of the input is whole and waits
 // for the gateway (its budget, its broker connection, a re-authentication).
-func (cl *client) waitsOnGateway() bool {
+func (cl *Client) waitsOnGateway() bool {
 	return cl.wait.held || cl.up.state == upDialing || cl.auth.reauthing || cl.muted() || cl.c.PausedFor(conn.PeerFull)
 }
 
@@ -239,7 +235,7 @@ func (cl *client) waitsOnGateway() bool {
 // budget. While its head request waits on the gateway (budget, dial) the
 // client is not read (syncReads, flow.go): what it pipelines waits in the
 // kernel.
-func (cl *client) process() {
+func (cl *Client) process() {
 	defer cl.syncReads()
 	for !cl.closed && !cl.wait.held && cl.auth.state != stAuthing && !cl.auth.reauthing && cl.up.state != upDialing && (!cl.muted() || cl.ps.s != nil) {
 		if cl.ps.s != nil {
@@ -308,16 +304,16 @@ func (cl *client) process() {
 	}
 }
 
-func (cl *client) frameTooLarge(size, limit int32) {
+func (cl *Client) frameTooLarge(size, limit int32) {
 	if codec.LooksLikeTLS(size) {
-		cl.close(signals.CloseTLSOnPlaintext, "cluster", cl.route.cluster.Name)
+		cl.close(signals.CloseTLSOnPlaintext, "cluster", cl.route.Cluster.Name)
 		return
 	}
 	if cl.auth.state != stAuthed {
 		cl.close(signals.ClosePreAuthTooLarge, "size", size, "max_request_bytes", limit)
 		return
 	}
-	cl.close(signals.CloseTooLarge, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "size", size, "max_request_bytes", limit)
+	cl.close(signals.CloseTooLarge, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "size", size, "max_request_bytes", limit)
 }
 
 // handle judges one frame, in its steps: what comes before the session,
@@ -325,7 +321,7 @@ func (cl *client) frameTooLarge(size, limit int32) {
 // applied. It returns false when the frame waits in the buffer (for the
 // budget or the broker connection), true when it is done with (forwarded,
 // answered, dropped, or the connection closed).
-func (cl *client) handle(frame []byte) bool {
+func (cl *Client) handle(frame []byte) bool {
 	if cl.auth.legacySASL {
 		cl.auth.legacySASL = false
 		cl.authenticate(frame, nil)
@@ -373,9 +369,9 @@ func (cl *client) handle(frame []byte) bool {
 
 // parseRequest reads a request's header, and the body of an ApiVersions
 // the gateway answers itself.
-func (cl *client) parseRequest(frame []byte) (codec.RequestHeader, error) {
+func (cl *Client) parseRequest(frame []byte) (codec.RequestHeader, error) {
 	h, err := codec.ParseRequestHeader(frame)
-	if err == nil && h.Key == codec.KeyApiVersions && cl.e.versions[cl.route.cluster.Name].Has(codec.KeyApiVersions, h.Version) {
+	if err == nil && h.Key == codec.KeyApiVersions && cl.env.Versions[cl.route.Cluster.Name].Has(codec.KeyApiVersions, h.Version) {
 		err = apiVersionsBody(h.Version, frame[h.BodyOffset:])
 	}
 	return h, err
@@ -384,10 +380,10 @@ func (cl *client) parseRequest(frame []byte) (codec.RequestHeader, error) {
 // answerLocally serves what an open session asks of the gateway itself,
 // in order with the broker's answers: ApiVersions and the KIP-368
 // re-authentication. It reports whether it did.
-func (cl *client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
+func (cl *Client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
 	switch h.Key {
 	case codec.KeyApiVersions:
-		cl.scratch = cl.e.versions[cl.route.cluster.Name].AppendAnswer(cl.scratch[:0], h)
+		cl.scratch = cl.env.Versions[cl.route.Cluster.Name].AppendAnswer(cl.scratch[:0], h)
 		cl.answerLocal(cl.scratch)
 		cl.ts.Request(h.Key, signals.Allowed, signals.CauseNone)
 		return true
@@ -400,7 +396,7 @@ func (cl *client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
 
 // judge asks decide for its verdict on a request granted grant bytes of
 // answer; p receives what the answer will need.
-func (cl *client) judge(h *codec.RequestHeader, frame []byte, grant int64, p *decide.Pending) decide.Outcome {
+func (cl *Client) judge(h *codec.RequestHeader, frame []byte, grant int64, p *decide.Pending) decide.Outcome {
 	out := cl.sess.Request(h, frame, cl.up.corr+1, int32(min(grant, int64(cl.fetchCap()))), p)
 	cl.sess.FetchQuota = 0 // quotaGate's, for this request alone
 	if out == decide.Forward && h.Key == codec.KeyProduce {
@@ -412,7 +408,7 @@ func (cl *client) judge(h *codec.RequestHeader, frame []byte, grant int64, p *de
 // apply carries out decide's verdict: the request forwarded (its answer
 // owed, its bytes reserved), answered by the gateway, dropped, or the
 // connection closed.
-func (cl *client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Outcome) {
+func (cl *Client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Outcome) {
 	cl.countRequest(h.Key, p, out)
 	switch out {
 	case decide.Forward:
@@ -439,7 +435,7 @@ func (cl *client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Ou
 	case decide.Disconnect:
 		cause := p.Cause
 		cl.queue.Put(p)
-		cl.close(signals.CloseRefusedAPI, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", cause)
+		cl.close(signals.CloseRefusedAPI, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", cause)
 	}
 }
 
@@ -448,7 +444,7 @@ func (cl *client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Ou
 // relay.Budget.Admit): what the broker may answer must fit, except one
 // answer alone. It returns the bytes granted, or false when the request
 // waits (the dial, or held for the budget) or the connection was closed.
-func (cl *client) admit(key int16) (int64, bool) {
+func (cl *Client) admit(key int16) (int64, bool) {
 	if cl.up.state == upNone {
 		cl.dial()
 		return 0, false
@@ -468,17 +464,17 @@ func (cl *client) admit(key int16) (int64, bool) {
 	switch v.Kind {
 	case relay.Go:
 		if !cl.wait.since.IsZero() {
-			cl.e.m.TenantWait(cl.ts, time.Since(cl.wait.since))
+			cl.env.Signals.TenantWait(cl.ts, time.Since(cl.wait.since))
 			cl.wait.since = time.Time{}
 		}
 		return v.Grant, true
 	case relay.Close: // relay.CauseTenantShare, the one cause a budget closes for
-		cl.e.m.TenantBudget(cl.ts, false)
-		cl.close(signals.CloseTenantShare, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
+		cl.env.Signals.TenantBudget(cl.ts, false)
+		cl.close(signals.CloseTenantShare, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
 		return 0, false
 	case relay.WaitBytes:
 		if v.By == relay.LevelTenant && cl.wait.since.IsZero() {
-			cl.e.m.TenantBudget(cl.ts, true)
+			cl.env.Signals.TenantBudget(cl.ts, true)
 			cl.wait.since = time.Now()
 		}
 	}
@@ -518,12 +514,12 @@ func apiVersionsBody(version int16, body []byte) error {
 // for crumbs (unless the connection is idle: one answer crosses alone).
 const minFetchGrant = 64 << 10
 
-func (cl *client) fetchCap() int32 {
+func (cl *Client) fetchCap() int32 {
 	return int32(min(int64(cl.snap.Listener.MaxResponseBytes)/2, int64(1<<31-1)))
 }
 
 // hold parks the connection until its budget allows the next request.
-func (cl *client) hold() {
+func (cl *Client) hold() {
 	if cl.wait.held {
 		return
 	}
@@ -535,7 +531,7 @@ func (cl *client) hold() {
 }
 
 // resume retries a held connection (from the sweep, or when an answer frees bytes).
-func (cl *client) resume() {
+func (cl *Client) resume() {
 	if !cl.wait.held || cl.closed {
 		return
 	}
@@ -543,11 +539,11 @@ func (cl *client) resume() {
 	cl.process()
 }
 
-func (cl *client) protocolError(h codec.RequestHeader, err error) {
+func (cl *Client) protocolError(h codec.RequestHeader, err error) {
 	cl.ts.Request(-1, signals.Refused, signals.CauseUnsupported)
 	if cl.auth.state != stAuthed {
 		cl.close(signals.ClosePreAuthMalformed, "api_key", h.Key, "error", err.Error())
 		return
 	}
-	cl.close(signals.CloseMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", h.Key, "version", h.Version, "error", err.Error())
+	cl.close(signals.CloseMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", h.Key, "version", h.Version, "error", err.Error())
 }

@@ -1,4 +1,4 @@
-package engine
+package session
 
 // Flow control (issue 23.1): one mechanism, engine/conn. Every socket, a
 // client's and its broker connection's, has a conn.Conn from OnOpen on,
@@ -30,18 +30,9 @@ import (
 	"github.com/flexway/flexway/engine/conn"
 )
 
-// marks are every connection's write queue marks (Options.FlowHigh and
-// FlowLow). One streaming connection holds at most flowHigh plus one read
-// (the loop's read buffer) plus a unit not yet whole; the kernel's socket
-// buffers (several MiB on each side) keep a fast consumer fed while the
-// pause and the resume cross.
-func (e *Engine) marks() (high, low int) {
-	return int(e.tune.flowHigh.Load()), int(e.tune.flowLow.Load())
-}
-
 // pause pauses the client's reads for r; false when it cannot be paused
 // now (closed, or in its TLS handshake: a worker reads what the loop feeds).
-func (cl *client) pause(r conn.Reason) bool {
+func (cl *Client) pause(r conn.Reason) bool {
 	if cl.closed || cl.auth.tlsHS != nil {
 		return false
 	}
@@ -50,7 +41,7 @@ func (cl *client) pause(r conn.Reason) bool {
 }
 
 // unpause drops r from the client's reasons.
-func (cl *client) unpause(r conn.Reason) {
+func (cl *Client) unpause(r conn.Reason) {
 	if !cl.closed {
 		cl.c.Resume(r)
 	}
@@ -58,7 +49,7 @@ func (cl *client) unpause(r conn.Reason) {
 
 // syncReads pauses the client's reads while its head request waits on
 // the gateway and resumes them when it goes on (at the end of process).
-func (cl *client) syncReads() {
+func (cl *Client) syncReads() {
 	if cl.closed || cl.auth.state != stAuthed {
 		return
 	}
@@ -66,7 +57,7 @@ func (cl *client) syncReads() {
 	cl.syncReason(conn.Dial, cl.up.state == upDialing)
 }
 
-func (cl *client) syncReason(r conn.Reason, want bool) {
+func (cl *Client) syncReason(r conn.Reason, want bool) {
 	switch {
 	case want && !cl.c.PausedFor(r):
 		cl.pause(r)
@@ -78,36 +69,36 @@ func (cl *client) syncReason(r conn.Reason, want bool) {
 // The client's side of the mechanism (conn.Owner).
 
 // Traffic: the client sent bytes.
-func (cl *client) Traffic() { cl.onTraffic() }
+func (cl *Client) Traffic() { cl.onTraffic() }
 
 // Closed: the client's socket ended.
-func (cl *client) Closed(err error) {
+func (cl *Client) Closed(err error) {
 	// Its place under max_connections is given back after the release
 	// (the gauge never counts the next one before this one is gone), and
 	// even if onClose panics.
-	defer cl.e.acc.free()
+	defer cl.env.FreeSlot()
 	cl.onClose(err)
 }
 
 // Above: the client has more than flowHigh bytes unread; its broker is
 // not read until it reads.
-func (cl *client) Above() {
+func (cl *Client) Above() {
 	u := cl.up.conn
 	if cl.closed || u == nil || u.closed || u.c == nil {
 		return
 	}
-	cl.e.fs.brokerPauses.Add(1)
+	cl.env.Series.BrokerPauses.Add(1)
 	u.flowSince = time.Now()
 	u.c.Pause(conn.PeerFull)
 }
 
 // Below: the client read down to flowLow; its broker is read again.
-func (cl *client) Below() {
+func (cl *Client) Below() {
 	u := cl.up.conn
 	if u == nil || u.c == nil || !u.c.PausedFor(conn.PeerFull) {
 		return
 	}
-	cl.e.fs.pausedFor(time.Since(u.flowSince))
+	cl.env.Series.pausedFor(time.Since(u.flowSince))
 	if !u.closed {
 		u.c.Resume(conn.PeerFull)
 	}
@@ -115,7 +106,7 @@ func (cl *client) Below() {
 
 // Drained: the client's socket took bytes (the watcher, or the tick):
 // its unread bytes are counted again, a held request retried.
-func (cl *client) Drained() {
+func (cl *Client) Drained() {
 	if cl.closed {
 		return
 	}
@@ -141,7 +132,7 @@ func (u *upstreamConn) Above() {
 		return
 	}
 	if cl.pause(conn.PeerFull) {
-		cl.e.fs.clientPauses.Add(1)
+		cl.env.Series.ClientPauses.Add(1)
 	}
 }
 
@@ -168,12 +159,12 @@ func (u *upstreamConn) Drained() {}
 // syncMarks sets the broker connection's marks: 0 while the client's
 // Produce records are spliced (the producer is paused at the first byte
 // its broker did not take, invariant 40), flowHigh and flowLow otherwise.
-func (cl *client) syncMarks() {
+func (cl *Client) syncMarks() {
 	u := cl.up.conn
 	if u == nil || u.c == nil || u.closed {
 		return
 	}
-	high, low := cl.e.marks()
+	high, low := cl.env.marks()
 	if cl.splicesProduce() {
 		high, low = 0, 0
 	}
@@ -183,7 +174,7 @@ func (cl *client) syncMarks() {
 // splicesProduce: the client is inside a streamed Produce, or its last
 // Produce was one, whose records are spliced once its broker's socket has
 // nothing unsent (invariant 39).
-func (cl *client) splicesProduce() bool {
+func (cl *Client) splicesProduce() bool {
 	u := cl.up.conn
-	return (cl.ps.s != nil || cl.ps.large) && cl.e.tune.produceSpliceMin.Load() > 0 && cl.auth.tls == nil && u != nil && u.rec == nil
+	return (cl.ps.s != nil || cl.ps.large) && cl.env.Tune.ProduceSpliceMin.Load() > 0 && cl.auth.tls == nil && u != nil && u.rec == nil
 }

@@ -1,4 +1,4 @@
-package engine
+package session
 
 // The day/month budget of a tenant's Produce requests (issue 8 item 4, SPEC
 // Q3, seed 001 "Quotas : l'étranglement de KIP-219"): listeners.kafka.quotas
@@ -30,7 +30,7 @@ type tenantQuota struct {
 // check reads the budget then counts: requests judged at the same moment on
 // other loops (or other replicas, within a sync) may pass the limit by as
 // many (DESIGN.md).
-func (cl *client) produceQuota(h *codec.RequestHeader, frame []byte, p *decide.Pending, out decide.Outcome) decide.Outcome {
+func (cl *Client) produceQuota(h *codec.RequestHeader, frame []byte, p *decide.Pending, out decide.Outcome) decide.Outcome {
 	tq, lim := cl.budgetCounters()
 	if tq == nil {
 		return out
@@ -49,9 +49,9 @@ func (cl *client) produceQuota(h *codec.RequestHeader, frame []byte, p *decide.P
 		tq.month.Add(now, 1)
 		return out
 	}
-	if ok, dropped := cl.e.quotas.log.Allow(); ok {
-		cl.e.log.Warn("kafka produce refused: the tenant's quota is spent",
-			"cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "policy", q.Quota,
+	if ok, dropped := cl.env.Quotas.Log.Allow(); ok {
+		cl.env.Log.Warn("kafka produce refused: the tenant's quota is spent",
+			"cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "policy", q.Quota,
 			"window", window, "limit", limit, "lines_dropped", dropped)
 	}
 	return cl.sess.RefuseProduce(h, frame, p, kerr.PolicyViolation.Code)
@@ -60,9 +60,9 @@ func (cl *client) produceQuota(h *codec.RequestHeader, frame []byte, p *decide.P
 // budgetCounters returns the client's handles on its tenant's budget
 // counters (made at its first Produce, again when the policy or the tenant
 // changes) and the policy's limits; nil when no budget applies.
-func (cl *client) budgetCounters() (*tenantQuota, *configs.QuotaLimits) {
+func (cl *Client) budgetCounters() (*tenantQuota, *configs.QuotaLimits) {
 	q := cl.snap.Listener.Quotas
-	if q == nil || q.Quota == "" || cl.e.quotas.counters == nil || cl.auth.ident == nil {
+	if q == nil || q.Quota == "" || cl.env.Quotas.Counters == nil || cl.auth.ident == nil {
 		return nil, nil
 	}
 	pol := cl.snap.File.Policies.Definitions[q.Quota]
@@ -73,7 +73,7 @@ func (cl *client) budgetCounters() (*tenantQuota, *configs.QuotaLimits) {
 	if tq.day == nil || tq.policy != q.Quota || tq.tenant != cl.auth.ident.Tenant {
 		name := q.Quota + ":" + cl.auth.ident.Tenant
 		*tq = tenantQuota{policy: q.Quota, tenant: cl.auth.ident.Tenant,
-			day: cl.e.quotas.counters.Counter(name, quota.Day), month: cl.e.quotas.counters.Counter(name, quota.Month)}
+			day: cl.env.Quotas.Counters.Counter(name, quota.Day), month: cl.env.Quotas.Counters.Counter(name, quota.Month)}
 	}
 	return tq, pol.Config.Limits
 }
@@ -85,7 +85,7 @@ func (cl *client) budgetCounters() (*tenantQuota, *configs.QuotaLimits) {
 // tick asks again) for that one read, a round trip to the store, or the
 // store's timeout when it is down (then the replica decides on its own
 // count, as it does while the store is unreachable).
-func (cl *client) budgetWaits(key int16) bool {
+func (cl *Client) budgetWaits(key int16) bool {
 	if key != codec.KeyProduce {
 		return false
 	}

@@ -1,4 +1,4 @@
-package engine
+package session
 
 // Coalesced writes: what one traffic event writes to one connection goes
 // out in one system call at the event's end, not one per frame. A read of
@@ -21,14 +21,14 @@ package engine
 // it is written from its slices (a copy would cost more than the call).
 const coalesceMax = 32 << 10
 
-// batchMax bounds a batch: a frame that would take it past this flushes
+// BatchMax bounds a batch: a frame that would take it past this flushes
 // it first. The loop keeps the buffer between events up to this size.
-const batchMax = 256 << 10
+const BatchMax = 256 << 10
 
 // outBatch is the bytes an event owes one connection: the client cl (in
 // clear or over TLS) or the broker connection up, one of them at a time.
 type outBatch struct {
-	cl  *client
+	cl  *Client
 	up  *upstreamConn
 	buf []byte
 	one [1][]byte
@@ -80,7 +80,7 @@ func (o *outBatch) flush() {
 // drop forgets what the batch holds (its connection is gone).
 func (o *outBatch) drop() {
 	o.cl, o.up = nil, nil
-	if cap(o.buf) > batchMax {
+	if cap(o.buf) > BatchMax {
 		o.buf = nil
 	} else {
 		o.buf = o.buf[:0]
@@ -90,7 +90,7 @@ func (o *outBatch) drop() {
 // add copies one frame, given as slices, into the batch for cl or up;
 // false: the frame is too large to copy, write it at once (the batch
 // was flushed).
-func (o *outBatch) add(cl *client, up *upstreamConn, bs [][]byte) bool {
+func (o *outBatch) add(cl *Client, up *upstreamConn, bs [][]byte) bool {
 	n := 0
 	for _, b := range bs {
 		n += len(b)
@@ -98,7 +98,7 @@ func (o *outBatch) add(cl *client, up *upstreamConn, bs [][]byte) bool {
 	if (o.cl != cl || o.up != up) && len(o.buf) > 0 {
 		o.flush() // another connection's: not expected within one event
 	}
-	if n > coalesceMax || len(o.buf)+n > batchMax {
+	if n > coalesceMax || len(o.buf)+n > BatchMax {
 		o.flush()
 		if n > coalesceMax {
 			return false
@@ -114,7 +114,7 @@ func (o *outBatch) add(cl *client, up *upstreamConn, bs [][]byte) bool {
 // batchClient takes a frame for the client into the loop's batch; false:
 // write it now (no event under way, or too large; the batch was flushed
 // before). Over TLS the batch is one record rather than one per frame.
-func (cl *client) batchClient(bs [][]byte) bool {
+func (cl *Client) batchClient(bs [][]byte) bool {
 	b := &cl.lp.out
 	if !b.on {
 		return false
@@ -134,7 +134,7 @@ func (u *upstreamConn) batchBroker(bs [][]byte) bool {
 // flushOwn writes now what the loop's batches hold for cl and its broker
 // connection (the gateway is about to close it); at a release
 // (clientGone), what the client was owed is dropped: its socket is going.
-func (cl *client) flushOwn(clientGone bool) {
+func (cl *Client) flushOwn(clientGone bool) {
 	if cl.lp == nil {
 		return
 	}
@@ -157,11 +157,11 @@ func one(p *[1][]byte, b []byte) [][]byte {
 	return p[:]
 }
 
-// ownerLoop is the loop of a connection's owner (a client or its broker
+// OwnerLoop is the loop of a connection's owner (a client or its broker
 // connection), nil for anything else.
-func ownerLoop(ctx any) *loop {
+func OwnerLoop(ctx any) *Loop {
 	switch x := ctx.(type) {
-	case *client:
+	case *Client:
 		return x.lp
 	case *upstreamConn:
 		return x.cl.lp

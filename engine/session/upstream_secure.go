@@ -1,4 +1,4 @@
-package engine
+package session
 
 // TLS and SASL on a client's broker connection (U1, U2, issue 9).
 //
@@ -24,12 +24,10 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
 	"github.com/flexway/flexway/codec"
-	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/engine/conn"
 	"github.com/flexway/flexway/engine/looptls"
 	"github.com/flexway/flexway/engine/signals"
@@ -75,7 +73,7 @@ func newUpSecure(conn *upstream.Conn, addr string) *upSecure {
 // its record layer on the loop (the tls.Conn's own socket swapped for the
 // loop's, upstream.Conn.HandOff, before any read or write there).
 func (u *upstreamConn) attach(gc gnet.Conn) {
-	high, low := u.cl.e.marks()
+	high, low := u.cl.env.marks()
 	u.c = conn.Open(u.cl.lp.fc, gc, u, high, low)
 	s := u.sec
 	if s == nil || s.conn.TLS() == nil {
@@ -111,7 +109,7 @@ func (u *upstreamConn) renewIfIdle() {
 	if s == nil || s.renewal != renewWaiting || u.fs != nil || u.cl.queue.Len() > 0 || u.closed {
 		return
 	}
-	up := u.cl.e.upstreams[u.cl.route.cluster.Upstream]
+	up := u.cl.env.Upstreams[u.cl.route.Cluster.Upstream]
 	s.auth = up.NewAuth(s.addr)
 	if s.auth == nil { // SASL removed at a reload: the session stays as it is
 		s.renewBy = time.Time{}
@@ -127,7 +125,7 @@ func (u *upstreamConn) renewIfIdle() {
 	time.AfterFunc(up.Config().Timeout.D(), func() {
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			defer cl.lp.fc.Settle()
-			defer cl.e.recoverConn(nil, "upstream sasl")
+			defer cl.env.recoverConn(nil, "upstream sasl")
 			if !u.closed && s.gen == gen && s.renewal >= renewExchange {
 				u.renewFailed(errors.New("no answer to the re-authentication within the upstream's timeout"))
 			}
@@ -170,7 +168,7 @@ func (u *upstreamConn) authTraffic() bool {
 		next, done, err := a.Next(ans)
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			defer cl.lp.fc.Settle()
-			defer cl.e.recoverConn(nil, "upstream sasl")
+			defer cl.env.recoverConn(nil, "upstream sasl")
 			u.authStep(next, done, err)
 			return nil
 		}))
@@ -225,8 +223,8 @@ func (u *upstreamConn) renewFailed(err error) {
 
 // upAuthFailed logs a refusal of the gateway's credentials by a broker
 // and closes the client (the broker's message, never the password).
-func (cl *client) upAuthFailed(err error, when string, attrs ...any) {
-	cl.close(signals.CloseUpstreamAuth, append([]any{"upstream", cl.route.cluster.Upstream, "cluster", cl.route.cluster.Name,
+func (cl *Client) upAuthFailed(err error, when string, attrs ...any) {
+	cl.close(signals.CloseUpstreamAuth, append([]any{"upstream", cl.route.Cluster.Upstream, "cluster", cl.route.Cluster.Name,
 		"when", when, "error", err.Error()}, attrs...)...)
 }
 
@@ -241,8 +239,8 @@ func (u *upstreamConn) buffered() int {
 	}
 	if err := u.rec.Pump(); err != nil && !u.closed {
 		if !errors.Is(err, io.EOF) && !u.cl.closed {
-			u.cl.e.log.Info("kafka upstream TLS error", "upstream", u.cl.route.cluster.Upstream,
-				"cluster", u.cl.route.cluster.Name, "error", err.Error())
+			u.cl.env.Log.Info("kafka upstream TLS error", "upstream", u.cl.route.Cluster.Upstream,
+				"cluster", u.cl.route.Cluster.Name, "error", err.Error())
 		}
 		u.c.Close()
 	}
@@ -273,25 +271,9 @@ func (u *upstreamConn) send(bs [][]byte) {
 	_ = u.rec.Writev(bs)
 }
 
-// updateUpstreams reads again, at a reload, the TLS files and the SASL
-// password of every upstream started: the next dial and the next renewal
-// use them (configs.Load has read the password's file).
-func (e *Engine) updateUpstreams(snap *configs.Snapshot) error {
-	for name, u := range e.upstreams {
-		cfg := snap.Upstreams[name]
-		if cfg == nil {
-			continue
-		}
-		if err := u.Update(cfg); err != nil {
-			return fmt.Errorf("%w: %w", ErrEngineConfig, err)
-		}
-	}
-	return nil
-}
-
 // upstreamRefused reports whether the brokers of upstream name refuse the
 // gateway's credentials at the moment (upstream.Upstream.Refused).
-func (e *Engine) upstreamRefused(name string) bool {
-	u := e.upstreams[name]
+func (env *Env) upstreamRefused(name string) bool {
+	u := env.Upstreams[name]
 	return u != nil && u.Refused()
 }

@@ -1,4 +1,4 @@
-package engine
+package session
 
 // The loop's pipe for the splice pass (engine/splice), shared by both
 // directions: the records of a streamed Produce request from the client's
@@ -14,9 +14,9 @@ import (
 // pipe returns the loop's pipe, nil when none can be made (nothing is
 // spliced on this loop then; tried again after a while; never where the
 // kernel has no splice).
-func (lp *loop) pipe() *splice.Pipe {
+func (lp *Loop) pipe() *splice.Pipe {
 	if lp.pp != nil {
-		lp.pp.Short.Store(lp.tune.pipeShort.Load())
+		lp.pp.Short.Store(lp.env.Tune.PipeShort.Load())
 		return lp.pp
 	}
 	if lp.ppFailed > 0 {
@@ -28,22 +28,13 @@ func (lp *loop) pipe() *splice.Pipe {
 		lp.ppFailed = 1000
 		return nil
 	}
-	p.Short.Store(lp.tune.pipeShort.Load())
+	p.Short.Store(lp.env.Tune.PipeShort.Load())
 	lp.pp = p
 	return p
 }
 
-// closePipes closes the loops' pipes (the loops returned).
-func (e *Engine) closePipes() {
-	e.loopsMu.Lock()
-	defer e.loopsMu.Unlock()
-	for _, l := range e.loops {
-		l.closePipe()
-	}
-}
-
 // closePipe closes the loop's pipe (made anew at its next use).
-func (lp *loop) closePipe() {
+func (lp *Loop) closePipe() {
 	if p := lp.pp; p != nil {
 		p.Close()
 		lp.pp = nil

@@ -1,4 +1,4 @@
-package engine
+package session
 
 // The records of a Fetch answer, spliced on the loop (issue 11.4, 23.2,
 // invariant 41): the counterpart of produce_splice.go. Without it every
@@ -51,12 +51,12 @@ type fetchEnds upstreamConn
 
 // More: left record bytes of a partition are spliced (Options.FetchSpliceMin or more).
 func (e *fetchEnds) More(left int) bool {
-	min := e.cl.e.tune.fetchSpliceMin.Load()
+	min := e.cl.env.Tune.FetchSpliceMin.Load()
 	return min > 0 && int64(left) >= min
 }
 
 func (e *fetchEnds) Spliced(n int) {
-	e.cl.e.fs.fetchSpliced.Add(int64(n))
+	e.cl.env.Series.FetchSpliced.Add(int64(n))
 	e.cl.ts.Fetched(n)
 }
 
@@ -65,11 +65,11 @@ func (e *fetchEnds) Spliced(n int) {
 // is not read until the client reads).
 func (e *fetchEnds) PipeFull(rest int) {
 	cl := e.cl
-	cl.e.fs.fetchPipeOuts.Add(1)
+	cl.env.Series.FetchPipeOuts.Add(1)
 	if err := cl.lp.pp.ReadOut(rest, cl.c); err != nil {
 		cl.lp.closePipe()
 		cl.close(signals.CloseInternal)
-		cl.e.log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "error", err)
+		cl.env.Log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "error", err)
 		return
 	}
 	cl.syncOut()
@@ -86,7 +86,7 @@ func (e *fetchEnds) UnitOut(sl [][]byte) { _ = e.cl.c.Writev(sl) }
 
 func (e *fetchEnds) UnitTaken(used int) {
 	e.cl.ts.Fetched(used)
-	e.cl.e.fs.fetchUnits.Add(1)
+	e.cl.env.Series.FetchUnits.Add(1)
 	e.cl.syncOut()
 }
 
@@ -100,5 +100,5 @@ func (e *fetchEnds) DestClear() bool {
 func (e *fetchEnds) Failed(why string) {
 	e.fs, e.fp = nil, nil
 	cl := e.cl
-	cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.cluster.Name, "api", codec.KeyFetch, "error", "streamed Fetch: "+why)
+	cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.Cluster.Name, "api", codec.KeyFetch, "error", "streamed Fetch: "+why)
 }

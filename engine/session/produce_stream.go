@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"time"
@@ -33,7 +33,7 @@ type produceStream struct {
 // Produce the session streams; false: it waits until it is whole (another
 // API, a Produce not streamed), or until more of its head has come, or for
 // the broker connection or the budget, or the client was closed.
-func (cl *client) beginProduce(size int32, n int) bool {
+func (cl *Client) beginProduce(size int32, n int) bool {
 	b, err := cl.peek(min(n, codec.SizeLen+codec.MaxStreamUnit))
 	if err != nil || !cl.beginStream(size, b) {
 		return false
@@ -46,11 +46,11 @@ func (cl *client) beginProduce(size int32, n int) bool {
 // bytes, its size prefix included, are head (from the loop's buffer, or
 // looked at in the socket: spliceNext); true: begun, and the caller takes
 // the size prefix. Nothing of head is kept.
-func (cl *client) beginStream(size int32, head []byte) bool {
-	if cl.ps.gather || cl.auth.state != stAuthed || cl.auth.legacySASL || int64(size) <= cl.e.tune.streamMin.Load() {
+func (cl *Client) beginStream(size int32, head []byte) bool {
+	if cl.ps.gather || cl.auth.state != stAuthed || cl.auth.legacySASL || int64(size) <= cl.env.Tune.StreamMin.Load() {
 		return false
 	}
-	if q := cl.snap.Listener.Quotas; q != nil && q.Quota != "" && cl.e.quotas.counters != nil {
+	if q := cl.snap.Listener.Quotas; q != nil && q.Quota != "" && cl.env.Quotas.Counters != nil {
 		// The tenant's day/month budget (budget_quota.go) judges the
 		// whole frame: its Produce requests are gathered.
 		cl.ps.gather = true
@@ -104,7 +104,7 @@ func (cl *client) beginStream(size int32, head []byte) bool {
 // needed, or the client was closed. A Feed error closes the client as a
 // malformed request: its frame is partly written to the broker, whose
 // connection closes with it.
-func (cl *client) feedProduce() bool {
+func (cl *Client) feedProduce() bool {
 	ps := cl.ps.s
 	want := min(cl.inBuffered(), ps.Remaining())
 	if want == 0 {
@@ -123,7 +123,7 @@ func (cl *client) feedProduce() bool {
 		if err != nil {
 			cl.ps.s = nil
 			cl.ts.Request(codec.KeyProduce, signals.Refused, signals.CauseUnsupported)
-			cl.close(signals.CloseMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+err.Error())
+			cl.close(signals.CloseMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+err.Error())
 			return false
 		}
 		if sl := ps.Slices(); len(sl) > 0 {
@@ -160,7 +160,7 @@ func (cl *client) feedProduce() bool {
 }
 
 // endStream: the streamed request went through whole.
-func (cl *client) endStream() {
+func (cl *Client) endStream() {
 	cl.ps.s, cl.ps.carry, cl.ps.ended = nil, 0, true
 	if cl.inBuffered() == 0 {
 		cl.clock.frameSince = time.Time{}
@@ -171,4 +171,4 @@ func (cl *client) endStream() {
 
 // streamingProduce: a request is relayed to the broker half sent; the
 // broker connection cannot carry anything else of the client's.
-func (cl *client) streamingProduce() bool { return cl.ps.s != nil }
+func (cl *Client) streamingProduce() bool { return cl.ps.s != nil }

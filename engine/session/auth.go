@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"context"
@@ -16,10 +16,10 @@ import (
 
 // handlePreAuth serves what a connection may ask before it authenticates:
 // ApiVersions, SaslHandshake, SaslAuthenticate (I5). Anything else closes.
-func (cl *client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
+func (cl *Client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 	switch h.Key {
 	case codec.KeyApiVersions:
-		cl.scratch = cl.e.versions[cl.route.cluster.Name].AppendAnswer(cl.scratch[:0], h)
+		cl.scratch = cl.env.Versions[cl.route.Cluster.Name].AppendAnswer(cl.scratch[:0], h)
 		cl.write(cl.scratch)
 	case codec.KeySASLHandshake:
 		cl.saslHandshake(h, frame[h.BodyOffset:])
@@ -40,7 +40,7 @@ func (cl *client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 	}
 }
 
-func (cl *client) saslHandshake(h *codec.RequestHeader, body []byte) {
+func (cl *Client) saslHandshake(h *codec.RequestHeader, body []byte) {
 	req := kmsg.NewPtrSASLHandshakeRequest()
 	req.Version = h.Version
 	if h.Version > 1 || req.ReadFrom(body) != nil {
@@ -50,10 +50,10 @@ func (cl *client) saslHandshake(h *codec.RequestHeader, body []byte) {
 	resp := kmsg.NewPtrSASLHandshakeResponse()
 	resp.Version = h.Version
 	var offered []string
-	if cl.route.cluster.Plain {
+	if cl.route.Cluster.Plain {
 		offered = append(offered, "PLAIN")
 	}
-	if cl.route.cluster.OAuth && cl.e.sec.oauth.Load() != nil {
+	if cl.route.Cluster.OAuth && cl.env.Sec.OAuth.Load() != nil {
 		offered = append(offered, "OAUTHBEARER")
 	}
 	resp.SupportedMechanisms = offered
@@ -68,14 +68,14 @@ func (cl *client) saslHandshake(h *codec.RequestHeader, body []byte) {
 		cl.auth.legacySASL = h.Version == 0
 	} else {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		cl.e.refusedLine("kafka authentication refused", "cause", "mechanism not served", "mechanism", req.Mechanism, "cluster", cl.route.cluster.Name)
+		cl.env.RefusedLine("kafka authentication refused", "cause", "mechanism not served", "mechanism", req.Mechanism, "cluster", cl.route.Cluster.Name)
 		cl.auditSASLRefused(h.Key, "", "")
 	}
 	cl.writeKmsg(h.Key, h.Version, h.Correlation, resp)
 }
 
 // writeKmsg writes a whole answer the gateway built.
-func (cl *client) writeKmsg(key, version int16, corr int32, resp kmsg.Response) {
+func (cl *Client) writeKmsg(key, version int16, corr int32, resp kmsg.Response) {
 	cl.write(cl.frameKmsg(key, version, corr, resp))
 }
 
@@ -92,7 +92,7 @@ const (
 // authenticate hands the credentials to the worker pool: hashing never
 // runs on the loop (I6). h is nil for the legacy framing (SaslHandshake v0
 // then raw SASL bytes). The token is copied: gnet's buffer is the loop's.
-func (cl *client) authenticate(token []byte, h *codec.RequestHeader) {
+func (cl *Client) authenticate(token []byte, h *codec.RequestHeader) {
 	tok := append([]byte(nil), token...)
 	var hdr codec.RequestHeader
 	if h != nil {
@@ -106,7 +106,7 @@ func (cl *client) authenticate(token []byte, h *codec.RequestHeader) {
 	if cl.auth.state == stAuthed {
 		mode = authReauth
 	}
-	snap := cl.e.snap.Load()
+	snap := cl.env.Snap.Load()
 	if mode == authReauth {
 		cl.auth.reauthing = true
 	} else {
@@ -114,11 +114,11 @@ func (cl *client) authenticate(token []byte, h *codec.RequestHeader) {
 	}
 	el := cl.c.EventLoop()
 	mech := cl.auth.mech
-	err := cl.e.pools.auth.Submit(func() {
+	err := cl.env.Pools.Auth.Submit(func() {
 		var res auth.Result
 		if mech == "OAUTHBEARER" {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			res = cl.e.sec.oauth.Load().Verify(ctx, snap, tok, time.Now())
+			res = cl.env.Sec.OAuth.Load().Verify(ctx, snap, tok, time.Now())
 			cancel()
 		} else {
 			res = auth.VerifyPlain(snap, tok, time.Now())
@@ -128,7 +128,7 @@ func (cl *client) authenticate(token []byte, h *codec.RequestHeader) {
 		}
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			defer cl.lp.fc.Settle() // after the recovery: the pauses it asked
-			defer cl.e.recoverConn(cl.c, "auth")
+			defer cl.env.recoverConn(cl.c, "auth")
 			if cl.closed {
 				return nil
 			}
@@ -142,7 +142,7 @@ func (cl *client) authenticate(token []byte, h *codec.RequestHeader) {
 }
 
 // authDone runs on the loop with the worker's verdict.
-func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMode, snap *configs.Snapshot) {
+func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMode, snap *configs.Snapshot) {
 	if mode == authReauth {
 		cl.reauthDone(res, h, snap)
 		return
@@ -153,30 +153,30 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 		case !configs.ValidTenant(res.ID.Tenant):
 			res.Cause, res.ID = "tenant missing or not letters, digits and '-'", nil
 		default:
-			view = decide.NewView(snap, cl.route.cluster, res.ID.Tenant, res.ID.Mechanism, res.ID.Ops)
+			view = decide.NewView(snap, cl.route.Cluster, res.ID.Tenant, res.ID.Mechanism, res.ID.Ops)
 			if view == nil {
 				res.Cause, res.ID = "no operation of the cluster admits the identity", nil
 			}
 		}
 	}
-	if res.ID != nil && cl.e.upstreamRefused(cl.route.cluster.Upstream) { // the gateway's own credentials (upstream_secure.go)
+	if res.ID != nil && cl.env.upstreamRefused(cl.route.Cluster.Upstream) { // the gateway's own credentials (upstream_secure.go)
 		res.Cause, res.ID = "the upstream refuses the gateway's credentials", nil
 	}
 	if res.ID != nil {
 		// B1: the tenant's connections and new connections a second.
 		l := snap.Listener
-		ten, bound := cl.e.bounds.tenants.Take(res.ID.Tenant, l.ConnectionsPerTenant(), l.ConnectionRatePerTenant(), time.Now())
+		ten, bound := cl.env.Bounds.Tenants.Take(res.ID.Tenant, l.ConnectionsPerTenant(), l.ConnectionRatePerTenant(), time.Now())
 		if ten == nil {
-			cl.e.m.Refused(bound.String(), res.ID.Tenant)
+			cl.env.Signals.Refused(bound.String(), res.ID.Tenant)
 			// Seed 002: past a tenant's bound the answer is SASL_AUTHENTICATION_FAILED, logged as such.
-			cl.e.refusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound.String(), "user", res.User, "tenant", res.ID.Tenant, "cluster", cl.route.cluster.Name, "mechanism", cl.auth.mech)
+			cl.env.RefusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound.String(), "user", res.User, "tenant", res.ID.Tenant, "cluster", cl.route.Cluster.Name, "mechanism", cl.auth.mech)
 			cl.authFailed(h, mode)
 			return
 		}
 		cl.tenant = ten
 	}
 	if res.ID == nil {
-		cl.e.refusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.cluster.Name, "mechanism", cl.auth.mech)
+		cl.env.RefusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.Cluster.Name, "mechanism", cl.auth.mech)
 		if mode != authCert { // a certificate is no request
 			cl.ts.Request(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication)
 		}
@@ -189,21 +189,21 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	cl.snap = snap
 	cl.auth.state = stAuthed
 	lifetime := cl.startSession(snap)
-	cl.e.bounds.unauth.Add(-1)
+	cl.env.Bounds.Unauth.Add(-1)
 	cl.budget.Limit = int64(snap.Listener.MaxInFlightBytes)
 	cl.budget.Tenant = &cl.tenant.Share
-	cl.budget.Replica = cl.e.bounds.replica
+	cl.budget.Replica = cl.env.Bounds.Replica
 	cl.sess = &decide.Session{
 		View:     view,
-		Versions: cl.e.versions[cl.route.cluster.Name],
-		Brokers:  &brokerNames{e: cl.e, cluster: cl.route.cluster, up: cl.e.upstreams[cl.route.cluster.Upstream], tls: cl.route.tls},
+		Versions: cl.env.Versions[cl.route.Cluster.Name],
+		Brokers:  &brokerNames{env: cl.env, cluster: cl.route.Cluster, up: cl.env.Upstreams[cl.route.Cluster.Upstream], tls: cl.route.TLS},
 		Limits: decide.Limits{
 			MaxFetchWaitMs:     int32(snap.Listener.MaxFetchWait.D() / time.Millisecond),
 			MaxTopicPartitions: int32(snap.Listener.MaxTopicPartitions),
 			MaxRequestBytes:    int64(snap.Listener.MaxRequestBytes),
 		},
 	}
-	cl.setSeries(cl.e.m.Tenant(cl.route.cluster.Name, res.ID.Tenant), signals.MechOf(res.ID.Mechanism))
+	cl.setSeries(cl.env.Signals.Tenant(cl.route.Cluster.Name, res.ID.Tenant), signals.MechOf(res.ID.Mechanism))
 	if mode != authCert {
 		cl.ts.Request(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone)
 	}
@@ -222,7 +222,7 @@ func (cl *client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 // authFailed answers SASL_AUTHENTICATION_FAILED (I4, B1) and closes. A
 // refusal by a tenant bound is counted as the bound's, never also as an
 // authentication (seed 001): the caller counts.
-func (cl *client) authFailed(h *codec.RequestHeader, mode authMode) {
+func (cl *Client) authFailed(h *codec.RequestHeader, mode authMode) {
 	if mode == authSASL {
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		resp.Version = h.Version
@@ -238,10 +238,10 @@ func (cl *client) authFailed(h *codec.RequestHeader, mode authMode) {
 // max_session_lifetime and the credential's own end (a key's expires_at,
 // a token's exp, a certificate's NotAfter). It returns the lifetime to
 // announce (KIP-368).
-func (cl *client) startSession(snap *configs.Snapshot) time.Duration {
+func (cl *Client) startSession(snap *configs.Snapshot) time.Duration {
 	now := time.Now()
 	max := snap.Listener.MaxSessionLifetime.D()
-	if c := cl.e.opts.SessionLifetime; c > 0 && c < max {
+	if c := cl.env.SessionLifetime; c > 0 && c < max {
 		max = c
 	}
 	end := now.Add(max)
@@ -256,16 +256,16 @@ func (cl *client) startSession(snap *configs.Snapshot) time.Duration {
 // session past its end without re-authentication is closed (I6), and so is
 // one a reload revoked (S2). After a reload the session takes the
 // configuration in force (view, bounds, timeouts) at its next request.
-func (cl *client) checkSession() bool {
+func (cl *Client) checkSession() bool {
 	if cl.auth.revoked != "" {
-		cl.close(signals.CloseRevoked, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal, "cause", cl.auth.revoked)
+		cl.close(signals.CloseRevoked, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal, "cause", cl.auth.revoked)
 		return false
 	}
 	if !cl.auth.sessEnd.IsZero() && !time.Now().Before(cl.auth.sessEnd) {
-		cl.close(signals.CloseSessionEnded, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal)
+		cl.close(signals.CloseSessionEnded, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal)
 		return false
 	}
-	if snap := cl.e.snap.Load(); snap != cl.snap {
+	if snap := cl.env.Snap.Load(); snap != cl.snap {
 		cl.adopt(snap)
 	}
 	return !cl.closed
@@ -274,19 +274,19 @@ func (cl *client) checkSession() bool {
 // adopt moves an open session to a new snapshot (after a reload whose
 // revocation check passed): the view is rebuilt from the new contract and
 // the bounds in force apply.
-func (cl *client) adopt(snap *configs.Snapshot) {
+func (cl *Client) adopt(snap *configs.Snapshot) {
 	cl.snap = snap
 	cl.budget.Limit = int64(snap.Listener.MaxInFlightBytes)
 	cl.sess.Limits.MaxFetchWaitMs = int32(snap.Listener.MaxFetchWait.D() / time.Millisecond)
 	cl.sess.Limits.MaxTopicPartitions = int32(snap.Listener.MaxTopicPartitions)
 	cl.sess.Limits.MaxRequestBytes = int64(snap.Listener.MaxRequestBytes)
-	cluster := snap.Clusters[cl.route.cluster.Name]
+	cluster := snap.Clusters[cl.route.Cluster.Name]
 	if cluster == nil {
 		cl.auth.revoked = "the virtual cluster is no longer declared"
 		cl.checkSession()
 		return
 	}
-	cl.route.cluster = cluster
+	cl.route.Cluster = cluster
 	view := decide.NewView(snap, cluster, cl.auth.ident.Tenant, cl.auth.ident.Mechanism, cl.auth.ident.Ops)
 	if view == nil {
 		cl.auth.revoked = "no operation of the cluster admits the identity any more"
@@ -302,13 +302,13 @@ func (cl *client) adopt(snap *configs.Snapshot) {
 
 // reauthRequest serves SaslHandshake and SaslAuthenticate on an open
 // session (KIP-368): the answers keep their place among the others.
-func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
+func (cl *Client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 	body := frame[h.BodyOffset:]
 	if h.Key == codec.KeySASLHandshake {
 		req := kmsg.NewPtrSASLHandshakeRequest()
 		req.Version = h.Version
 		if h.Version != 1 || req.ReadFrom(body) != nil || req.Mechanism != cl.auth.mech {
-			cl.close(signals.CloseReauthMechanism, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant)
+			cl.close(signals.CloseReauthMechanism, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant)
 			return
 		}
 		resp := kmsg.NewPtrSASLHandshakeResponse()
@@ -320,7 +320,7 @@ func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 	req := kmsg.NewPtrSASLAuthenticateRequest()
 	req.Version = h.Version
 	if h.Version > 2 || req.ReadFrom(body) != nil || cl.auth.mech == "mtls" {
-		cl.close(signals.CloseReauthMalformed, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant)
+		cl.close(signals.CloseReauthMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant)
 		return
 	}
 	cl.authenticate(req.SASLAuthBytes, h)
@@ -328,7 +328,7 @@ func (cl *client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 
 // reauthDone: a re-authentication must prove the same principal; it takes
 // no connection-rate token; the session gets a new end.
-func (cl *client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *configs.Snapshot) {
+func (cl *Client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *configs.Snapshot) {
 	cl.auth.reauthing = false
 	resp := kmsg.NewPtrSASLAuthenticateResponse()
 	resp.Version = h.Version
@@ -337,7 +337,7 @@ func (cl *client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 		if res.ID != nil {
 			cause = "re-authentication as another principal"
 		}
-		cl.e.log.Warn("kafka authentication refused", "cause", cause, "user", res.User, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "mechanism", cl.auth.mech)
+		cl.env.Log.Warn("kafka authentication refused", "cause", cause, "user", res.User, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "mechanism", cl.auth.mech)
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
 		cl.answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
@@ -362,7 +362,7 @@ func (cl *client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 }
 
 // frameKmsg encodes a whole answer frame into the client's scratch.
-func (cl *client) frameKmsg(key, version int16, corr int32, resp kmsg.Response) []byte {
+func (cl *Client) frameKmsg(key, version int16, corr int32, resp kmsg.Response) []byte {
 	b := cl.scratch[:0]
 	b = append(b, 0, 0, 0, 0)
 	b = codec.AppendResponseHeader(b, key, version, corr)

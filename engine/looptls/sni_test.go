@@ -1,4 +1,4 @@
-package engine
+package looptls
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ var helloNames = []struct{ name, sent string }{
 	{"::1", ""},
 	{"", ""},
 	// Not host names: crypto/tls sends them as given, the gateway routes
-	// none of them (errNoSNI).
+	// none of them (ErrNoSNI).
 	{"ünicode.example", "ünicode.example"},
 	{strings.Repeat("x", 64) + ".example", strings.Repeat("x", 64) + ".example"},
 	{"space in.example", "space in.example"},
@@ -200,13 +200,13 @@ func cryptoTLSServerName(b []byte) (string, bool) {
 }
 
 // L1: on the hellos of real crypto/tls clients, cut in records as the
-// client wrote them or cut again, parseSNI reads the name the client sent
-// and crypto/tls's server reads (errNoSNI when the client sent none, or
+// client wrote them or cut again, ParseSNI reads the name the client sent
+// and crypto/tls's server reads (ErrNoSNI when the client sent none, or
 // one that is not a host name).
 func TestParseSNIAgreesWithCryptoTLS(t *testing.T) {
 	for _, h := range captureHellos(t) {
 		for i, b := range append([][]byte{h.b}, refragmented(t, h.b)...) {
-			got, err := parseSNI(b)
+			got, err := ParseSNI(b)
 			tlsName, parsed := cryptoTLSServerName(b)
 			if !parsed {
 				t.Fatalf("%s (cut %d): crypto/tls did not parse the hello", h.label, i)
@@ -216,28 +216,28 @@ func TestParseSNIAgreesWithCryptoTLS(t *testing.T) {
 			}
 			want, wantErr := h.sent, error(nil)
 			if !isHostForTest(h.sent) {
-				want, wantErr = "", errNoSNI
+				want, wantErr = "", ErrNoSNI
 			}
 			if got != want || err != wantErr {
-				t.Fatalf("%s (cut %d): parseSNI = %q, %v; want %q, %v", h.label, i, got, err, want, wantErr)
+				t.Fatalf("%s (cut %d): ParseSNI = %q, %v; want %q, %v", h.label, i, got, err, want, wantErr)
 			}
 		}
 	}
 }
 
 // "Need more bytes" stays what the caller waits on: every strict prefix
-// of a hello is errHelloIncomplete, and bytes after a whole hello (the
+// of a hello is ErrHelloIncomplete, and bytes after a whole hello (the
 // client's next records) do not change its name.
 func TestParseSNIIncompleteUntilWhole(t *testing.T) {
 	h := captureHellos(t)[0]
 	for i, b := range append([][]byte{h.b}, refragmented(t, h.b)...) {
 		for n := 0; n < len(b); n++ {
-			if _, err := parseSNI(b[:n]); err != errHelloIncomplete {
-				t.Fatalf("cut %d, %d of %d bytes: %v, want errHelloIncomplete", i, n, len(b), err)
+			if _, err := ParseSNI(b[:n]); err != ErrHelloIncomplete {
+				t.Fatalf("cut %d, %d of %d bytes: %v, want ErrHelloIncomplete", i, n, len(b), err)
 			}
 		}
 		more := append(append([]byte(nil), b...), 0x14, 3, 3, 0, 1, 1, 0x17, 3, 3, 0xff, 0xff)
-		if got, err := parseSNI(more); err != nil || got != h.sent {
+		if got, err := ParseSNI(more); err != nil || got != h.sent {
 			t.Fatalf("cut %d with bytes after it: %q, %v", i, got, err)
 		}
 	}
@@ -306,29 +306,29 @@ func TestParseSNICases(t *testing.T) {
 	}{
 		{"sni among other extensions", records(good), "bootstrap.shop.kafka.example.com", nil},
 		{"a name of another type first", records(helloBody(sniExt(7, "x", 0, "a.example"))), "a.example", nil},
-		{"a Kafka frame", apiVersions, "", errNotTLS},
-		{"an HTTP request", []byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), "", errNotTLS},
-		{"four bytes of anything", []byte("GET "), "", errHelloIncomplete},
-		{"an alert record", []byte{0x15, 3, 3, 0, 2, 2, 40}, "", errNotTLS},
-		{"an empty record", []byte{0x16, 3, 1, 0, 0}, "", errNotTLS},
-		{"a record over 18 KiB", []byte{0x16, 3, 1, 0x48, 0x01}, "", errNotTLS},
-		{"a ServerHello", records(append([]byte{2}, good[1:]...)), "", errNotTLS},
-		{"a hello over 64 KiB", []byte{0x16, 3, 1, 0, 4, 1, 1, 0, 1}, "", errNotTLS},
-		{"no extensions", records(helloBody(nil)), "", errNoSNI},
-		{"no server_name", records(helloBody(otherExt)), "", errNoSNI},
-		{"only names of another type", records(helloBody(sniExt(1, "x"))), "", errNoSNI},
-		{"a name that is no host name", records(helloBody(sniExt(0, "a b"))), "", errNoSNI},
-		{"a trailing dot", records(helloBody(sniExt(0, "a.example."))), "", errNoSNI},
-		{"two host names", records(helloBody(sniExt(0, "a.example", 0, "b.example"))), "", errNotTLS},
-		{"two server_name extensions", records(helloBody(both(sniExt(0, "a.example"), sniExt(0, "b.example")))), "", errNotTLS},
-		{"an empty name", records(helloBody(sniExt(0, ""))), "", errNotTLS},
-		{"an empty name list", records(helloBody(sniExt())), "", errNotTLS},
-		{"bytes after the extensions", trailing, "", errNotTLS},
+		{"a Kafka frame", apiVersions, "", ErrNotTLS},
+		{"an HTTP request", []byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), "", ErrNotTLS},
+		{"four bytes of anything", []byte("GET "), "", ErrHelloIncomplete},
+		{"an alert record", []byte{0x15, 3, 3, 0, 2, 2, 40}, "", ErrNotTLS},
+		{"an empty record", []byte{0x16, 3, 1, 0, 0}, "", ErrNotTLS},
+		{"a record over 18 KiB", []byte{0x16, 3, 1, 0x48, 0x01}, "", ErrNotTLS},
+		{"a ServerHello", records(append([]byte{2}, good[1:]...)), "", ErrNotTLS},
+		{"a hello over 64 KiB", []byte{0x16, 3, 1, 0, 4, 1, 1, 0, 1}, "", ErrNotTLS},
+		{"no extensions", records(helloBody(nil)), "", ErrNoSNI},
+		{"no server_name", records(helloBody(otherExt)), "", ErrNoSNI},
+		{"only names of another type", records(helloBody(sniExt(1, "x"))), "", ErrNoSNI},
+		{"a name that is no host name", records(helloBody(sniExt(0, "a b"))), "", ErrNoSNI},
+		{"a trailing dot", records(helloBody(sniExt(0, "a.example."))), "", ErrNoSNI},
+		{"two host names", records(helloBody(sniExt(0, "a.example", 0, "b.example"))), "", ErrNotTLS},
+		{"two server_name extensions", records(helloBody(both(sniExt(0, "a.example"), sniExt(0, "b.example")))), "", ErrNotTLS},
+		{"an empty name", records(helloBody(sniExt(0, ""))), "", ErrNotTLS},
+		{"an empty name list", records(helloBody(sniExt())), "", ErrNotTLS},
+		{"bytes after the extensions", trailing, "", ErrNotTLS},
 		{"bytes after the hello, in its record", records(append(good[:len(good):len(good)], 0)), "bootstrap.shop.kafka.example.com", nil},
-		{"a hello in 17 records", records(good, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1), "", errNotTLS},
+		{"a hello in 17 records", records(good, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1), "", ErrNotTLS},
 		{"a hello in 16 records", records(good, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1), "bootstrap.shop.kafka.example.com", nil},
 	} {
-		got, err := parseSNI(c.b)
+		got, err := ParseSNI(c.b)
 		if got != c.want || err != c.err {
 			t.Errorf("%s: %q, %v; want %q, %v", c.name, got, err, c.want, c.err)
 		}
@@ -351,11 +351,11 @@ func fragments(b []byte) []byte {
 }
 
 // FuzzParseSNI: the first bytes of an unauthenticated TLS client.
-// Invariants: parseSNI never panics and answers one of its three errors
+// Invariants: ParseSNI never panics and answers one of its three errors
 // or a name; a name is a substring of the input (of its records'
 // fragments joined, when the hello spans records) and a host name; bytes
 // after a hello do not change its name; when crypto/tls's server parses
-// the same bytes, it reads that name (or, when parseSNI says errNoSNI,
+// the same bytes, it reads that name (or, when ParseSNI says ErrNoSNI,
 // no host name). Seeds: real crypto/tls hellos, as written and cut again.
 func FuzzParseSNI(f *testing.F) {
 	for _, h := range captureHellos(f) {
@@ -369,10 +369,10 @@ func FuzzParseSNI(f *testing.F) {
 	f.Add(records(helloBody(sniExt(0, "a.example", 0, "b.example"))))
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		name, err := parseSNI(b)
+		name, err := ParseSNI(b)
 		switch err {
 		case nil:
-		case errHelloIncomplete, errNotTLS, errNoSNI:
+		case ErrHelloIncomplete, ErrNotTLS, ErrNoSNI:
 			if name != "" {
 				t.Fatalf("a name %q with %v", name, err)
 			}
@@ -387,17 +387,17 @@ func FuzzParseSNI(f *testing.F) {
 				t.Fatalf("name %q is not a host name", name)
 			}
 			more := append(append([]byte(nil), b...), 0x16, 3, 3, 0, 1, 0xff)
-			if again, err := parseSNI(more); again != name || err != nil {
+			if again, err := ParseSNI(more); again != name || err != nil {
 				t.Fatalf("bytes after the hello: %q, %v; was %q", again, err, name)
 			}
 		}
-		if err == nil || err == errNoSNI {
+		if err == nil || err == ErrNoSNI {
 			if tlsName, parsed := cryptoTLSServerName(b); parsed {
 				if err == nil && tlsName != name {
-					t.Fatalf("parseSNI read %q, crypto/tls %q", name, tlsName)
+					t.Fatalf("ParseSNI read %q, crypto/tls %q", name, tlsName)
 				}
-				if err == errNoSNI && isHostForTest(tlsName) {
-					t.Fatalf("parseSNI read no name, crypto/tls %q", tlsName)
+				if err == ErrNoSNI && isHostForTest(tlsName) {
+					t.Fatalf("ParseSNI read no name, crypto/tls %q", tlsName)
 				}
 			}
 		}

@@ -1,10 +1,9 @@
-package engine
+package session
 
 import (
 	"context"
 	"errors"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/flexway/flexway/codec"
@@ -21,7 +20,7 @@ import (
 // idempotence, transactions, broker throttling — is never shared). It is
 // enrolled on the client's loop, so both sides are handled by one goroutine.
 type upstreamConn struct {
-	cl     *client
+	cl     *Client
 	c      *conn.Conn      // its socket (engine/conn): set in OnOpen
 	rec    *looptls.Record // its record layer under TLS, nil in clear text
 	closed bool
@@ -47,18 +46,14 @@ type upstreamConn struct {
 // it in its ring, and a peek across the ring and the read buffer copies.
 const streamPeek = 4 << 10
 
-// testHookUpstreamRead, when set by a test, is told what the broker
-// connection holds at each traffic event. Always nil in production.
-var testHookUpstreamRead atomic.Pointer[func(buffered int)]
-
 // dial opens the client's broker connection off the loop: the upstream's
 // Dial blocks (with the upstream's timeout), then the socket is enrolled on
 // the client's own loop. Frames wait in the client's buffer meanwhile.
-func (cl *client) dial() {
-	u := cl.e.upstreams[cl.route.cluster.Upstream]
-	addr, ok := u.Addr(cl.route.node)
+func (cl *Client) dial() {
+	u := cl.env.Upstreams[cl.route.Cluster.Upstream]
+	addr, ok := u.Addr(cl.route.Node)
 	if !ok {
-		cl.close(signals.CloseUnknownBroker, "cluster", cl.route.cluster.Name, "node", cl.route.node)
+		cl.close(signals.CloseUnknownBroker, "cluster", cl.route.Cluster.Name, "node", cl.route.Node)
 		return
 	}
 	cl.up.state = upDialing
@@ -66,12 +61,12 @@ func (cl *client) dial() {
 	cl.up.conn = up
 	el := cl.c.EventLoop()
 	broker := "bootstrap"
-	if cl.route.node >= 0 {
-		broker = strconv.Itoa(int(cl.route.node))
+	if cl.route.Node >= 0 {
+		broker = strconv.Itoa(int(cl.route.Node))
 	}
-	cluster := cl.route.cluster.Name
+	cluster := cl.route.Cluster.Name
 	fail := func(err error) {
-		cl.e.m.Upstream(cluster, broker, false)
+		cl.env.Signals.Upstream(cluster, broker, false)
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			if cl.closed {
 				return nil
@@ -103,7 +98,7 @@ func (cl *client) dial() {
 			fail(res.Err)
 			return
 		}
-		cl.e.m.Upstream(cluster, broker, true)
+		cl.env.Signals.Upstream(cluster, broker, true)
 	}()
 }
 
@@ -149,7 +144,7 @@ func (u *upstreamConn) onTraffic() {
 		}
 		return
 	}
-	if hook := testHookUpstreamRead.Load(); hook != nil {
+	if hook := u.cl.env.Hooks.UpstreamRead.Load(); hook != nil {
 		(*hook)(u.buffered())
 	}
 	maxResp := int32(cl.snap.Listener.MaxResponseBytes)
@@ -167,12 +162,12 @@ func (u *upstreamConn) onTraffic() {
 		hb, _ := u.peek(codec.SizeLen)
 		size := codec.FrameSize(hb)
 		if size < 4 || size > maxResp {
-			cl.close(signals.CloseAnswerTooLarge, "cluster", cl.route.cluster.Name, "size", size, "max_response_bytes", maxResp)
+			cl.close(signals.CloseAnswerTooLarge, "cluster", cl.route.Cluster.Name, "size", size, "max_response_bytes", maxResp)
 			return
 		}
 		total := codec.SizeLen + int(size)
 		if n < total {
-			if int64(size) <= cl.e.tune.streamMin.Load() || n < codec.SizeLen+4 || !u.begin(size) {
+			if int64(size) <= cl.env.Tune.StreamMin.Load() || n < codec.SizeLen+4 || !u.begin(size) {
 				break
 			}
 			continue
@@ -182,12 +177,12 @@ func (u *upstreamConn) onTraffic() {
 		corr, _ := codec.ResponseCorrelation(frame)
 		p, bad := cl.queue.Match(corr)
 		if bad != relay.Matched {
-			cl.close(signals.CloseAnswerOutOfOrder, "cluster", cl.route.cluster.Name, "cause", bad.String())
+			cl.close(signals.CloseAnswerOutOfOrder, "cluster", cl.route.Cluster.Name, "cause", bad.String())
 			return
 		}
 		cl.quotaAnswer(p, total)
 		if err := cl.sess.Response(p, frame); err != nil {
-			cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
+			cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.Cluster.Name, "api", p.Key, "error", err.Error())
 			return
 		}
 		cl.writev(cl.sess.RW.Vec.Slices())
@@ -222,7 +217,7 @@ func (u *upstreamConn) begin(size int32) bool {
 	corr, _ := codec.ResponseCorrelation(hb[codec.SizeLen:])
 	p, bad := cl.queue.Match(corr)
 	if bad != relay.Matched {
-		cl.close(signals.CloseAnswerOutOfOrder, "cluster", cl.route.cluster.Name, "cause", bad.String())
+		cl.close(signals.CloseAnswerOutOfOrder, "cluster", cl.route.Cluster.Name, "cause", bad.String())
 		return false
 	}
 	if p.Key != codec.KeyFetch {
@@ -231,7 +226,7 @@ func (u *upstreamConn) begin(size int32) bool {
 	cl.quotaAnswer(p, codec.SizeLen+int(size))
 	fs, err := cl.sess.FetchStream(p, int(size))
 	if err != nil {
-		cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.cluster.Name, "api", p.Key, "error", err.Error())
+		cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.Cluster.Name, "api", p.Key, "error", err.Error())
 		return false
 	}
 	u.discard(codec.SizeLen)
@@ -258,7 +253,7 @@ func (u *upstreamConn) feed() bool {
 		used, err := u.fs.Feed(chunk)
 		if err != nil {
 			u.fs, u.fp = nil, nil
-			cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.cluster.Name, "api", codec.KeyFetch, "error", err.Error())
+			cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.Cluster.Name, "api", codec.KeyFetch, "error", err.Error())
 			return false
 		}
 		if sl := u.fs.Slices(); len(sl) > 0 {
@@ -381,6 +376,6 @@ func (u *upstreamConn) onClose(err error) {
 			u.cl.upAuthFailed(errors.New(msg), "renewal")
 			return
 		}
-		u.cl.close(signals.CloseBrokerClosed, "cluster", u.cl.route.cluster.Name, "error", msg)
+		u.cl.close(signals.CloseBrokerClosed, "cluster", u.cl.route.Cluster.Name, "error", msg)
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"github.com/flexway/flexway/codec"
@@ -10,7 +10,7 @@ import (
 // counted in its budget's shares; and the gateway's own answers, written
 // in the order of the requests, behind the broker's answers owed before them.
 
-func (cl *client) write(b []byte) {
+func (cl *Client) write(b []byte) {
 	var v [1][]byte
 	if cl.batchClient(one(&v, b)) {
 		return
@@ -26,7 +26,7 @@ func (cl *client) write(b []byte) {
 // syncOut counts the client's unread bytes in its tenant's and the
 // replica's shares (B2); a client with unread bytes is looked at again at
 // each tick until it has read them.
-func (cl *client) syncOut() {
+func (cl *Client) syncOut() {
 	if cl.budget.Tenant == nil || cl.closed {
 		return
 	}
@@ -35,7 +35,7 @@ func (cl *client) syncOut() {
 
 // writev writes one frame given as slices: one vectored write in clear, one
 // TLS write (records coalesced) over TLS.
-func (cl *client) writev(bs [][]byte) {
+func (cl *Client) writev(bs [][]byte) {
 	if cl.batchClient(bs) {
 		return
 	}
@@ -50,7 +50,7 @@ func (cl *client) writev(bs [][]byte) {
 // answerLocal writes (or queues behind the answers owed before it) one of
 // the gateway's own answers to the handshake (ApiVersions, SASL), given as
 // a whole frame.
-func (cl *client) answerLocal(frame []byte) {
+func (cl *Client) answerLocal(frame []byte) {
 	if cl.queue.Len() == 0 {
 		cl.write(frame)
 		return
@@ -66,7 +66,7 @@ const handshakeAnswer = -1
 
 // noteAnswer: an answer to a request of key was written to the client.
 // One past the handshake makes the client answered.
-func (cl *client) noteAnswer(key int16) {
+func (cl *Client) noteAnswer(key int16) {
 	switch key {
 	case handshakeAnswer, codec.KeyApiVersions, codec.KeySASLHandshake, codec.KeySASLAuthenticate:
 	default:
@@ -75,7 +75,7 @@ func (cl *client) noteAnswer(key int16) {
 }
 
 // answerPending writes the answer decide built in the session's Vec.
-func (cl *client) answerPending(p *decide.Pending) {
+func (cl *Client) answerPending(p *decide.Pending) {
 	sl := cl.sess.RW.Vec.Slices()
 	if cl.queue.Len() == 0 {
 		cl.writev(sl)
@@ -92,7 +92,7 @@ func (cl *client) answerPending(p *decide.Pending) {
 }
 
 // flushLocal writes the gateway's own answers now at the head of the queue.
-func (cl *client) flushLocal() {
+func (cl *Client) flushLocal() {
 	for !cl.closed {
 		p := cl.queue.Front()
 		if p == nil || len(p.Local) == 0 {

@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"github.com/flexway/flexway/decide"
@@ -9,26 +9,26 @@ import (
 // in, and the decision and cause of a judged request.
 
 // clusterName is the route's virtual cluster, "" before SNI says it.
-func (r portRoute) clusterName() string {
-	if r.cluster == nil {
+func (r Route) clusterName() string {
+	if r.Cluster == nil {
 		return ""
 	}
-	return r.cluster.Name
+	return r.Cluster.Name
 }
 
 // setSeries moves the connection to the series ts (its SNI read, its
 // authentication): the connections gauge follows it.
-func (cl *client) setSeries(ts *signals.TenantSeries, mech signals.Mech) {
+func (cl *Client) setSeries(ts *signals.TenantSeries, mech signals.Mech) {
 	if ts == cl.ts && mech == cl.connMech {
 		return
 	}
-	cl.e.m.ConnMoved(cl.ts, cl.connMech, ts, mech)
+	cl.env.Signals.ConnMoved(cl.ts, cl.connMech, ts, mech)
 	cl.ts, cl.connMech = ts, mech
 }
 
 // countRequest counts a request decide judged: refused as soon as a part of
 // it is (seed 001), throttled when the quota said so, else allowed.
-func (cl *client) countRequest(key int16, p *decide.Pending, out decide.Outcome) {
+func (cl *Client) countRequest(key int16, p *decide.Pending, out decide.Outcome) {
 	throttled := cl.throttling
 	cl.throttling = false
 	switch out {

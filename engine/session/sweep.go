@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"time"
@@ -6,7 +6,7 @@ import (
 	"github.com/flexway/flexway/engine/signals"
 )
 
-// sweepEvery is the tick: held connections are retried at each tick, the
+// SweepEvery is the tick: held connections are retried at each tick, the
 // deadlines (auth_timeout, idle_timeout — for an idle connection and for a
 // request begun and not finished —, the write timeout) checked once a
 // second. No timer per connection: an idle connection costs nothing.
@@ -15,10 +15,10 @@ import (
 // a P idle, and the loop's return then wakes sysmon into 20 µs sleeps for a
 // millisecond and more. At 20 ms an idle gateway made some 2,700 context
 // switches a second (47 ms of CPU), at 8 ms 650 (21 ms).
-const sweepEvery = 8 * time.Millisecond
+const SweepEvery = 8 * time.Millisecond
 
 // sweep runs on loop l.
-func (e *Engine) sweep(l *loop) {
+func (env *Env) sweep(l *Loop) {
 	if len(l.held) > 0 {
 		held := l.held
 		l.held = nil
@@ -31,7 +31,7 @@ func (e *Engine) sweep(l *loop) {
 	if len(l.draining) > 0 {
 		keep := l.draining[:0]
 		for _, u := range l.draining {
-			if !u.closeIfFlushed(now.Sub(u.drainSince) > e.opts.WriteTimeout) {
+			if !u.closeIfFlushed(now.Sub(u.drainSince) > env.WriteTimeout) {
 				keep = append(keep, u)
 			}
 		}
@@ -41,7 +41,7 @@ func (e *Engine) sweep(l *loop) {
 		return
 	}
 	l.lastFull = now
-	snap := e.snap.Load()
+	snap := env.Snap.Load()
 	lim := snap.Listener
 	for cl := range l.clients {
 		switch {
@@ -53,7 +53,7 @@ func (e *Engine) sweep(l *loop) {
 		case cl.auth.mech == "mtls" && !cl.auth.sessEnd.IsZero() && !now.Before(cl.auth.sessEnd):
 			// A certificate cannot re-authenticate: its connection is
 			// closed at the session's end (S3).
-			cl.close(signals.CloseCertSessionEnded, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal)
+			cl.close(signals.CloseCertSessionEnded, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal)
 			continue
 		case !cl.clock.frameSince.IsZero() && !cl.waitsOnGateway() && now.Sub(cl.clock.frameSince) > lim.IdleTimeout.D():
 			// A request begun and not finished within the idle bound: the
@@ -61,7 +61,7 @@ func (e *Engine) sweep(l *loop) {
 			// make a frame. Before authentication auth_timeout bounds it;
 			// while the gateway makes the connection wait, its head frame
 			// is whole and the clock restarts when it goes on.
-			cl.close(signals.ClosePartialFrame, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
+			cl.close(signals.ClosePartialFrame, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
 			continue
 		case cl.queue.Len() == 0 && cl.c.Queued() == 0 && !cl.waitsOnGateway() && now.Sub(cl.clock.lastActive) > lim.IdleTimeout.D():
 			// Not a client whose request waits on the gateway: it is not
@@ -79,10 +79,10 @@ func (e *Engine) sweep(l *loop) {
 			cl.clock.outSince = now
 		}
 		cl.clock.outLast = out
-		if now.Sub(cl.clock.outSince) >= e.opts.WriteTimeout {
+		if now.Sub(cl.clock.outSince) >= env.WriteTimeout {
 			// RST, not FIN: a peer that reads nothing would keep the socket
 			// in FIN-WAIT-1 with its unsent bytes for minutes.
-			cl.reset(signals.CloseWriteTimeout, "cluster", cl.route.cluster.Name, "tenant", cl.auth.ident.Tenant, "unread_bytes", out, "after", e.opts.WriteTimeout.String())
+			cl.reset(signals.CloseWriteTimeout, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "unread_bytes", out, "after", env.WriteTimeout.String())
 		}
 	}
 }

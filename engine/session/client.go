@@ -421,13 +421,7 @@ func (cl *Client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Ou
 		if cl.closed {
 			return
 		}
-		if p.NoResponse {
-			cl.queue.Put(p)
-		} else {
-			cl.budget.Reserve(p.Reserve)
-			cl.queue.Push(p)
-			cl.lp.pending.Add(1)
-		}
+		cl.owe(p)
 	case decide.Answer:
 		cl.answerPending(p)
 	case decide.Drop:

@@ -105,3 +105,30 @@ func (cl *Client) flushLocal() {
 		cl.queue.Put(p)
 	}
 }
+
+// owe records a request forwarded: its answer is owed (queued, its bytes
+// reserved, counted in flight), or, without one (acks=0), it only keeps
+// its place for the answers behind it.
+func (cl *Client) owe(p *decide.Pending) {
+	if p.NoResponse {
+		cl.queue.Put(p)
+		return
+	}
+	cl.budget.Reserve(p.Reserve)
+	cl.queue.Push(p)
+	cl.lp.pending.Add(1)
+}
+
+// answerDone ends the head request p once its broker's answer is written:
+// off the queue, its reservation released, its throttle applied (the
+// silence begins as the answer leaves), the local answers behind it
+// written.
+func (cl *Client) answerDone(p *decide.Pending) {
+	cl.queue.Pop()
+	cl.lp.pending.Add(-1)
+	cl.budget.Release(p.Reserve)
+	cl.answerThrottle(p)
+	cl.queue.Put(p)
+	cl.flushLocal()
+	cl.quotaPause()
+}

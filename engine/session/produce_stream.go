@@ -87,13 +87,7 @@ func (cl *Client) beginStream(size int32, head []byte) bool {
 	cl.up.corr++
 	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large = ps, 0, h.Version, true
 	cl.syncMarks() // its records are spliced: paused at its broker's first byte unsent
-	if p.NoResponse {
-		cl.queue.Put(p)
-	} else {
-		cl.budget.Reserve(p.Reserve)
-		cl.queue.Push(p)
-		cl.lp.pending.Add(1)
-	}
+	cl.owe(p)
 	cl.countRequest(h.Key, p, decide.Forward) // allowed, or throttled (quotaPending)
 	cl.ts.Produced(int(size))
 	return true

@@ -194,13 +194,7 @@ func (u *upstreamConn) onTraffic() {
 		if cl.closed {
 			return
 		}
-		cl.queue.Pop()
-		cl.lp.pending.Add(-1)
-		cl.budget.Release(p.Reserve)
-		cl.answerThrottle(p)
-		cl.queue.Put(p)
-		cl.flushLocal()
-		cl.quotaPause()
+		cl.answerDone(p)
 	}
 	if cl.wait.held {
 		cl.resume()
@@ -282,13 +276,7 @@ func (u *upstreamConn) feed() bool {
 			p.BrokerThrottle = u.fs.BrokerThrottle()
 			u.fs, u.fp, u.carry = nil, nil, 0
 			cl.noteAnswer(p.Key)
-			cl.queue.Pop()
-			cl.lp.pending.Add(-1)
-			cl.budget.Release(p.Reserve)
-			cl.answerThrottle(p)
-			cl.queue.Put(p)
-			cl.flushLocal()
-			cl.quotaPause()
+			cl.answerDone(p)
 			return true
 		}
 		if used > 0 { // feed again: the buffer may hold more

@@ -153,7 +153,7 @@ func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 		case !configs.ValidTenant(res.ID.Tenant):
 			res.Cause, res.ID = "tenant missing or not letters, digits and '-'", nil
 		default:
-			view = decide.NewView(snap, cl.route.Cluster, res.ID.Tenant, res.ID.Mechanism, res.ID.Ops)
+			view = cl.env.view(snap, cl.route.Cluster, res.ID)
 			if view == nil {
 				res.Cause, res.ID = "no operation of the cluster admits the identity", nil
 			}
@@ -184,7 +184,6 @@ func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 		cl.authFailed(h, mode)
 		return
 	}
-	view.SetAdminScopes(res.ID.Scopes)
 	cl.auth.ident = res.ID
 	cl.snap = snap
 	cl.auth.state = stAuthed
@@ -287,13 +286,12 @@ func (cl *Client) adopt(snap *configs.Snapshot) {
 		return
 	}
 	cl.route.Cluster = cluster
-	view := decide.NewView(snap, cluster, cl.auth.ident.Tenant, cl.auth.ident.Mechanism, cl.auth.ident.Ops)
+	view := cl.env.view(snap, cluster, cl.auth.ident)
 	if view == nil {
 		cl.auth.revoked = "no operation of the cluster admits the identity any more"
 		cl.checkSession()
 		return
 	}
-	view.SetAdminScopes(cl.auth.ident.Scopes)
 	cl.sess.View = view
 	if b, ok := cl.sess.Brokers.(*brokerNames); ok {
 		b.cluster = cluster
@@ -349,13 +347,10 @@ func (cl *Client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 	cl.ts.Request(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone)
 	cl.auth.ident = res.ID
 	lifetime := cl.startSession(snap)
-	if snap != cl.snap {
-		cl.adopt(snap)
-		if cl.closed {
-			return
-		}
+	cl.adopt(snap) // the new token's scopes, and the snapshot in force
+	if cl.closed {
+		return
 	}
-	cl.sess.View.SetAdminScopes(res.ID.Scopes) // the new token's scopes
 	resp.SessionLifetimeMillis = lifetime.Milliseconds()
 	cl.answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
 	cl.process()

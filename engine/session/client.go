@@ -164,6 +164,7 @@ func newClient(env *Env, c gnet.Conn, route Route) *Client {
 	env.Bounds.Unauth.Add(1)
 	cl.lp = env.loopOf(c.EventLoop())
 	cl.lp.clients[cl] = struct{}{}
+	cl.queue.Free = &cl.lp.pendings
 	cl.snap = snap
 	cl.ts = env.Signals.Tenant(route.clusterName(), "")
 	env.Signals.ConnOpened(cl.ts)

@@ -54,6 +54,7 @@ type Env struct {
 	FreeSlot func()
 	Hooks    Hooks
 
+	views        views // the sessions' shared views (views.go)
 	refusedLog   *signals.RateLimiter
 	unmappedSeen sync.Map
 	loopsMu      sync.Mutex

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flexway/flexway/engine/conn"
 	"github.com/flexway/flexway/engine/splice"
+	"github.com/flexway/flexway/relay"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -22,6 +23,9 @@ type Loop struct {
 	draining []*upstreamConn
 	pending  atomic.Int64
 	lastFull time.Time
+	// pendings: the Pendings its clients' queues recycle (an idle
+	// connection holds none)
+	pendings relay.Pendings
 
 	// muted: clients throttled by a quota until their time (quota.go)
 	muted map[*Client]struct{}

@@ -78,6 +78,9 @@ func (cl *Client) quotaOn() *quotaConn {
 		return q
 	}
 	if q == nil {
+		if cl.snap.Listener.Quotas == nil {
+			return nil // no quota: nothing held for it (an idle pair's bytes, issue 23.5)
+		}
 		q = &quotaConn{}
 		cl.q = q
 	}

@@ -37,8 +37,16 @@ func TestSpliceFetchOnLoop(t *testing.T) {
 		}
 		return answers, fetchSplicedBytes.Load() - before
 	}
+	// Whether a pass finds the records still in the broker's socket is the
+	// machine's timing (a slow loop may find them read already): rounds go
+	// on until the pass is seen, each answer checked whole; a bounded number.
+	const most = 12
 	sessions, units := spliceRuns.Load(), fetchUnits.Load()
-	answers, spliced := rounds(3)
+	answers, spliced := 0, int64(0)
+	for r := 0; r < most && (r < 3 || spliced < 1<<20); r++ {
+		a, s := rounds(1)
+		answers, spliced = answers+a, spliced+s
+	}
 	t.Logf("%d answers of 2 × 512 KiB records: %d KiB spliced on the loop, %d units from the socket", answers, spliced>>10, fetchUnits.Load()-units)
 	if spliced < 1<<20 {
 		t.Fatalf("%d answers of 2 × 512 KiB records: %d bytes spliced on the loop", answers, spliced)
@@ -49,7 +57,11 @@ func TestSpliceFetchOnLoop(t *testing.T) {
 
 	testPipeShort.Store(true)
 	outs := fetchPipeOuts.Load()
-	_, spliced = rounds(2)
+	spliced = 0
+	for r := 0; r < most && (r < 2 || fetchPipeOuts.Load() == outs || spliced == 0); r++ {
+		_, s := rounds(1)
+		spliced += s
+	}
 	testPipeShort.Store(false)
 	if fetchPipeOuts.Load() == outs || spliced == 0 {
 		t.Fatalf("half of every pass read out: %d passes read out, %d bytes spliced", fetchPipeOuts.Load()-outs, spliced)

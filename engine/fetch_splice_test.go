@@ -39,19 +39,32 @@ func TestSpliceFetchOnLoop(t *testing.T) {
 		}
 		return answers, env.e.env.Series.FetchSpliced.Load() - before
 	}
-	units := env.e.env.Series.FetchUnits.Load()
-	answers, spliced := rounds(3)
-	t.Logf("%d answers of 2 × 512 KiB records: %d KiB spliced on the loop, %d units from the socket", answers, spliced>>10, env.e.env.Series.FetchUnits.Load()-units)
+	// Whether a pass finds the records still in the broker's socket is the
+	// machine's timing (a slow loop may find them read already): rounds go
+	// on until the pass is seen, each answer checked whole; a bounded number.
+	const most = 12
+	series := &env.e.env.Series
+	units := series.FetchUnits.Load()
+	answers, spliced := 0, int64(0)
+	for r := 0; r < most && (r < 3 || spliced < 1<<20); r++ {
+		a, s := rounds(1)
+		answers, spliced = answers+a, spliced+s
+	}
+	t.Logf("%d answers of 2 × 512 KiB records: %d KiB spliced on the loop, %d units from the socket", answers, spliced>>10, series.FetchUnits.Load()-units)
 	if spliced < 1<<20 {
 		t.Fatalf("%d answers of 2 × 512 KiB records: %d bytes spliced on the loop", answers, spliced)
 	}
 
 	env.e.env.Tune.PipeShort.Store(true)
-	outs := env.e.env.Series.FetchPipeOuts.Load()
-	_, spliced = rounds(2)
+	outs := series.FetchPipeOuts.Load()
+	spliced = 0
+	for r := 0; r < most && (r < 2 || series.FetchPipeOuts.Load() == outs || spliced == 0); r++ {
+		_, s := rounds(1)
+		spliced += s
+	}
 	env.e.env.Tune.PipeShort.Store(false)
-	if env.e.env.Series.FetchPipeOuts.Load() == outs || spliced == 0 {
-		t.Fatalf("half of every pass read out: %d passes read out, %d bytes spliced", env.e.env.Series.FetchPipeOuts.Load()-outs, spliced)
+	if series.FetchPipeOuts.Load() == outs || spliced == 0 {
+		t.Fatalf("half of every pass read out: %d passes read out, %d bytes spliced", series.FetchPipeOuts.Load()-outs, spliced)
 	}
 
 	old := env.e.env.Tune.FetchSpliceMin.Swap(0)

@@ -45,10 +45,7 @@ type Session struct {
 	Versions *Versions
 	Brokers  Brokers
 	Limits   Limits
-	// FetchQuota is what the quotas allow the answer of the Fetch being
-	// judged (0: no bound), set by the caller for that one request.
-	FetchQuota int32
-	RW         codec.Rewriter
+	RW       codec.Rewriter
 	// stream relays a large Fetch answer as it arrives (FetchStream);
 	// pstream a large Produce request (ProduceStream). Each is made at its
 	// first use and kept: an idle session holds neither (half a KiB).
@@ -59,6 +56,9 @@ type Session struct {
 	cid     []byte              // its client id as the broker sees it
 	bodyLen int                 // the size of its body (answers that echo it)
 	grant   int32               // what the budgets allow its answer to bring back
+	// FetchQuota is what the quotas allow the answer of the Fetch being
+	// judged (0: no bound), set by the caller for that one request.
+	FetchQuota int32
 }
 
 // Pending is what the relay keeps of a forwarded request to rewrite its answer.

@@ -48,29 +48,30 @@ var errPeerGone = errors.New("conn: the peer reset the connection while paused")
 type Conn struct {
 	l     *Loop
 	owner Owner
-	st    state
 	live  gnet.Conn // gnet's connection while attached
 	fd    int       // the socket while detached or re-enrolling, -1 otherwise
-	why   Reason
 
 	in  []byte // read by gnet, not consumed by the owner when detached: read first
 	off int
 
 	q         kernel.Queue // written, not taken by the socket yet
 	high, low int
-	above     bool // passed high, not back to low yet
-	full      bool // a pass found no room in the socket (NoRoom): above until it takes more
+
+	local, remote net.Addr
+	one           [1][]byte // Write's vector
 
 	wfd, wgen int32 // the watcher's arming: fd (-1 none) and generation
 
+	st  state
+	why Reason
+
+	above    bool // passed high, not back to low yet
+	full     bool // a pass found no room in the socket (NoRoom): above until it takes more
 	settling bool // in the loop's settle list: a pause to apply
 	tracked  bool // in the loop's tracked set: the tick looks at it
 	hup      bool // the peer closed while detached: read until its close shows
 	notified bool // the owner was told of the end
-
-	local, remote net.Addr
-	one           [1][]byte // Write's vector
-	oneBusy       bool
+	oneBusy  bool // one is in use (a Write inside a Write's callback)
 }
 
 // Open makes the handle of a connection gnet opened (OnOpen), on loop l:
@@ -266,6 +267,9 @@ func (c *Conn) Reattached(gc gnet.Conn) gnet.Action {
 		return gnet.Close
 	}
 	c.live, c.st = gc, attached
+	// The addresses of the enrolled socket, as gnet made them anew: the
+	// first ones go with the first gnet connection (an idle pair's bytes).
+	c.local, c.remote = gc.LocalAddr(), gc.RemoteAddr()
 	c.l.stats.Resumes.Inc()
 	if c.q.Len() > 0 { // written while detached or re-enrolling: first
 		if _, err := c.q.WriteTo(gc.Fd()); err != nil {

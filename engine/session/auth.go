@@ -148,6 +148,7 @@ func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 		return
 	}
 	var view *decide.View
+	res.ID = cl.env.identity(snap, res.ID)
 	if res.ID != nil {
 		switch {
 		case !configs.ValidTenant(res.ID.Tenant):
@@ -195,7 +196,7 @@ func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	cl.sess = &decide.Session{
 		View:     view,
 		Versions: cl.env.Versions[cl.route.Cluster.Name],
-		Brokers:  &brokerNames{env: cl.env, cluster: cl.route.Cluster, up: cl.env.Upstreams[cl.route.Cluster.Upstream], tls: cl.route.TLS},
+		Brokers:  cl.env.brokers(snap, cl.route.Cluster, cl.route.TLS),
 		Limits: decide.Limits{
 			MaxFetchWaitMs:     int32(snap.Listener.MaxFetchWait.D() / time.Millisecond),
 			MaxTopicPartitions: int32(snap.Listener.MaxTopicPartitions),
@@ -293,9 +294,7 @@ func (cl *Client) adopt(snap *configs.Snapshot) {
 		return
 	}
 	cl.sess.View = view
-	if b, ok := cl.sess.Brokers.(*brokerNames); ok {
-		b.cluster = cluster
-	}
+	cl.sess.Brokers = cl.env.brokers(snap, cluster, cl.route.TLS)
 }
 
 // reauthRequest serves SaslHandshake and SaslAuthenticate on an open
@@ -345,7 +344,7 @@ func (cl *Client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 		return
 	}
 	cl.ts.Request(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone)
-	cl.auth.ident = res.ID
+	cl.auth.ident = cl.env.identity(snap, res.ID)
 	lifetime := cl.startSession(snap)
 	cl.adopt(snap) // the new token's scopes, and the snapshot in force
 	if cl.closed {

@@ -61,10 +61,24 @@ func TestWorkerHandshakeThenLoopRecords(t *testing.T) {
 	wire, peerEnd := net.Pipe()
 	defer wire.Close()
 	defer peerEnd.Close()
+	srv, cli := handshakeThenLoop(t, wire, peerEnd, srvCfg, cliCfg)
+
+	r := NewRecord(srv)
+	recordsReadAsBuffer(t, r, cli)
+	// A vectored write, one record, read whole by the peer.
+	vectoredWriteWhole(t, r, cli)
+	// The peer's close_notify ends the record layer with io.EOF.
+	closeNotifyEnds(t, r, cli)
+}
+
+// handshakeThenLoop: the server end's handshake on an IO the loop feeds
+// (through wire) and the client's on peerEnd, both within 30 seconds; then
+// the IO is switched to the loop. It returns both ends.
+func handshakeThenLoop(t *testing.T, wire, peerEnd net.Conn, srvCfg, cliCfg *tls.Config) (srv, cli *tls.Conn) {
 	st := &memStream{peer: wire}
 	a := NewIO(st, nil, nil, false)
-	srv := tls.Server(a, srvCfg)
-	cli := tls.Client(peerEnd, cliCfg)
+	srv = tls.Server(a, srvCfg)
+	cli = tls.Client(peerEnd, cliCfg)
 
 	// The loop's reads of the wire: fed to the worker until OnLoop, then
 	// buffered in the stream.
@@ -103,8 +117,13 @@ func TestWorkerHandshakeThenLoopRecords(t *testing.T) {
 	loopMode = true
 	a.OnLoop()
 	mu.Unlock()
+	return srv, cli
+}
 
-	r := NewRecord(srv)
+// recordsReadAsBuffer: Pump with nothing buffered is not an end; several
+// records written by the peer are read as one plaintext buffer, peeked
+// and discarded whole.
+func recordsReadAsBuffer(t *testing.T, r *Record, cli *tls.Conn) {
 	if err := r.Pump(); err != nil || r.Buffered() != 0 {
 		t.Fatalf("Pump with nothing buffered: %v, %d bytes", err, r.Buffered())
 	}
@@ -129,8 +148,11 @@ func TestWorkerHandshakeThenLoopRecords(t *testing.T) {
 	if r.Buffered() != 0 {
 		t.Fatal("Discard left bytes")
 	}
+}
 
-	// A vectored write, one record, read whole by the peer.
+// vectoredWriteWhole: a Writev of three slices reaches the peer as one
+// message.
+func vectoredWriteWhole(t *testing.T, r *Record, cli *tls.Conn) {
 	done := make(chan []byte, 1)
 	go func() {
 		b := make([]byte, 12)
@@ -152,10 +174,13 @@ func TestWorkerHandshakeThenLoopRecords(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the peer read nothing")
 	}
+}
 
-	// The peer's close_notify ends the record layer with io.EOF.
+// closeNotifyEnds: once the peer closes, Pump returns io.EOF within 30
+// seconds, and no other error before.
+func closeNotifyEnds(t *testing.T, r *Record, cli *tls.Conn) {
 	_ = cli.Close()
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := r.Pump()
 		if errors.Is(err, io.EOF) {

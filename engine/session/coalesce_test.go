@@ -96,12 +96,44 @@ func frameOf(c byte, n int) []byte { return bytes.Repeat([]byte{c}, n) }
 // written from its slices after what was batched before it; outside an
 // event nothing waits.
 func TestCoalescedWritesOnePerEvent(t *testing.T) {
+	r := newCoalesceRig(t)
+	r.onePerEvent(t)
+	// A large frame: what came before it first, then the frame itself.
+	r.largeFrame(t)
+	// Outside an event (the sweep, a dial's end): written at once.
+	r.outsideEvent(t)
+	// The gateway closes a client: what it was owed goes first; a client
+	// gone (released) is owed nothing, its broker still gets its requests.
+	r.closingClient(t)
+	// A flush whose write fails: the handle closes inside the write, and
+	// the client's release flushes the same batch again: nothing is
+	// written twice, and the next batch holds only what comes after.
+	r.failedFlush(t)
+}
+
+// coalesceRig is a client and its broker connection on one loop, each
+// writing to a recording connection.
+type coalesceRig struct {
+	lp     *Loop
+	cl     *Client
+	up     *upstreamConn
+	cc, bc *recConn
+}
+
+// newCoalesceRig: a client, its broker connection and their recorders.
+func newCoalesceRig(t *testing.T) *coalesceRig {
 	cc, bc := newRecConn(t), newRecConn(t)
 	lp := &Loop{}
 	cl := &Client{c: cc.Conn, lp: lp}
 	up := &upstreamConn{cl: cl, c: bc.Conn, ready: true}
 	cl.up.conn = up
+	return &coalesceRig{lp: lp, cl: cl, up: up, cc: cc, bc: bc}
+}
 
+// onePerEvent: the frames written to the client and to the broker during
+// one event leave at its end, one write each, in order.
+func (r *coalesceRig) onePerEvent(t *testing.T) {
+	lp, cl, up, cc, bc := r.lp, r.cl, r.up, r.cc, r.bc
 	lp.out.begin()
 	cl.writev([][]byte{frameOf('a', 10), frameOf('b', 600)})
 	cl.write(frameOf('c', 5))
@@ -121,8 +153,12 @@ func TestCoalescedWritesOnePerEvent(t *testing.T) {
 	if len(bc.writes) != 1 || string(bc.writes[0]) != wantB {
 		t.Fatalf("broker: %d writes, want 1 of the two frames in order", len(bc.writes))
 	}
+}
 
-	// A large frame: what came before it first, then the frame itself.
+// largeFrame: a frame too large to copy is written from its slices, after
+// the frame batched before it and before the one after.
+func (r *coalesceRig) largeFrame(t *testing.T) {
+	lp, cl, cc := r.lp, r.cl, r.cc
 	cc.reset()
 	lp.out.begin()
 	cl.write(frameOf('s', 40))
@@ -134,16 +170,22 @@ func TestCoalescedWritesOnePerEvent(t *testing.T) {
 	if len(cc.writes) != 3 || string(cc.writes[0]) != string(frameOf('s', 40)) || !bytes.Equal(cc.writes[1], big) || string(cc.writes[2]) != string(frameOf('t', 40)) {
 		t.Fatalf("large frame: %d writes, want the small frame, the large one, the small one after it", len(cc.writes))
 	}
+}
 
-	// Outside an event (the sweep, a dial's end): written at once.
+// outsideEvent: a frame written outside an event leaves at once.
+func (r *coalesceRig) outsideEvent(t *testing.T) {
+	cl, cc := r.cl, r.cc
 	cc.reset()
 	cl.write(frameOf('n', 8))
 	if len(cc.read()) != 1 {
 		t.Fatalf("outside an event: %d writes, want 1 at once", len(cc.writes))
 	}
+}
 
-	// The gateway closes a client: what it was owed goes first; a client
-	// gone (released) is owed nothing, its broker still gets its requests.
+// closingClient: a released client's batch is dropped and its broker's
+// sent; a client closed by the gateway gets its batch before the close.
+func (r *coalesceRig) closingClient(t *testing.T) {
+	lp, cl, up, cc, bc := r.lp, r.cl, r.up, r.cc, r.bc
 	cc.reset()
 	bc.reset()
 	lp.out.begin()
@@ -161,10 +203,13 @@ func TestCoalescedWritesOnePerEvent(t *testing.T) {
 		t.Fatalf("closing client: %d writes before the close, want 1", len(cc.writes))
 	}
 	lp.out.end()
+}
 
-	// A flush whose write fails: the handle closes inside the write, and
-	// the client's release flushes the same batch again: nothing is
-	// written twice, and the next batch holds only what comes after.
+// failedFlush: a flush whose write fails releases the client once, and
+// the release's flush writes nothing again; the next batch holds only the
+// frame after.
+func (r *coalesceRig) failedFlush(t *testing.T) {
+	lp, cl, cc := r.lp, r.cl, r.cc
 	cc.reset()
 	failed := newRecConn(t)
 	cl.c = failed.Conn

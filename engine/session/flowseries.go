@@ -34,7 +34,14 @@ type Series struct {
 	ProduceNexts    count // requests begun from a head looked at in the socket
 	ProduceRoomOuts count // passes a full broker socket ended before a splice
 	ProduceDetached count // record bytes spliced from a detached client's socket
+
+	// LoopEvent: how long each traffic event held its loop (every other
+	// connection of the loop waits meanwhile): a stall shows here.
+	LoopEvent *metrics.PrometheusHistogram
 }
+
+// loopEventBuckets are LoopEvent's bounds, in seconds.
+var loopEventBuckets = []float64{0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5}
 
 // SeriesNames are the families newFlowSeries exports.
 var SeriesNames = []string{
@@ -49,6 +56,7 @@ var SeriesNames = []string{
 	"flexway_engine_splice_next_requests_total",
 	"flexway_engine_splice_room_outs_total",
 	"flexway_engine_spliced_detached_bytes_total",
+	"flexway_engine_loop_event_seconds_bucket",
 }
 
 // pausedFor counts a broker connection's pause of d.
@@ -76,6 +84,7 @@ func newFlowSeries(set *metrics.Set, st *conn.Stats) Series {
 		ProduceNexts:    c(`flexway_engine_splice_next_requests_total`),
 		ProduceRoomOuts: c(`flexway_engine_splice_room_outs_total`),
 		ProduceDetached: c(`flexway_engine_spliced_detached_bytes_total`),
+		LoopEvent:       set.NewPrometheusHistogramExt(`flexway_engine_loop_event_seconds`, loopEventBuckets),
 	}
 	return fs
 }

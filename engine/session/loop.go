@@ -81,7 +81,9 @@ func Traffic(x *conn.Conn) bool {
 	if lp == nil {
 		return false
 	}
-	defer lp.fc.Settle() // after the flush below
+	start := time.Now()
+	defer lp.env.Series.LoopEvent.UpdateDuration(start) // after the pauses below are applied
+	defer lp.fc.Settle()                                // after the flush below
 	lp.out.begin()
 	defer lp.out.end()
 	x.Traffic()

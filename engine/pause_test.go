@@ -89,38 +89,117 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	cl := clientOf(t, env.e, r)
 	gauge := env.e.env.Signals.Connections()
 
-	var written atomic.Int64
-	half := make(chan int, 1)
-	gate := make(chan struct{})
-	wrote := make(chan error, 1)
-	go func() { // the producer: one frame buffer, reused
+	pr := startHalvingProducer(r.c, frames, recs, size, before)
+	answered := make(chan error, 1)
+	go func() { answered <- readProduceAnswers(r.c, frames) }()
+
+	h := <-pr.half
+	p := pauseAtHalf(t, cl, h)
+	heap0, rss0 := memNow(t)
+	atPause := pr.written.Load()
+	close(pr.gate)
+
+	whilePaused := pr.blocked(t) - atPause
+	heap1, rss1 := memNow(t)
+	total := int64(len(appendProduce(nil, 1, 0, recs, size))) * frames
+	t.Logf("while paused the peer wrote %.1f MiB of %.1f MiB, then blocked; heap in use %+.2f MiB, RSS %+.2f MiB",
+		float64(whilePaused)/(1<<20), float64(total-atPause)/(1<<20), float64(heap1-heap0)/(1<<20), float64(rss1-rss0)/(1<<20))
+	if whilePaused > total-atPause-minBlock {
+		t.Fatalf("the peer wrote %d of %d bytes while paused", whilePaused, total-atPause)
+	}
+	if heap1-heap0 > 4<<20 || rss1-rss0 > 8<<20 {
+		t.Fatalf("the gateway grew while paused: heap %+d, RSS %+d bytes", heap1-heap0, rss1-rss0)
+	}
+	var stash int
+	onLoopOf(t, cl, func() { stash = p.Stashed() })
+	if stash != h || !p.Paused() {
+		t.Fatalf("read while paused: stash %d (want %d), paused %v", stash, h, p.Paused())
+	}
+	if g := env.e.env.Signals.Connections(); g != gauge {
+		t.Fatalf("connections gauge %d, was %d", g, gauge)
+	}
+	noCloseLine(t, env)
+
+	resumeClient(t, cl, p)
+	select {
+	case err := <-pr.wrote:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(120 * time.Second):
+		t.Fatal("the producer never finished after the resume")
+	}
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	noCloseLine(t, env)
+	wantNumberedOrders(t, env, frames*recs, size)
+}
+
+// halvingProducer writes Produce requests on a connection, the one at
+// index before in two halves: it sends the first half on half, and the
+// second once gate is closed; written counts the bytes written, wrote gets
+// the end of the writing (nil once every request is written).
+type halvingProducer struct {
+	written atomic.Int64
+	half    chan int
+	gate    chan struct{}
+	wrote   chan error
+}
+
+// startHalvingProducer starts writing frames requests of recs records of
+// size bytes on c (numbered from 0), one frame buffer reused.
+func startHalvingProducer(c net.Conn, frames, recs, size, before int) *halvingProducer {
+	pr := &halvingProducer{half: make(chan int, 1), gate: make(chan struct{}), wrote: make(chan error, 1)}
+	go func() {
 		var buf []byte
 		for i := 0; i < frames; i++ {
 			buf = appendProduce(buf[:0], int32(i+1), i*recs, recs, size)
 			b := buf
 			if i == before {
 				h := len(b) / 2
-				if err := writeAll(r.c, b[:h], &written); err != nil {
-					wrote <- err
+				if err := writeAll(c, b[:h], &pr.written); err != nil {
+					pr.wrote <- err
 					return
 				}
-				half <- h
-				<-gate
+				pr.half <- h
+				<-pr.gate
 				b = b[h:]
 			}
-			if err := writeAll(r.c, b, &written); err != nil {
-				wrote <- err
+			if err := writeAll(c, b, &pr.written); err != nil {
+				pr.wrote <- err
 				return
 			}
 		}
-		wrote <- nil
+		pr.wrote <- nil
 	}()
-	answered := make(chan error, 1)
-	go func() { answered <- readProduceAnswers(r.c, frames) }()
+	return pr
+}
 
-	// Pause once the gateway has read the half request (and answered the
-	// whole ones: the pause waits for its writes to be flushed).
-	h := <-half
+// blocked waits until the producer is blocked: nothing written for a
+// second, and not done. It returns the bytes written by then.
+func (pr *halvingProducer) blocked(t *testing.T) int64 {
+	t.Helper()
+	last, since := pr.written.Load(), time.Now()
+	for time.Since(since) < time.Second {
+		time.Sleep(50 * time.Millisecond)
+		select {
+		case err := <-pr.wrote:
+			t.Fatalf("the producer wrote everything while paused (%v): not blocked", err)
+		default:
+		}
+		if n := pr.written.Load(); n != last {
+			last, since = n, time.Now()
+		}
+	}
+	return last
+}
+
+// pauseAtHalf pauses cl once the gateway has read the half request of h
+// bytes (and answered the whole ones: the pause waits for its writes to be
+// flushed), and checks that the pause stashed those h bytes.
+func pauseAtHalf(t *testing.T, cl *session.Client, h int) *conn.Conn {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var in int
@@ -139,68 +218,23 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	if stash != h {
 		t.Fatalf("stash of %d bytes, want %d", stash, h)
 	}
-	heap0, rss0 := memNow(t)
-	atPause := written.Load()
-	close(gate)
+	return p
+}
 
-	// Until the producer is blocked: nothing written for a second.
-	last, since := written.Load(), time.Now()
-	for time.Since(since) < time.Second {
-		time.Sleep(50 * time.Millisecond)
-		select {
-		case err := <-wrote:
-			t.Fatalf("the producer wrote everything while paused (%v): not blocked", err)
-		default:
-		}
-		if n := written.Load(); n != last {
-			last, since = n, time.Now()
-		}
-	}
-	heap1, rss1 := memNow(t)
-	whilePaused := last - atPause
-	total := int64(len(appendProduce(nil, 1, 0, recs, size))) * frames
-	t.Logf("while paused the peer wrote %.1f MiB of %.1f MiB, then blocked; heap in use %+.2f MiB, RSS %+.2f MiB",
-		float64(whilePaused)/(1<<20), float64(total-atPause)/(1<<20), float64(heap1-heap0)/(1<<20), float64(rss1-rss0)/(1<<20))
-	if whilePaused > total-atPause-minBlock {
-		t.Fatalf("the peer wrote %d of %d bytes while paused", whilePaused, total-atPause)
-	}
-	if heap1-heap0 > 4<<20 || rss1-rss0 > 8<<20 {
-		t.Fatalf("the gateway grew while paused: heap %+d, RSS %+d bytes", heap1-heap0, rss1-rss0)
-	}
-	onLoopOf(t, cl, func() { stash = p.Stashed() })
-	if stash != h || !p.Paused() {
-		t.Fatalf("read while paused: stash %d (want %d), paused %v", stash, h, p.Paused())
-	}
-	if g := env.e.env.Signals.Connections(); g != gauge {
-		t.Fatalf("connections gauge %d, was %d", g, gauge)
-	}
-	noCloseLine(t, env)
-
-	resumeClient(t, cl, p)
-	select {
-	case err := <-wrote:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(120 * time.Second):
-		t.Fatal("the producer never finished after the resume")
-	}
-	if err := <-answered; err != nil {
-		t.Fatal(err)
-	}
-	noCloseLine(t, env)
-
-	// Every record, in order, on the broker.
+// wantNumberedOrders checks that acme's orders/0 on the broker holds n
+// records of size bytes, numbered from 0 in order (appendProduce's).
+func wantNumberedOrders(t *testing.T, env *testEnv, n, size int) {
+	t.Helper()
 	cons := env.directClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		env.phys("acme", "orders"): {0: kgo.NewOffset().AtStart()},
 	}))
 	next := 0
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for next < frames*recs {
+	for next < n {
 		fs := cons.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("%d of %d records on the broker", next, frames*recs)
+			t.Fatalf("%d of %d records on the broker", next, n)
 		}
 		fs.EachRecord(func(rec *kgo.Record) {
 			if want := fmt.Sprintf("%08d", next); len(rec.Value) != size || string(rec.Value[:8]) != want {

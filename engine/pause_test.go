@@ -7,12 +7,9 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -21,51 +18,10 @@ import (
 
 	"github.com/flexway/flexway/engine/session"
 
-	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/engine/conn"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// readProduceAnswers reads n Produce answers on c, in order of correlation
-// id from 1, each without error.
-func readProduceAnswers(c net.Conn, n int) error {
-	var sz [4]byte
-	buf := make([]byte, 0, 1024)
-	for i := 1; i <= n; i++ {
-		_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
-		if _, err := io.ReadFull(c, sz[:]); err != nil {
-			return fmt.Errorf("answer %d: %w", i, err)
-		}
-		size := int(binary.BigEndian.Uint32(sz[:]))
-		if cap(buf) < size {
-			buf = make([]byte, size)
-		}
-		b := buf[:size]
-		if _, err := io.ReadFull(c, b); err != nil {
-			return fmt.Errorf("answer %d: %w", i, err)
-		}
-		corr, body, err := codec.ParseResponseHeader(b, 0, 8)
-		if err != nil {
-			return err
-		}
-		if corr != int32(i) {
-			return fmt.Errorf("answer %d has correlation id %d", i, corr)
-		}
-		resp := kmsg.ProduceResponse{Version: 8}
-		if err := resp.ReadFrom(body); err != nil {
-			return err
-		}
-		for _, tp := range resp.Topics {
-			for _, pp := range tp.Partitions {
-				if pp.ErrorCode != 0 {
-					return fmt.Errorf("answer %d: error code %d", i, pp.ErrorCode)
-				}
-			}
-		}
-	}
-	return nil
-}
 
 // Issue 11.2: a paused connection's bytes wait in the kernel. A producer is
 // paused mid-stream (half a request already read by the gateway), then
@@ -89,9 +45,9 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	cl := clientOf(t, env.e, r)
 	gauge := env.e.env.Signals.Connections()
 
-	pr := startHalvingProducer(r.c, frames, recs, size, before)
+	pr := startRawProducer(r.c, 1, frames, recs, size, before)
 	answered := make(chan error, 1)
-	go func() { answered <- readProduceAnswers(r.c, frames) }()
+	go func() { answered <- readProduceAnswers(r.c, 1, frames) }()
 
 	h := <-pr.half
 	p := pauseAtHalf(t, cl, h)
@@ -99,7 +55,7 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	atPause := pr.written.Load()
 	close(pr.gate)
 
-	whilePaused := pr.blocked(t) - atPause
+	whilePaused := pr.blocked(t, "the producer wrote everything while paused") - atPause
 	heap1, rss1 := memNow(t)
 	total := int64(len(appendProduce(nil, 1, 0, recs, size))) * frames
 	t.Logf("while paused the peer wrote %.1f MiB of %.1f MiB, then blocked; heap in use %+.2f MiB, RSS %+.2f MiB",
@@ -134,65 +90,6 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	}
 	noCloseLine(t, env)
 	wantNumberedOrders(t, env, frames*recs, size)
-}
-
-// halvingProducer writes Produce requests on a connection, the one at
-// index before in two halves: it sends the first half on half, and the
-// second once gate is closed; written counts the bytes written, wrote gets
-// the end of the writing (nil once every request is written).
-type halvingProducer struct {
-	written atomic.Int64
-	half    chan int
-	gate    chan struct{}
-	wrote   chan error
-}
-
-// startHalvingProducer starts writing frames requests of recs records of
-// size bytes on c (numbered from 0), one frame buffer reused.
-func startHalvingProducer(c net.Conn, frames, recs, size, before int) *halvingProducer {
-	pr := &halvingProducer{half: make(chan int, 1), gate: make(chan struct{}), wrote: make(chan error, 1)}
-	go func() {
-		var buf []byte
-		for i := 0; i < frames; i++ {
-			buf = appendProduce(buf[:0], int32(i+1), i*recs, recs, size)
-			b := buf
-			if i == before {
-				h := len(b) / 2
-				if err := writeAll(c, b[:h], &pr.written); err != nil {
-					pr.wrote <- err
-					return
-				}
-				pr.half <- h
-				<-pr.gate
-				b = b[h:]
-			}
-			if err := writeAll(c, b, &pr.written); err != nil {
-				pr.wrote <- err
-				return
-			}
-		}
-		pr.wrote <- nil
-	}()
-	return pr
-}
-
-// blocked waits until the producer is blocked: nothing written for a
-// second, and not done. It returns the bytes written by then.
-func (pr *halvingProducer) blocked(t *testing.T) int64 {
-	t.Helper()
-	last, since := pr.written.Load(), time.Now()
-	for time.Since(since) < time.Second {
-		time.Sleep(50 * time.Millisecond)
-		select {
-		case err := <-pr.wrote:
-			t.Fatalf("the producer wrote everything while paused (%v): not blocked", err)
-		default:
-		}
-		if n := pr.written.Load(); n != last {
-			last, since = n, time.Now()
-		}
-	}
-	return last
 }
 
 // pauseAtHalf pauses cl once the gateway has read the half request of h
@@ -243,20 +140,6 @@ func wantNumberedOrders(t *testing.T, env *testEnv, n, size int) {
 			next++
 		})
 	}
-}
-
-func writeAll(c net.Conn, b []byte, n *atomic.Int64) error {
-	for len(b) > 0 {
-		_ = c.SetWriteDeadline(time.Now().Add(60 * time.Second))
-		chunk := b[:min(len(b), 64<<10)]
-		m, err := c.Write(chunk)
-		n.Add(int64(m))
-		if err != nil {
-			return err
-		}
-		b = b[m:]
-	}
-	return nil
 }
 
 // Issue 11.2: pause and resume 1000 times, each time with a request sent

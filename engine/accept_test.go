@@ -131,16 +131,7 @@ func TestMaxConnectionsQueuesAtBound(t *testing.T) {
 
 	// Past the bound: the TCP connect succeeds (the kernel's queue), the
 	// request waits. Two other ports: one bound for every listener port.
-	var waiting []net.Conn
-	for _, p := range []int{0, 3} {
-		c, err := net.DialTimeout("tcp", port(p), 5*time.Second)
-		if err != nil {
-			t.Fatalf("a connection past max_connections is refused at the TCP level: %v", err)
-		}
-		t.Cleanup(func() { c.Close() })
-		sendApiVersions(t, c)
-		waiting = append(waiting, c)
-	}
+	waiting := []net.Conn{dialWaiting(t, port(0)), dialWaiting(t, port(3))}
 	for i, c := range waiting {
 		if err := answered(c, time.Second); !isTimeout(err) {
 			t.Fatalf("waiting connection %d at the bound: %v, want no answer and no close", i, err)
@@ -155,24 +146,7 @@ func TestMaxConnectionsQueuesAtBound(t *testing.T) {
 	// One place frees: one waiting connection is accepted and answered,
 	// the other still waits.
 	_ = anon[0].Close()
-	first := -1
-	deadline := time.Now().Add(10 * time.Second)
-	for first < 0 && time.Now().Before(deadline) {
-		for i, c := range waiting {
-			err := answered(c, 100*time.Millisecond)
-			if err == nil {
-				first = i
-				break
-			}
-			if !isTimeout(err) {
-				t.Fatalf("waiting connection %d: %v", i, err)
-			}
-		}
-	}
-	if first < 0 {
-		t.Fatal("a place freed and no waiting connection was accepted")
-	}
-	other := waiting[1-first]
+	other := waiting[1-firstAnswered(t, waiting)]
 	if err := answered(other, 500*time.Millisecond); !isTimeout(err) {
 		t.Fatalf("the second waiting connection with no place: %v, want no answer and no close", err)
 	}
@@ -186,6 +160,40 @@ func TestMaxConnectionsQueuesAtBound(t *testing.T) {
 	if g, p := peak(); g > bound || p > bound {
 		t.Fatalf("peak: flexway_kafka_connections %d, places %d; want at most %d", g, p, bound)
 	}
+}
+
+// dialWaiting connects to addr past max_connections and sends an
+// ApiVersions: the TCP connect succeeds (the kernel's queue), the request
+// waits.
+func dialWaiting(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("a connection past max_connections is refused at the TCP level: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	sendApiVersions(t, c)
+	return c
+}
+
+// firstAnswered waits up to 10 s for one of waiting to be answered, and
+// returns its index; a waiting connection closed or reset fails the test.
+func firstAnswered(t *testing.T, waiting []net.Conn) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for i, c := range waiting {
+			err := answered(c, 100*time.Millisecond)
+			if err == nil {
+				return i
+			}
+			if !isTimeout(err) {
+				t.Fatalf("waiting connection %d: %v", i, err)
+			}
+		}
+	}
+	t.Fatal("a place freed and no waiting connection was accepted")
+	return -1
 }
 
 // L3, issue 13.7: the bound holds on the TLS port too. With

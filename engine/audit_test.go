@@ -103,6 +103,52 @@ func TestAuditEachRefusalCause(t *testing.T) {
 	// Allowed data: produced, never written.
 	produceN(t, env.client("acme-app"), "orders", 3, "allowed")
 
+	refuseEachAuditCause(t, ctx, env)
+
+	want := map[string]auditLine{
+		"acl":            {Operation: "Produce", Tenant: "acme", Principal: "acme-orders-reader", Topic: audit.HashTopic(auditTestKey, "orders")},
+		"unknown_topic":  {Operation: "Metadata", Tenant: "acme", Principal: "acme-app", Topic: audit.HashTopic(auditTestKey, "secret-plan-x")},
+		"admin_api":      {Operation: "CreateTopics", Tenant: "acme", Principal: "acme-app", Topic: audit.HashTopic(auditTestKey, "orders")},
+		"authentication": {Operation: "SASLAuthenticate", Principal: "acme-app"},
+		"mechanism":      {Operation: "SASLHandshake"},
+		"unsupported":    {Operation: "DescribeACLs", Tenant: "acme", Principal: "acme-app"},
+	}
+	got := auditLinesOf(t, logs, want)
+	for code, w := range want {
+		a, ok := got[code]
+		if !ok {
+			t.Errorf("no audit line with code %s (%s); lines: %+v", code, w.Operation, logs.audits(t))
+			continue
+		}
+		if a.Host != "shop" || a.Method != "KAFKA" || a.Decision != "refused" || a.Tenant != w.Tenant || a.Principal != w.Principal || a.Topic != w.Topic ||
+			(code == "mechanism" && a.Code != "authentication") {
+			t.Errorf("%s: %+v, want host shop, method KAFKA, refused, %+v", code, a, w)
+		}
+	}
+	var prom strings.Builder
+	env.e.Metrics().WritePrometheus(&prom)
+	if !strings.Contains(prom.String(), "flexway_kafka_audit_dropped_total 0") || strings.Contains(prom.String(), "flexway_kafka_audit_records_total 0") {
+		t.Errorf("the audit's series: want records written, none dropped:\n%s", prom.String())
+	}
+	for _, a := range logs.audits(t) {
+		if a.Decision != "refused" {
+			t.Errorf("refusals only, and an allowed request is written: %+v", a)
+		}
+	}
+	for _, l := range logs.all() {
+		if strings.Contains(l, audit.Message) && (strings.Contains(l, `"orders"`) || strings.Contains(l, "secret-plan") ||
+			strings.Contains(l, env.keys["acme-app"]) || strings.Contains(l, "wrong-secret-value")) {
+			t.Errorf("an audit line holds a topic's name or a secret: %s", l)
+		}
+	}
+}
+
+// refuseEachAuditCause has env's gateway refuse a request for each cause
+// the audit writes: acl (a receive-only key produces), unknown_topic (a
+// topic the contract does not declare), admin_api (administration with an
+// API key, no admin_scope), authentication (a wrong key, and a mechanism
+// not served) and unsupported (an API never announced).
+func refuseEachAuditCause(t *testing.T, ctx context.Context, env *testEnv) {
 	// acl: a receive-only key produces.
 	err := env.client("acme-orders-reader", kgo.RequestRetries(0), kgo.DisableIdempotentWrite()).ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("x")}).FirstErr()
 	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
@@ -151,15 +197,12 @@ func TestAuditEachRefusalCause(t *testing.T) {
 	acl := kmsg.NewPtrDescribeACLsRequest()
 	acl.Version = 1
 	r2.send(acl)
+}
 
-	want := map[string]auditLine{
-		"acl":            {Operation: "Produce", Tenant: "acme", Principal: "acme-orders-reader", Topic: audit.HashTopic(auditTestKey, "orders")},
-		"unknown_topic":  {Operation: "Metadata", Tenant: "acme", Principal: "acme-app", Topic: audit.HashTopic(auditTestKey, "secret-plan-x")},
-		"admin_api":      {Operation: "CreateTopics", Tenant: "acme", Principal: "acme-app", Topic: audit.HashTopic(auditTestKey, "orders")},
-		"authentication": {Operation: "SASLAuthenticate", Principal: "acme-app"},
-		"mechanism":      {Operation: "SASLHandshake"},
-		"unsupported":    {Operation: "DescribeACLs", Tenant: "acme", Principal: "acme-app"},
-	}
+// auditLinesOf waits up to 20 s for an audit line of each code of want
+// (of its operation; "mechanism": the authentication refused at the
+// SASLHandshake) and returns those found, by code.
+func auditLinesOf(t *testing.T, logs *jsonLines, want map[string]auditLine) map[string]auditLine {
 	got := map[string]auditLine{}
 	deadline := time.Now().Add(20 * time.Second)
 	for len(got) < len(want) && time.Now().Before(deadline) {
@@ -173,33 +216,7 @@ func TestAuditEachRefusalCause(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	for code, w := range want {
-		a, ok := got[code]
-		if !ok {
-			t.Errorf("no audit line with code %s (%s); lines: %+v", code, w.Operation, logs.audits(t))
-			continue
-		}
-		if a.Host != "shop" || a.Method != "KAFKA" || a.Decision != "refused" || a.Tenant != w.Tenant || a.Principal != w.Principal || a.Topic != w.Topic ||
-			(code == "mechanism" && a.Code != "authentication") {
-			t.Errorf("%s: %+v, want host shop, method KAFKA, refused, %+v", code, a, w)
-		}
-	}
-	var prom strings.Builder
-	env.e.Metrics().WritePrometheus(&prom)
-	if !strings.Contains(prom.String(), "flexway_kafka_audit_dropped_total 0") || strings.Contains(prom.String(), "flexway_kafka_audit_records_total 0") {
-		t.Errorf("the audit's series: want records written, none dropped:\n%s", prom.String())
-	}
-	for _, a := range logs.audits(t) {
-		if a.Decision != "refused" {
-			t.Errorf("refusals only, and an allowed request is written: %+v", a)
-		}
-	}
-	for _, l := range logs.all() {
-		if strings.Contains(l, audit.Message) && (strings.Contains(l, `"orders"`) || strings.Contains(l, "secret-plan") ||
-			strings.Contains(l, env.keys["acme-app"]) || strings.Contains(l, "wrong-secret-value")) {
-			t.Errorf("an audit line holds a topic's name or a secret: %s", l)
-		}
-	}
+	return got
 }
 
 // O3, decisions: all: an administration request allowed is written too,

@@ -206,31 +206,55 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // acme.~g.billing, never billing; globex does not see it.
 func TestFranzConsumerGroupRebalance(t *testing.T) {
 	env := newTestEnv(t, "")
-	first := produceParts(t, env, 20, "a")
+	m1, m2, all := rebalanceTwoMembers(t, env)
 
-	m1 := startMember(t, env, "m1", "billing")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	acmeAdm := kadm.NewClient(env.client("acme-app"))
+	checkGroupDescribed(t, ctx, env, acmeAdm)
+	checkGroupListed(t, ctx, env, acmeAdm)
+
+	m1.close()
+	m2.close()
+	checkConsumedOnce(t, m1, m2, all)
+	checkBrokerGroup(t, env, "billing", int64(len(all)))
+	checkGatewayOffsets(t, ctx, acmeAdm, int64(len(all)))
+
+	third := resumeNewMember(t, env)
+	checkBrokerGroup(t, env, "billing", int64(len(all)+len(third)))
+}
+
+// rebalanceTwoMembers starts m1 of billing, which consumes 20 records,
+// then m2, and waits until the group gave each one partition and the two
+// consumed 20 more records; all is the 40 records produced.
+func rebalanceTwoMembers(t *testing.T, env *testEnv) (m1, m2 *member, all []string) {
+	first := produceParts(t, env, 20, "a")
+	m1 = startMember(t, env, "m1", "billing")
 	waitFor(t, 15*time.Second, "m1 to consume the first 20 records", func() bool {
 		got, _ := m1.snapshot()
 		return len(got) >= len(first)
 	})
-	m2 := startMember(t, env, "m2", "billing")
+	m2 = startMember(t, env, "m2", "billing")
 	waitFor(t, 15*time.Second, "the group to rebalance to one partition each", func() bool {
 		_, o1 := m1.snapshot()
 		_, o2 := m2.snapshot()
 		return len(o1) == 1 && len(o2) == 1 && o1[0] != o2[0]
 	})
 	second := produceParts(t, env, 20, "b")
-	all := append(append([]string(nil), first...), second...)
+	all = append(append([]string(nil), first...), second...)
 	waitFor(t, 15*time.Second, "the members to consume all 40 records", func() bool {
 		g1, _ := m1.snapshot()
 		g2, _ := m2.snapshot()
 		return len(g1)+len(g2) >= len(all)
 	})
+	return m1, m2, all
+}
 
-	// D6, D9: DescribeGroups through the gateway, while both are members.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	acmeAdm := kadm.NewClient(env.client("acme-app"))
+// checkGroupDescribed, while both members are in billing: DescribeGroups
+// through the gateway shows them under the short names, without the
+// client's host or the tenant's prefix (D6, D9); the broker holds their
+// subscriptions and assignments under the physical names (N1).
+func checkGroupDescribed(t *testing.T, ctx context.Context, env *testEnv, acmeAdm *kadm.Client) {
 	dg, err := acmeAdm.DescribeGroups(ctx, "billing")
 	if err != nil {
 		t.Fatalf("DescribeGroups: %v", err)
@@ -269,7 +293,11 @@ func TestFranzConsumerGroupRebalance(t *testing.T) {
 			t.Fatalf("the broker holds member %s (client id %q): subscription %+v, assignment %+v", mb.MemberID, mb.ClientID, join, as)
 		}
 	}
-	// N2: acme lists billing by its short name; globex sees none of acme's groups.
+}
+
+// checkGroupListed (N2): acme lists billing by its short name; globex sees
+// none of acme's groups.
+func checkGroupListed(t *testing.T, ctx context.Context, env *testEnv, acmeAdm *kadm.Client) {
 	listed, err := acmeAdm.ListGroups(ctx)
 	if err != nil || !slices.Contains(listed.Groups(), "billing") {
 		t.Fatalf("acme's ListGroups: %q, %v", listed.Groups(), err)
@@ -286,9 +314,12 @@ func TestFranzConsumerGroupRebalance(t *testing.T) {
 	if names := glisted.Groups(); len(names) != 0 {
 		t.Fatalf("globex's ListGroups shows %q", names)
 	}
+}
 
-	m1.close()
-	m2.close()
+// checkConsumedOnce, the members closed: neither met an error, each of all
+// was consumed exactly once across the two, and both consumed some of the
+// second batch (the rebalance gave each a partition).
+func checkConsumedOnce(t *testing.T, m1, m2 *member, all []string) {
 	g1, _ := m1.snapshot()
 	g2, _ := m2.snapshot()
 	for _, m := range []*member{m1, m2} {
@@ -320,8 +351,11 @@ func TestFranzConsumerGroupRebalance(t *testing.T) {
 	if fromB(g1) == 0 || fromB(g2) == 0 {
 		t.Fatalf("after the rebalance both members should consume: m1 %d, m2 %d of the second batch", fromB(g1), fromB(g2))
 	}
-	checkBrokerGroup(t, env, "billing", int64(len(all)))
-	// OffsetFetch through the gateway: short names only.
+}
+
+// checkGatewayOffsets: OffsetFetch of billing through the gateway shows
+// short names only, its offsets summing to want.
+func checkGatewayOffsets(t *testing.T, ctx context.Context, acmeAdm *kadm.Client, want int64) {
 	offs, err := acmeAdm.FetchOffsets(ctx, "billing")
 	if err != nil || offs.Error() != nil {
 		t.Fatalf("FetchOffsets through the gateway: %v %v", err, offs.Error())
@@ -335,14 +369,16 @@ func TestFranzConsumerGroupRebalance(t *testing.T) {
 			sum += o.At
 		}
 	}
-	if sum != int64(len(all)) {
-		t.Fatalf("offsets through the gateway sum to %d, want %d", sum, len(all))
+	if sum != want {
+		t.Fatalf("offsets through the gateway sum to %d, want %d", sum, want)
 	}
+}
 
-	// A new member of the group resumes from the committed offsets: nothing
-	// old. Each partition is read in order, so a committed record it read
-	// again would come before the new ones: once it has the new records,
-	// what it read is those alone.
+// resumeNewMember: a new member of billing resumes from the committed
+// offsets, nothing old. Each partition is read in order, so a committed
+// record it read again would come before the new ones: once it has the new
+// records, what it read is those alone. It returns the new records.
+func resumeNewMember(t *testing.T, env *testEnv) []string {
 	m3 := startMember(t, env, "m3", "billing")
 	waitFor(t, 15*time.Second, "m3 to be assigned both partitions", func() bool {
 		_, o := m3.snapshot()
@@ -364,5 +400,5 @@ func TestFranzConsumerGroupRebalance(t *testing.T) {
 	if !slices.Equal(got, third) || len(m3.errs) > 0 {
 		t.Fatalf("m3 consumed %q (errors %v), want %q", got, m3.errs, third)
 	}
-	checkBrokerGroup(t, env, "billing", int64(len(all)+len(third)))
+	return third
 }

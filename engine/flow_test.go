@@ -5,6 +5,7 @@ package engine
 import (
 	"bufio"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -178,8 +179,43 @@ func TestFlowStalledReadersReleased(t *testing.T) {
 	port, _ := strconv.Atoi(ps)
 	base := liveHeap()
 
-	mine := map[string]bool{}
-	var rs []*rawConn
+	rs, mine := stalledReaders(t, env, addr, conns, fetches)
+	window := int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
+	seen, open, peakMem, peakBudget := watchStalledReaders(t, env, mine)
+	if seen != conns || open != 0 {
+		t.Fatalf("%d connections seen, %d still open after 20 s", seen, open)
+	}
+	if peakMem > limit+window {
+		t.Fatalf("the gateway held %d bytes for one stalled connection (max_in_flight_bytes %d, window %d)", peakMem, limit, window)
+	}
+	// One answer alone may pass the bound: max_response_bytes/2 plus a batch.
+	if peakBudget > limit+8<<20+256<<10 {
+		t.Fatalf("a stalled connection had %d bytes reserved and unread (bound %d)", peakBudget, limit)
+	}
+	checkToldOfClose(t, rs, port)
+	for _, r := range rs {
+		_ = r.c.Close()
+	}
+	var heap int64
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		heap = liveHeap()
+		if heap-base <= 8<<20 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if heap-base > 8<<20 {
+		t.Fatalf("live heap %d MiB after the stalled connections closed, %d MiB before", heap>>20, base>>20)
+	}
+	t.Logf("per connection: at most %d KiB held, %d KiB reserved+unread; live heap %+.1f MiB after the close", peakMem>>10, peakBudget>>10, float64(heap-base)/(1<<20))
+}
+
+// stalledReaders opens conns connections to addr as acme-app, each sending
+// fetches Fetches of orders/0 for up to 64 MiB and reading nothing; mine
+// holds their local addresses.
+func stalledReaders(t *testing.T, env *testEnv, addr string, conns, fetches int) (rs []*rawConn, mine map[string]bool) {
+	mine = map[string]bool{}
 	for i := 0; i < conns; i++ {
 		r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
 		mine[r.c.LocalAddr().String()] = true
@@ -193,10 +229,16 @@ func TestFlowStalledReadersReleased(t *testing.T) {
 		}
 		rs = append(rs, r)
 	}
-	window := int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
+	return rs, mine
+}
+
+// watchStalledReaders watches the gateway's clients of the connections of
+// mine until none is left open, or 20 s: how many it saw at once at the
+// most, how many are still open, and the most one held in memory and had
+// reserved and not read.
+func watchStalledReaders(t *testing.T, env *testEnv, mine map[string]bool) (seen, open int, peakMem, peakBudget int64) {
 	var mu sync.Mutex
-	var peakMem, peakBudget int64
-	seen, open := 0, conns
+	open = len(mine)
 	deadline := time.Now().Add(20 * time.Second)
 	for open > 0 && time.Now().Before(deadline) {
 		n := 0
@@ -216,17 +258,13 @@ func TestFlowStalledReadersReleased(t *testing.T) {
 		open = n
 		time.Sleep(20 * time.Millisecond)
 	}
-	if seen != conns || open != 0 {
-		t.Fatalf("%d connections seen, %d still open after 20 s", seen, open)
-	}
-	if peakMem > limit+window {
-		t.Fatalf("the gateway held %d bytes for one stalled connection (max_in_flight_bytes %d, window %d)", peakMem, limit, window)
-	}
-	// One answer alone may pass the bound: max_response_bytes/2 plus a batch.
-	if peakBudget > limit+8<<20+256<<10 {
-		t.Fatalf("a stalled connection had %d bytes reserved and unread (bound %d)", peakBudget, limit)
-	}
-	// The client side learns the close: its reads end (reset or end of stream).
+	return seen, open, peakMem, peakBudget
+}
+
+// checkToldOfClose: the client side of each of rs learns the close (its
+// reads end, reset or end of stream), and no socket of the gateway's port
+// is left in FIN-WAIT-1 with bytes queued.
+func checkToldOfClose(t *testing.T, rs []*rawConn, port int) {
 	for _, r := range rs {
 		_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		if _, err := io.Copy(io.Discard, r.c); err != nil && os.IsTimeout(err) {
@@ -239,22 +277,6 @@ func TestFlowStalledReadersReleased(t *testing.T) {
 			t.Fatalf("a socket of the gateway's port %d is in FIN-WAIT-1 with %d bytes queued", port, txq[i])
 		}
 	}
-	for _, r := range rs {
-		_ = r.c.Close()
-	}
-	var heap int64
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		heap = liveHeap()
-		if heap-base <= 8<<20 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if heap-base > 8<<20 {
-		t.Fatalf("live heap %d MiB after the stalled connections closed, %d MiB before", heap>>20, base>>20)
-	}
-	t.Logf("per connection: at most %d KiB held, %d KiB reserved+unread; live heap %+.1f MiB after the close", peakMem>>10, peakBudget>>10, float64(heap-base)/(1<<20))
 }
 
 // Issue 11.3: a client that pipelines Produce requests while its head
@@ -271,51 +293,16 @@ func TestFlowHeldClientPipeliningNotRead(t *testing.T) {
 	cl := clientOf(t, env.e, r)
 	r.fetchMax(8 << 20) // its answer is not read: the budget is taken
 	fetchCorr := r.corr
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitUntil(t, 10*time.Second, "the Fetch answer does not wait in the gateway", func() bool {
 		var out int
 		onLoopOf(t, cl, func() { out = cl.Conn().Queued() })
-		if out > 512<<10 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Fetch answer does not wait in the gateway")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return out > 512<<10
+	})
 	heap0, rss0 := memNow(t)
 
-	var written atomic.Int64
-	wrote := make(chan error, 1)
-	go func() {
-		var buf []byte
-		for i := 0; i < frames; i++ {
-			buf = appendProduce(buf[:0], int32(1000+i), i*recs, recs, size)
-			_ = r.c.SetWriteDeadline(time.Now().Add(60 * time.Second))
-			if _, err := r.c.Write(buf); err != nil {
-				wrote <- err
-				return
-			}
-			written.Add(int64(len(buf)))
-		}
-		wrote <- nil
-	}()
 	// The writer blocks: its bytes wait in the kernel.
-	var last int64 = -1
-	for stable := 0; stable < 10; time.Sleep(50 * time.Millisecond) {
-		w := written.Load()
-		if w == last {
-			stable++
-		} else {
-			stable = 0
-		}
-		last = w
-		select {
-		case err := <-wrote:
-			t.Fatalf("the client wrote all its %d requests while held (%v)", frames, err)
-		default:
-		}
-	}
+	pr := startRawProducer(r.c, 1000, frames, recs, size, -1)
+	last := pr.blocked(t, fmt.Sprintf("the client wrote all its %d requests while held", frames))
 	var held, in int
 	var paused bool
 	onLoopOf(t, cl, func() {
@@ -337,48 +324,17 @@ func TestFlowHeldClientPipeliningNotRead(t *testing.T) {
 
 	// It reads: the Fetch answer, then every Produce answer in order.
 	_ = r.c.(*net.TCPConn).SetReadBuffer(4 << 20)
-	var sz [4]byte
-	buf := make([]byte, 0, 4<<20)
-	for i := -1; i < frames; i++ {
-		_ = r.c.SetReadDeadline(time.Now().Add(60 * time.Second))
-		if _, err := io.ReadFull(r.c, sz[:]); err != nil {
-			t.Fatalf("answer %d: %v", i, err)
-		}
-		n := int(binary.BigEndian.Uint32(sz[:]))
-		if cap(buf) < n {
-			buf = make([]byte, n)
-		}
-		b := buf[:n]
-		if _, err := io.ReadFull(r.c, b); err != nil {
-			t.Fatalf("answer %d: %v", i, err)
-		}
-		corr := int32(binary.BigEndian.Uint32(b))
-		if i < 0 {
-			if corr != fetchCorr {
-				t.Fatalf("first answer has correlation id %d, want the Fetch's %d", corr, fetchCorr)
-			}
-			continue
-		}
-		if corr != int32(1000+i) {
-			t.Fatalf("Produce answer %d has correlation id %d", i, corr)
-		}
-		_, body, err := codec.ParseResponseHeader(b, 0, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp := kmsg.ProduceResponse{Version: 8}
-		if err := resp.ReadFrom(body); err != nil {
-			t.Fatal(err)
-		}
-		for _, tp := range resp.Topics {
-			for _, pp := range tp.Partitions {
-				if pp.ErrorCode != 0 {
-					t.Fatalf("Produce answer %d: error %d", i, pp.ErrorCode)
-				}
-			}
-		}
+	b, err := readFrame(r.c, nil)
+	if err != nil {
+		t.Fatalf("the Fetch answer: %v", err)
 	}
-	if err := <-wrote; err != nil {
+	if corr := int32(binary.BigEndian.Uint32(b)); corr != fetchCorr {
+		t.Fatalf("first answer has correlation id %d, want the Fetch's %d", corr, fetchCorr)
+	}
+	if err := readProduceAnswers(r.c, 1000, frames); err != nil {
+		t.Fatalf("Produce answers: %v", err)
+	}
+	if err := <-pr.wrote; err != nil {
 		t.Fatal(err)
 	}
 }
@@ -455,17 +411,11 @@ func flowClientNotRead(t *testing.T) {
 	r := leaderConn(t, env)
 	cl := clientOf(t, env.e, r)
 
-	const n, per, size = 64, 3, 256 << 10 // 64 requests of 768 KiB
+	const n, per = 64, 3 // 64 requests of 768 KiB (records of 256 KiB)
 	var vals [][]byte
 	frames := make([][]byte, n+1)
 	for i := range frames {
-		var batch [][]byte
-		for j := 0; j < per; j++ {
-			v := recordValue(i*per+j, size)
-			batch = append(batch, v)
-			vals = append(vals, v)
-		}
-		frames[i] = rawProduceFrame(r, "orders", -1, batchOf(batch...))
+		frames[i] = rawProduceFrame(r, "orders", -1, recordBatch(&vals, i*per, per))
 	}
 	answer := func(i int) { t.Helper(); produceAnswered(t, r, i) }
 	// The first request answered: the broker connection is up.

@@ -189,6 +189,33 @@ func addTenants(t *testing.T, env *testEnv, n int) (ids, keys []string) {
 func TestMetricsTenantCapAndHostileNames(t *testing.T) {
 	env := newTestEnv(t, "")
 	ids, keys := addTenants(t, env, 250)
+	askHostileNames(t, env, ids, keys)
+
+	text := closedMetrics(env)
+	if n := sumSeries(text, "flexway_kafka_connections{"); n != 0 {
+		t.Errorf("flexway_kafka_connections sums to %v with every connection closed", n)
+	}
+	samples := parseExposition(t, text)
+	checkClosed(t, samples, map[string]bool{"shop": true})
+	checkTenantCap(t, samples)
+	forbidden := []string{"secret-topic", "evil", "hostile", "127.0.0.1", "localhost", ".orders", strconv.Itoa(env.base), keys[0], keys[249]}
+	for _, addr := range env.direct {
+		forbidden = append(forbidden, addr)
+	}
+	for _, f := range forbidden {
+		if strings.Contains(text, f) {
+			t.Errorf("/metrics names %q", f)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", text)
+	}
+}
+
+// askHostileNames has each tenant of ids ask, on a connection of its own
+// with a hostile client id, for a topic of a hostile name (unknown), then
+// has an authentication refused under a hostile user.
+func askHostileNames(t *testing.T, env *testEnv, ids, keys []string) {
 	const hostileTopic = `secret-topic"},evil{x="1`
 	const hostileClient = "evil-client\"}\n# HELP"
 	for i := range ids {
@@ -209,32 +236,31 @@ func TestMetricsTenantCapAndHostileNames(t *testing.T) {
 	bad := dialPlain(t, env.boot)
 	bad.saslPlain("hostile\"user", keys[0])
 	bad.expectClosed(5 * time.Second)
+}
 
-	var text string
+// closedMetrics is the exposition once the connections closed: the gauge
+// back to 0 (wait-until: the loops see the closes asynchronously), or as
+// it is after 10 s.
+func closedMetrics(env *testEnv) string {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var out bytes.Buffer
 		env.e.Metrics().WritePrometheus(&out)
-		text = out.String()
-		// The connections closed: the gauge back to 0 (wait-until: the
-		// loops see the closes asynchronously).
+		text := out.String()
 		if sumSeries(text, "flexway_kafka_connections{") == 0 || time.Now().After(deadline) {
-			break
+			return text
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := sumSeries(text, "flexway_kafka_connections{"); n != 0 {
-		t.Errorf("flexway_kafka_connections sums to %v with every connection closed", n)
-	}
-	samples := parseExposition(t, text)
-	checkClosed(t, samples, map[string]bool{"shop": true})
+}
 
-	tenants := map[string]float64{} // tenant -> SaslAuthenticate allowed
-	for _, s := range samples {
-		if s.name == "flexway_kafka_requests_total" && s.labels["api"] == "SASLAuthenticate" && s.labels["decision"] == "allowed" {
-			tenants[s.labels["tenant"]] += s.value
-		}
-	}
+// checkTenantCap: of the 250 tenants t000..t249, the first signals.MaxTenants
+// authenticated under a series of their own, the 50 others under _other;
+// the 250 unknown topics and the one refused authentication are counted.
+func checkTenantCap(t *testing.T, samples []sample) {
+	tenants := sumBy(samples, "flexway_kafka_requests_total", "tenant", func(s sample) bool {
+		return s.labels["api"] == "SASLAuthenticate" && s.labels["decision"] == "allowed"
+	})
 	named := 0
 	for tn := range tenants {
 		if !strings.HasPrefix(tn, "_") {
@@ -253,29 +279,14 @@ func TestMetricsTenantCapAndHostileNames(t *testing.T) {
 	if tenants[signals.LabelOther] != 50 {
 		t.Errorf("_other: %v authentications, want 50", tenants[signals.LabelOther])
 	}
-	var unknown, authRefused float64
-	for _, s := range samples {
-		if s.name == "flexway_kafka_requests_total" && s.labels["api"] == "Metadata" && s.labels["decision"] == "refused" && s.labels["cause"] == "unknown_topic" {
-			unknown += s.value
-		}
-		if s.name == "flexway_kafka_requests_total" && s.labels["cause"] == "authentication" && s.labels["tenant"] == signals.LabelAnonymous {
-			authRefused += s.value
-		}
-	}
+	unknown := sampleTotal(samples, "flexway_kafka_requests_total", func(s sample) bool {
+		return s.labels["api"] == "Metadata" && s.labels["decision"] == "refused" && s.labels["cause"] == "unknown_topic"
+	})
+	authRefused := sampleTotal(samples, "flexway_kafka_requests_total", func(s sample) bool {
+		return s.labels["cause"] == "authentication" && s.labels["tenant"] == signals.LabelAnonymous
+	})
 	if unknown != 250 || authRefused != 1 {
 		t.Errorf("Metadata refused unknown_topic %v (want 250), authentication refused %v (want 1)", unknown, authRefused)
-	}
-	forbidden := []string{"secret-topic", "evil", "hostile", "127.0.0.1", "localhost", ".orders", strconv.Itoa(env.base), keys[0], keys[249]}
-	for _, addr := range env.direct {
-		forbidden = append(forbidden, addr)
-	}
-	for _, f := range forbidden {
-		if strings.Contains(text, f) {
-			t.Errorf("/metrics names %q", f)
-		}
-	}
-	if t.Failed() {
-		t.Logf("/metrics:\n%s", text)
 	}
 }
 

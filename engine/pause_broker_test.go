@@ -97,24 +97,30 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 	defer r.c.Close()
 	cl := clientOf(t, env.e, r)
 
-	// A: answers of megabytes the peer has not read: the pause is at once
-	// (at the safe point after the call, not after a flush).
 	const fetches = 16
+	p, n := pausedWithUnsentAnswers(t, r, cl, fetches)
+	resumeClient(t, cl, p)
+	clearOfRenewal(t, cl, r, 20*time.Second)
+	answeredWhilePaused(t, r, cl, p, fetches, n)
+	resumeClient(t, cl, p)
+	r.apiVersions()
+	r.apiVersionsAnswer()
+}
+
+// pausedWithUnsentAnswers (TestPauseAndLargeAnswers, A): answers of
+// megabytes the peer has not read, the pause is at once (at the safe point
+// after the call, not after a flush); then the peer reads the fetches
+// answers, each of the same size, n bytes, and the client is still
+// paused. It returns the client's connection and n.
+func pausedWithUnsentAnswers(t *testing.T, r *rawConn, cl *session.Client, fetches int) (*conn.Conn, int) {
 	for i := 0; i < fetches; i++ {
 		r.send(bigFetch())
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitUntil(t, 10*time.Second, "no answer waits in the gateway", func() bool {
 		var out int
 		onLoopOf(t, cl, func() { out = cl.Conn().Queued() })
-		if out > 1<<20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no answer waits in the gateway")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return out > 1<<20
+	})
 	var p *conn.Conn
 	var st pauseState
 	onLoopOf(t, cl, func() {
@@ -126,10 +132,9 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 	if st != rpPaused {
 		t.Fatalf("pause state %d with unsent bytes, want paused", st)
 	}
-	var resp kmsg.FetchResponse
 	n := 0
 	for i := 0; i < fetches; i++ {
-		resp = kmsg.FetchResponse{Version: 11}
+		resp := kmsg.FetchResponse{Version: 11}
 		r.recv(&resp)
 		if m := fetchedBytes(t, &resp); m == 0 || (n > 0 && m != n) {
 			t.Fatalf("fetch %d: %d bytes (%d before)", i, m, n)
@@ -138,11 +143,15 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 		}
 	}
 	waitState(t, cl, p, rpPaused)
-	resumeClient(t, cl, p)
-	clearOfRenewal(t, cl, r, 20*time.Second)
+	return p, n
+}
 
-	// B: the same answer written to the paused client: the broker's side is
-	// paused first, so the answer comes once the client is.
+// answeredWhilePaused (TestPauseAndLargeAnswers, B): the same answers
+// written to the paused client p. The broker's side is paused first and
+// the Fetches forwarded to it, then the client is paused and the broker's
+// side resumed: the answers wait for the paused socket, and come, each of
+// n bytes, the client still paused.
+func answeredWhilePaused(t *testing.T, r *rawConn, cl *session.Client, p *conn.Conn, fetches, n int) {
 	var up *conn.Conn
 	onLoopOf(t, cl, func() {
 		up = pauseUp(cl)
@@ -151,47 +160,31 @@ func TestPauseAndLargeAnswers(t *testing.T) {
 	for i := 0; i < fetches; i++ {
 		r.send(bigFetch()) // forwarded to the paused broker socket: writes go on
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for {
+	waitUntil(t, 10*time.Second, "the Fetch was not forwarded", func() bool {
 		var queued int
 		onLoopOf(t, cl, func() { queued = cl.State().Requests })
-		if queued == fetches {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Fetch was not forwarded")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return queued == fetches
+	})
 	onLoopOf(t, cl, func() { cl.Conn().Pause(conn.Held) })
 	waitState(t, cl, p, rpPaused)
 	onLoopOf(t, cl, resume(up))
-	deadline = time.Now().Add(10 * time.Second)
-	for {
+	waitUntil(t, 10*time.Second, "the answer did not wait for the paused socket", func() bool {
 		var out int
 		onLoopOf(t, cl, func() { out = p.Queued() })
-		if out > 1<<20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the answer did not wait for the paused socket")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return out > 1<<20
+	})
 	for i := 0; i < fetches; i++ {
-		resp = kmsg.FetchResponse{Version: 11}
+		resp := kmsg.FetchResponse{Version: 11}
 		r.recv(&resp)
 		if m := fetchedBytes(t, &resp); m != n {
 			t.Fatalf("fetch %d: %d bytes while paused, %d before", i, m, n)
 		}
 	}
+	var st pauseState
 	onLoopOf(t, cl, func() { st = stateOf(p) })
 	if st != rpPaused {
 		t.Fatalf("pause state %d after the answer", st)
 	}
-	resumeClient(t, cl, p)
-	r.apiVersions()
-	r.apiVersionsAnswer()
 }
 
 // clearOfRenewal keeps a KIP-368 renewal of the client's broker session

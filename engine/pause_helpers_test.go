@@ -10,6 +10,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"net"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -340,4 +342,132 @@ func fetchedBytes(t *testing.T, resp *kmsg.FetchResponse) int {
 		t.Fatalf("Fetch answer: %+v", resp)
 	}
 	return len(resp.Topics[0].Partitions[0].RecordBatches)
+}
+
+// rawProducer writes frames Produce requests on a connection (appendProduce's:
+// each of recs records of size bytes, numbered from 0 across them), their
+// correlation ids from corr, one frame buffer reused. The request at index
+// halveAt (none when negative) goes in two halves: the first is written
+// and its size sent on half, the second once gate is closed. written
+// counts the bytes written; wrote gets the end of the writing, nil once
+// every request is written.
+type rawProducer struct {
+	written atomic.Int64
+	half    chan int
+	gate    chan struct{}
+	wrote   chan error
+}
+
+// startRawProducer starts a rawProducer on c.
+func startRawProducer(c net.Conn, corr int32, frames, recs, size, halveAt int) *rawProducer {
+	pr := &rawProducer{half: make(chan int, 1), gate: make(chan struct{}), wrote: make(chan error, 1)}
+	go func() {
+		var buf []byte
+		for i := 0; i < frames; i++ {
+			buf = appendProduce(buf[:0], corr+int32(i), i*recs, recs, size)
+			b := buf
+			if i == halveAt {
+				h := len(b) / 2
+				if err := writeAll(c, b[:h], &pr.written); err != nil {
+					pr.wrote <- err
+					return
+				}
+				pr.half <- h
+				<-pr.gate
+				b = b[h:]
+			}
+			if err := writeAll(c, b, &pr.written); err != nil {
+				pr.wrote <- err
+				return
+			}
+		}
+		pr.wrote <- nil
+	}()
+	return pr
+}
+
+// blocked waits until the producer is blocked: nothing written for a
+// second, and the writing not ended (else it fails saying what, with the
+// end). It returns the bytes written by then.
+func (pr *rawProducer) blocked(t *testing.T, what string) int64 {
+	t.Helper()
+	last, since := pr.written.Load(), time.Now()
+	for time.Since(since) < time.Second {
+		time.Sleep(50 * time.Millisecond)
+		select {
+		case err := <-pr.wrote:
+			t.Fatalf("%s (%v): not blocked", what, err)
+		default:
+		}
+		if n := pr.written.Load(); n != last {
+			last, since = n, time.Now()
+		}
+	}
+	return last
+}
+
+// writeAll writes b on c in writes of up to 64 KiB, each counted in n.
+func writeAll(c net.Conn, b []byte, n *atomic.Int64) error {
+	for len(b) > 0 {
+		_ = c.SetWriteDeadline(time.Now().Add(60 * time.Second))
+		chunk := b[:min(len(b), 64<<10)]
+		m, err := c.Write(chunk)
+		n.Add(int64(m))
+		if err != nil {
+			return err
+		}
+		b = b[m:]
+	}
+	return nil
+}
+
+// readFrame reads one answer's frame on c (60 s at the most), its size
+// prefix dropped, into buf when it fits.
+func readFrame(c net.Conn, buf []byte) ([]byte, error) {
+	var sz [4]byte
+	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	if _, err := io.ReadFull(c, sz[:]); err != nil {
+		return nil, err
+	}
+	size := int(binary.BigEndian.Uint32(sz[:]))
+	if cap(buf) < size {
+		buf = make([]byte, size)
+	}
+	b := buf[:size]
+	if _, err := io.ReadFull(c, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// readProduceAnswers reads n Produce answers (v8) on c, in order of
+// correlation id from first, each without error.
+func readProduceAnswers(c net.Conn, first int32, n int) error {
+	buf := make([]byte, 0, 1024)
+	for i := 1; i <= n; i++ {
+		b, err := readFrame(c, buf)
+		if err != nil {
+			return fmt.Errorf("answer %d: %w", i, err)
+		}
+		buf = b[:0]
+		corr, body, err := codec.ParseResponseHeader(b, 0, 8)
+		if err != nil {
+			return err
+		}
+		if want := first + int32(i-1); corr != want {
+			return fmt.Errorf("answer %d has correlation id %d, want %d", i, corr, want)
+		}
+		resp := kmsg.ProduceResponse{Version: 8}
+		if err := resp.ReadFrom(body); err != nil {
+			return err
+		}
+		for _, tp := range resp.Topics {
+			for _, pp := range tp.Partitions {
+				if pp.ErrorCode != 0 {
+					return fmt.Errorf("answer %d: error code %d", i, pp.ErrorCode)
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -7,12 +7,9 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -21,51 +18,10 @@ import (
 
 	"github.com/flexway/flexway/engine/session"
 
-	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/engine/conn"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// readProduceAnswers reads n Produce answers on c, in order of correlation
-// id from 1, each without error.
-func readProduceAnswers(c net.Conn, n int) error {
-	var sz [4]byte
-	buf := make([]byte, 0, 1024)
-	for i := 1; i <= n; i++ {
-		_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
-		if _, err := io.ReadFull(c, sz[:]); err != nil {
-			return fmt.Errorf("answer %d: %w", i, err)
-		}
-		size := int(binary.BigEndian.Uint32(sz[:]))
-		if cap(buf) < size {
-			buf = make([]byte, size)
-		}
-		b := buf[:size]
-		if _, err := io.ReadFull(c, b); err != nil {
-			return fmt.Errorf("answer %d: %w", i, err)
-		}
-		corr, body, err := codec.ParseResponseHeader(b, 0, 8)
-		if err != nil {
-			return err
-		}
-		if corr != int32(i) {
-			return fmt.Errorf("answer %d has correlation id %d", i, corr)
-		}
-		resp := kmsg.ProduceResponse{Version: 8}
-		if err := resp.ReadFrom(body); err != nil {
-			return err
-		}
-		for _, tp := range resp.Topics {
-			for _, pp := range tp.Partitions {
-				if pp.ErrorCode != 0 {
-					return fmt.Errorf("answer %d: error code %d", i, pp.ErrorCode)
-				}
-			}
-		}
-	}
-	return nil
-}
 
 // Issue 11.2: a paused connection's bytes wait in the kernel. A producer is
 // paused mid-stream (half a request already read by the gateway), then
@@ -89,38 +45,58 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	cl := clientOf(t, env.e, r)
 	gauge := env.e.env.Signals.Connections()
 
-	var written atomic.Int64
-	half := make(chan int, 1)
-	gate := make(chan struct{})
-	wrote := make(chan error, 1)
-	go func() { // the producer: one frame buffer, reused
-		var buf []byte
-		for i := 0; i < frames; i++ {
-			buf = appendProduce(buf[:0], int32(i+1), i*recs, recs, size)
-			b := buf
-			if i == before {
-				h := len(b) / 2
-				if err := writeAll(r.c, b[:h], &written); err != nil {
-					wrote <- err
-					return
-				}
-				half <- h
-				<-gate
-				b = b[h:]
-			}
-			if err := writeAll(r.c, b, &written); err != nil {
-				wrote <- err
-				return
-			}
-		}
-		wrote <- nil
-	}()
+	pr := startRawProducer(r.c, 1, frames, recs, size, before)
 	answered := make(chan error, 1)
-	go func() { answered <- readProduceAnswers(r.c, frames) }()
+	go func() { answered <- readProduceAnswers(r.c, 1, frames) }()
 
-	// Pause once the gateway has read the half request (and answered the
-	// whole ones: the pause waits for its writes to be flushed).
-	h := <-half
+	h := <-pr.half
+	p := pauseAtHalf(t, cl, h)
+	heap0, rss0 := memNow(t)
+	atPause := pr.written.Load()
+	close(pr.gate)
+
+	whilePaused := pr.blocked(t, "the producer wrote everything while paused") - atPause
+	heap1, rss1 := memNow(t)
+	total := int64(len(appendProduce(nil, 1, 0, recs, size))) * frames
+	t.Logf("while paused the peer wrote %.1f MiB of %.1f MiB, then blocked; heap in use %+.2f MiB, RSS %+.2f MiB",
+		float64(whilePaused)/(1<<20), float64(total-atPause)/(1<<20), float64(heap1-heap0)/(1<<20), float64(rss1-rss0)/(1<<20))
+	if whilePaused > total-atPause-minBlock {
+		t.Fatalf("the peer wrote %d of %d bytes while paused", whilePaused, total-atPause)
+	}
+	if heap1-heap0 > 4<<20 || rss1-rss0 > 8<<20 {
+		t.Fatalf("the gateway grew while paused: heap %+d, RSS %+d bytes", heap1-heap0, rss1-rss0)
+	}
+	var stash int
+	onLoopOf(t, cl, func() { stash = p.Stashed() })
+	if stash != h || !p.Paused() {
+		t.Fatalf("read while paused: stash %d (want %d), paused %v", stash, h, p.Paused())
+	}
+	if g := env.e.env.Signals.Connections(); g != gauge {
+		t.Fatalf("connections gauge %d, was %d", g, gauge)
+	}
+	noCloseLine(t, env)
+
+	resumeClient(t, cl, p)
+	select {
+	case err := <-pr.wrote:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(120 * time.Second):
+		t.Fatal("the producer never finished after the resume")
+	}
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	noCloseLine(t, env)
+	wantNumberedOrders(t, env, frames*recs, size)
+}
+
+// pauseAtHalf pauses cl once the gateway has read the half request of h
+// bytes (and answered the whole ones: the pause waits for its writes to be
+// flushed), and checks that the pause stashed those h bytes.
+func pauseAtHalf(t *testing.T, cl *session.Client, h int) *conn.Conn {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var in int
@@ -139,68 +115,23 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 	if stash != h {
 		t.Fatalf("stash of %d bytes, want %d", stash, h)
 	}
-	heap0, rss0 := memNow(t)
-	atPause := written.Load()
-	close(gate)
+	return p
+}
 
-	// Until the producer is blocked: nothing written for a second.
-	last, since := written.Load(), time.Now()
-	for time.Since(since) < time.Second {
-		time.Sleep(50 * time.Millisecond)
-		select {
-		case err := <-wrote:
-			t.Fatalf("the producer wrote everything while paused (%v): not blocked", err)
-		default:
-		}
-		if n := written.Load(); n != last {
-			last, since = n, time.Now()
-		}
-	}
-	heap1, rss1 := memNow(t)
-	whilePaused := last - atPause
-	total := int64(len(appendProduce(nil, 1, 0, recs, size))) * frames
-	t.Logf("while paused the peer wrote %.1f MiB of %.1f MiB, then blocked; heap in use %+.2f MiB, RSS %+.2f MiB",
-		float64(whilePaused)/(1<<20), float64(total-atPause)/(1<<20), float64(heap1-heap0)/(1<<20), float64(rss1-rss0)/(1<<20))
-	if whilePaused > total-atPause-minBlock {
-		t.Fatalf("the peer wrote %d of %d bytes while paused", whilePaused, total-atPause)
-	}
-	if heap1-heap0 > 4<<20 || rss1-rss0 > 8<<20 {
-		t.Fatalf("the gateway grew while paused: heap %+d, RSS %+d bytes", heap1-heap0, rss1-rss0)
-	}
-	onLoopOf(t, cl, func() { stash = p.Stashed() })
-	if stash != h || !p.Paused() {
-		t.Fatalf("read while paused: stash %d (want %d), paused %v", stash, h, p.Paused())
-	}
-	if g := env.e.env.Signals.Connections(); g != gauge {
-		t.Fatalf("connections gauge %d, was %d", g, gauge)
-	}
-	noCloseLine(t, env)
-
-	resumeClient(t, cl, p)
-	select {
-	case err := <-wrote:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(120 * time.Second):
-		t.Fatal("the producer never finished after the resume")
-	}
-	if err := <-answered; err != nil {
-		t.Fatal(err)
-	}
-	noCloseLine(t, env)
-
-	// Every record, in order, on the broker.
+// wantNumberedOrders checks that acme's orders/0 on the broker holds n
+// records of size bytes, numbered from 0 in order (appendProduce's).
+func wantNumberedOrders(t *testing.T, env *testEnv, n, size int) {
+	t.Helper()
 	cons := env.directClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		env.phys("acme", "orders"): {0: kgo.NewOffset().AtStart()},
 	}))
 	next := 0
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for next < frames*recs {
+	for next < n {
 		fs := cons.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("%d of %d records on the broker", next, frames*recs)
+			t.Fatalf("%d of %d records on the broker", next, n)
 		}
 		fs.EachRecord(func(rec *kgo.Record) {
 			if want := fmt.Sprintf("%08d", next); len(rec.Value) != size || string(rec.Value[:8]) != want {
@@ -209,20 +140,6 @@ func TestPauseBytesWaitInKernel(t *testing.T) {
 			next++
 		})
 	}
-}
-
-func writeAll(c net.Conn, b []byte, n *atomic.Int64) error {
-	for len(b) > 0 {
-		_ = c.SetWriteDeadline(time.Now().Add(60 * time.Second))
-		chunk := b[:min(len(b), 64<<10)]
-		m, err := c.Write(chunk)
-		n.Add(int64(m))
-		if err != nil {
-			return err
-		}
-		b = b[m:]
-	}
-	return nil
 }
 
 // Issue 11.2: pause and resume 1000 times, each time with a request sent

@@ -1,12 +1,10 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"io"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -210,39 +208,9 @@ func (r *rawConn) recv(resp kmsg.Response) {
 func TestStalledConsumerBoundedThenClosed(t *testing.T) {
 	const limit = 1 << 20
 	env := newTestEnv(t, "    max_in_flight_bytes: 1MiB\n    max_response_bytes: 2MiB\n", WithWriteTimeout(2*time.Second))
-	// 8 MiB of records to read.
-	prod := env.client("acme-app", kgo.ProducerBatchMaxBytes(900<<10), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	big := bytes.Repeat([]byte("r"), 100<<10)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for i := 0; i < 80; i++ {
-		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 0, Value: big}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Find the leader of partition 0 through the gateway and connect to its port.
-	adm := env.client("acme-app")
-	mreq := kmsg.NewPtrMetadataRequest()
-	mreq.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("orders")}}
-	mresp, err := mreq.RequestWith(ctx, adm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var leaderAddr string
-	for _, tp := range mresp.Topics {
-		for _, p := range tp.Partitions {
-			if p.Partition == 0 {
-				for _, b := range mresp.Brokers {
-					if b.NodeID == p.Leader {
-						leaderAddr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-					}
-				}
-			}
-		}
-	}
-	if leaderAddr == "" {
-		t.Fatal("no leader for orders/0")
-	}
+	// 8 MiB of records to read; a connection to the leader of partition 0.
+	fillOrders(t, env, 80)
+	leaderAddr := leaderOf0(t, env)
 	r := dialRaw(t, leaderAddr, "acme-app", env.keys["acme-app"])
 	// 200 Fetches of up to 1 MiB each, never read: well over 40 MiB if
 	// nothing bounded them (more than the kernel's socket buffers hold).

@@ -53,7 +53,7 @@ func TestUpstreamWrongPassword(t *testing.T) {
 			}
 
 			env := secureEnv(t, good)
-			reloadUpstream(t, env, good, bad)
+			reloadReplacing(t, env, good, bad)
 			node := env.nodes()[0]
 			addr := fmt.Sprintf("127.0.0.1:%d", env.nodePort(node))
 			r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
@@ -83,7 +83,7 @@ func TestUpstreamWrongPassword(t *testing.T) {
 				t.Fatalf("the client was told after %v", took)
 			}
 
-			reloadUpstream(t, env, bad, good)
+			reloadReplacing(t, env, bad, good)
 			servedOrders(t, dialRaw(t, addr, "acme-app", env.keys["acme-app"]))
 		})
 	}

@@ -233,9 +233,9 @@ func secureEnv(t *testing.T, lines string) *testEnv {
 	return newTestEnvWith(t, envConfig{upstream: lines})
 }
 
-// reloadUpstream rewrites upstreams.events of env's flexway.yaml and
-// reloads.
-func reloadUpstream(t *testing.T, env *testEnv, old, lines string) {
+// reloadReplacing replaces the first old of env's flexway.yaml (lines of
+// upstreams.events, of listeners.kafka...) by lines, and reloads.
+func reloadReplacing(t *testing.T, env *testEnv, old, lines string) {
 	t.Helper()
 	path := filepath.Join(env.dir, "flexway.yaml")
 	b, err := os.ReadFile(path)

@@ -98,7 +98,7 @@ func TestUpstreamTLSRefusedCertificate(t *testing.T) {
 
 			// Once started: the dial fails.
 			running := secureEnv(t, good)
-			reloadUpstream(t, running, good, bad)
+			reloadReplacing(t, running, good, bad)
 			node := running.nodes()[0]
 			r := dialRaw(t, fmt.Sprintf("127.0.0.1:%d", running.nodePort(node)), "acme-app", running.keys["acme-app"])
 			metadataOrders(r)

@@ -173,7 +173,8 @@ func serveAdmin(addr string, e *engine.Engine, log *slog.Logger) {
 }
 
 // boundsInForce is what /config shows (O4): the listener's bounds and
-// timeouts in force, never a secret, a key or an address of a broker.
+// timeouts in force, and the quotas, policies, counter store and audit
+// (config_view.go); never a secret, a key or an address of a broker.
 func boundsInForce(snap *configs.Snapshot) map[string]any {
 	l := snap.Listener
 	return map[string]any{
@@ -196,5 +197,9 @@ func boundsInForce(snap *configs.Snapshot) map[string]any {
 		"on_tenant_budget_exceeded":       l.OnTenantBudgetExceeded,
 		"write_timeout":                   configs.WriteStallTimeout.String(),
 		"shutdown_timeout":                snap.File.Server.ShutdownTimeout.D().String(),
+		"quotas":                          quotasInForce(l.Quotas),
+		"policies":                        policiesInForce(snap.File.Policies),
+		"counters":                        countersInForce(snap.File.Server.Counters),
+		"audit":                           auditInForce(snap.File),
 	}
 }

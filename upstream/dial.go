@@ -68,9 +68,13 @@ func (c *Conn) HandOff(io LoopIO) {
 // it off the event loops. A refused certificate is a *TLSError, refused
 // credentials an *AuthError.
 func (u *Upstream) Dial(ctx context.Context, addr string) (*Conn, error) {
-	timeout := u.cfg.Timeout.D()
-	d := net.Dialer{Timeout: timeout, KeepAlive: keepAlive}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	// One deadline for the whole (U1): what the TCP connection took is
+	// not given again to the TLS handshake and the SASL exchange.
+	deadline := time.Now().Add(u.cfg.Timeout.D())
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	nc, err := u.dialTCP(ctx, addr, deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -78,10 +82,6 @@ func (u *Upstream) Dial(ctx context.Context, addr string) (*Conn, error) {
 		_ = tc.SetNoDelay(true)
 	}
 	c := &Conn{Conn: nc, sock: nc}
-	deadline := time.Now().Add(timeout)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
 	sec := u.sec.load()
 	if sec.tls != nil || sec.mech != nil {
 		_ = nc.SetDeadline(deadline)
@@ -114,6 +114,15 @@ func (u *Upstream) Dial(ctx context.Context, addr string) (*Conn, error) {
 		_ = nc.SetDeadline(time.Time{})
 	}
 	return c, nil
+}
+
+// dialTCP opens a dial's TCP connection, by deadline.
+func (u *Upstream) dialTCP(ctx context.Context, addr string, deadline time.Time) (net.Conn, error) {
+	if u.testTCP != nil {
+		return u.testTCP(ctx, addr, deadline)
+	}
+	d := net.Dialer{Deadline: deadline, KeepAlive: keepAlive}
+	return d.DialContext(ctx, "tcp", addr)
 }
 
 // run is the whole exchange over a blocking stream (the dial).

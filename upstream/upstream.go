@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/flexway/flexway/configs"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -38,6 +39,9 @@ type Upstream struct {
 
 	// clusterID: from the first Metadata answer (U3), under mu; "" before v2.
 	clusterID string
+
+	// testTCP, set by a test, opens a dial's TCP connection (dialTCP).
+	testTCP func(ctx context.Context, addr string, deadline time.Time) (net.Conn, error)
 }
 
 // Start starts the embedded cluster if cfg declares one (creating

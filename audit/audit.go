@@ -70,6 +70,9 @@ type Record struct {
 	Tenant    string
 	Principal string // the key's id, the certificate's id, the token's sub; the user named for an authentication refused
 	Mechanism string
+	// Actors: a token's act chain (RFC 8693), the current actor first, for
+	// a principal someone acted for (issue 24.7); nil otherwise.
+	Actors []string
 	// Topics by the client's names: hashed by the writer, never written.
 	Topics []string
 	// Admin, for an administration request: its key, version and body
@@ -173,6 +176,9 @@ func (t *Trail) write(r *Record) {
 		slog.String("principal", r.Principal),
 		slog.String("mechanism", r.Mechanism),
 	)
+	if len(r.Actors) > 0 {
+		attrs = append(attrs, slog.Any("actors", r.Actors))
+	}
 	if len(topics) > 0 {
 		attrs = append(attrs, slog.String("topic", t.hashTopic(r.HashKey, topics[0])))
 		if len(topics) > 1 {

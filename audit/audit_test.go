@@ -222,3 +222,32 @@ func TestHashTopicKnownAnswer(t *testing.T) {
 		t.Errorf("HashTopic = %s, want %s", got, want)
 	}
 }
+
+// Issue 24.7: a record of a principal someone acted for names the actors,
+// the current one first; a record of nobody's actor has no actors field.
+func TestTrailWritesTheActors(t *testing.T) {
+	var buf lockedBuf
+	_, dropped, written := counters(t)
+	tr := New(slog.NewJSONHandler(&buf, nil), 8, dropped, written)
+	tr.Add(Record{Time: time.Now(), Cluster: "shop", API: "Produce", Decision: "refused", Cause: "acl", Tenant: "acme",
+		Principal: "billing", Mechanism: "OAUTHBEARER", Actors: []string{"scheduler", "ci-runner"}, HashKey: testKey})
+	tr.Add(Record{Time: time.Now(), Cluster: "shop", API: "Produce", Decision: "refused", Cause: "acl", Tenant: "acme",
+		Principal: "billing", Mechanism: "OAUTHBEARER", HashKey: testKey})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tr.Close(ctx)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2: %q", len(lines), buf.String())
+	}
+	var acted, alone map[string]any
+	if json.Unmarshal([]byte(lines[0]), &acted) != nil || json.Unmarshal([]byte(lines[1]), &alone) != nil {
+		t.Fatalf("not JSON lines: %q", lines)
+	}
+	if got, ok := acted["actors"].([]any); !ok || len(got) != 2 || got[0] != "scheduler" || got[1] != "ci-runner" || acted["principal"] != "billing" {
+		t.Fatalf("the acted-for record: %v", acted)
+	}
+	if _, ok := alone["actors"]; ok {
+		t.Fatalf("a record of nobody's actor names actors: %v", alone)
+	}
+}

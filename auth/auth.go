@@ -29,6 +29,9 @@ type Identity struct {
 	Expires   time.Time // the credential's end: expires_at, NotAfter, exp (zero: none)
 	// Scopes are an OAUTHBEARER token's, sorted; they open administration (D8).
 	Scopes []string
+	// Actors are a token's act chain (RFC 8693), the current actor first:
+	// who acts for the principal; audited, never the principal.
+	Actors []string
 
 	// What a reload compares (S2): the key's hash and expiry, the certificate's subject.
 	keyHash    [32]byte

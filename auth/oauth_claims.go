@@ -116,6 +116,10 @@ func checkClaims(snap *configs.Snapshot, st *issuerKeys, payload []byte, now tim
 	if len(ops) == 0 {
 		return refuse("the token's scopes admit no operation")
 	}
+	actors, cause := delegated(all["act"], name, st.cfg.Delegation)
+	if cause != "" {
+		return refuse(cause)
+	}
 	return Result{User: user, ID: &Identity{
 		Principal: user,
 		Mechanism: configs.MechOAuth,
@@ -123,7 +127,55 @@ func checkClaims(snap *configs.Snapshot, st *issuerKeys, payload []byte, now tim
 		Ops:       ops,
 		Expires:   exp,
 		Scopes:    slices.Sorted(maps.Keys(scopes)),
+		Actors:    actors,
 	}}
+}
+
+// maxActChain bounds the act chain read from a token, whatever the
+// issuer's bounds (configs.MaxDelegationDepth is lower).
+const maxActChain = 16
+
+// actClaim is one link of RFC 8693's act claim: the actor's sub, and the
+// actor it acted for in turn.
+type actClaim struct {
+	Sub *string         `json:"sub"`
+	Act json.RawMessage `json:"act"`
+}
+
+// delegated reads a token's act chain (RFC 8693 4.1: the current actor
+// outermost) and checks it against its issuer's delegation bounds: the
+// actors, outermost first, or why the token is refused. A token without
+// act acts for nobody.
+func delegated(raw json.RawMessage, issuer string, d *configs.Delegation) ([]string, string) {
+	var actors []string
+	for len(raw) > 0 && string(raw) != "null" {
+		if len(actors) == maxActChain {
+			return nil, "token act chain too deep"
+		}
+		var a actClaim
+		if json.Unmarshal(raw, &a) != nil {
+			return nil, "token act claim is not an object"
+		}
+		if a.Sub == nil || *a.Sub == "" {
+			return nil, "token act claim without sub"
+		}
+		actors = append(actors, *a.Sub)
+		raw = a.Act
+	}
+	switch {
+	case len(actors) == 0:
+		return nil, ""
+	case d == nil:
+		return nil, fmt.Sprintf("token acts for another (act), and issuer %q admits no delegation", issuer)
+	case len(actors) > d.MaxDepth:
+		return nil, fmt.Sprintf("token's delegation chain holds %d actors, issuer %q admits %d", len(actors), issuer, d.MaxDepth)
+	}
+	for _, a := range actors {
+		if len(d.Actors) > 0 && !slices.Contains(d.Actors, a) {
+			return nil, fmt.Sprintf("token's actor %q is not one issuer %q admits", a, issuer)
+		}
+	}
+	return actors, ""
 }
 
 // audienceHas: aud is a string or a list of strings (RFC 7519 4.1.3).

@@ -79,7 +79,21 @@ type Issuer struct {
 	Audience    string `yaml:"audience"`
 	TenantClaim string `yaml:"tenant_claim"`
 	CAFile      string `yaml:"ca_file"` // extra roots for discovery over HTTPS (tests)
+	// Delegation bounds the tokens that act for another subject (RFC 8693's
+	// act claim, the seed's "delegation chain"); absent, such a token is
+	// refused.
+	Delegation *Delegation `yaml:"delegation"`
 }
+
+// Delegation is auth.issuers[].delegation: how deep a token's act chain
+// may go, and who may act.
+type Delegation struct {
+	MaxDepth int      `yaml:"max_depth"` // actors in the chain, 1 to MaxDelegationDepth
+	Actors   []string `yaml:"actors"`    // the actors' sub admitted; empty: any
+}
+
+// MaxDelegationDepth bounds auth.issuers[].delegation.max_depth.
+const MaxDelegationDepth = 8
 
 type APIKeys struct {
 	Store string `yaml:"store"` // "file:./api-keys.yaml", relative to flexway.yaml's folder

@@ -48,6 +48,9 @@ func (l *loader) checkAuth() {
 			is.CAFile = l.resolve(is.CAFile)
 			l.checkCAFile(is.CAFile, p.at("ca_file"))
 		}
+		if is.Delegation != nil {
+			l.checkDelegation(is.Delegation, p.at("delegation"))
+		}
 	}
 	if k := a.APIKeys; k != nil {
 		if _, ok := strings.CutPrefix(k.Store, "file:"); !ok || k.Store == "file:" {
@@ -71,6 +74,25 @@ func (l *loader) checkAuth() {
 			// The tenant is not checked here: an identity whose tenant is not
 			// letters, digits and '-' is refused at authentication (SPEC I4).
 		}
+	}
+}
+
+// checkDelegation checks an issuer's delegation bounds: a depth of 1 to
+// MaxDelegationDepth, actors named once each.
+func (l *loader) checkDelegation(dl *Delegation, p path) {
+	d := l.cfg
+	if dl.MaxDepth < 1 || dl.MaxDepth > MaxDelegationDepth {
+		d.errorf(p.at("max_depth"), "%d: the actors a token's act chain may hold, 1 to %d (without delegation, tokens acting for another are refused)", dl.MaxDepth, MaxDelegationDepth)
+	}
+	seen := map[string]bool{}
+	for i, a := range dl.Actors {
+		switch {
+		case a == "":
+			d.errorf(p.at("actors").at(i), "empty: an actor is the sub of the token that acts")
+		case seen[a]:
+			d.errorf(p.at("actors").at(i), "%q is listed twice", a)
+		}
+		seen[a] = true
 	}
 }
 

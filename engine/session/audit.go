@@ -113,8 +113,8 @@ func (cl *Client) auditRecord(snap *configs.Snapshot, key int16) audit.Record {
 	if c := cl.route.Cluster; c != nil {
 		r.Cluster = c.Name
 	}
-	if cl.auth.ident != nil {
-		r.Tenant, r.Principal = cl.auth.ident.Tenant, cl.auth.ident.Principal
+	if id := cl.auth.ident; id != nil {
+		r.Tenant, r.Principal, r.Actors = id.Tenant, id.Principal, id.Actors // the act chain (issue 24.7)
 	}
 	if snap.File.Audit != nil {
 		r.HashKey = snap.File.Audit.TopicKey.Value()

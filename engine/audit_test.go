@@ -109,9 +109,9 @@ func TestAuditEachRefusalCause(t *testing.T) {
 		"acl":            {Operation: "Produce", Tenant: "acme", Principal: "acme-orders-reader", Topic: audit.HashTopic(auditTestKey, "orders")},
 		"unknown_topic":  {Operation: "Metadata", Tenant: "acme", Principal: "acme-app", Topic: audit.HashTopic(auditTestKey, "secret-plan-x")},
 		"admin_api":      {Operation: "CreateTopics", Tenant: "acme", Principal: "acme-app", Topic: audit.HashTopic(auditTestKey, "orders")},
-		"authentication": {Operation: "SASLAuthenticate", Principal: "acme-app"},
-		"mechanism":      {Operation: "SASLHandshake"},
-		"unsupported":    {Operation: "DescribeACLs", Tenant: "acme", Principal: "acme-app"},
+		"authentication": {Operation: "SaslAuthenticate", Principal: "acme-app"},
+		"mechanism":      {Operation: "SaslHandshake"},
+		"unsupported":    {Operation: "DescribeAcls", Tenant: "acme", Principal: "acme-app"},
 	}
 	got := auditLinesOf(t, logs, want)
 	for code, w := range want {
@@ -201,7 +201,7 @@ func refuseEachAuditCause(t *testing.T, ctx context.Context, env *testEnv) {
 
 // auditLinesOf waits up to 20 s for an audit line of each code of want
 // (of its operation; "mechanism": the authentication refused at the
-// SASLHandshake) and returns those found, by code.
+// SaslHandshake) and returns those found, by code.
 func auditLinesOf(t *testing.T, logs *jsonLines, want map[string]auditLine) map[string]auditLine {
 	got := map[string]auditLine{}
 	deadline := time.Now().Add(20 * time.Second)
@@ -210,7 +210,7 @@ func auditLinesOf(t *testing.T, logs *jsonLines, want map[string]auditLine) map[
 			if w, ok := want[a.Code]; ok && a.Operation == w.Operation {
 				got[a.Code] = a
 			}
-			if a.Code == "authentication" && a.Operation == "SASLHandshake" {
+			if a.Code == "authentication" && a.Operation == "SaslHandshake" {
 				got["mechanism"] = a
 			}
 		}

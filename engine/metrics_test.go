@@ -259,7 +259,7 @@ func closedMetrics(env *testEnv) string {
 // the 250 unknown topics and the one refused authentication are counted.
 func checkTenantCap(t *testing.T, samples []sample) {
 	tenants := sumBy(samples, "flexway_kafka_requests_total", "tenant", func(s sample) bool {
-		return s.labels["api"] == "SASLAuthenticate" && s.labels["decision"] == "allowed"
+		return s.labels["api"] == "SaslAuthenticate" && s.labels["decision"] == "allowed"
 	})
 	named := 0
 	for tn := range tenants {

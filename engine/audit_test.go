@@ -243,3 +243,54 @@ func TestAuditAllWritesAdministration(t *testing.T) {
 		t.Errorf("the raw topic is written: %s", line)
 	}
 }
+
+// O3 (issue 24.2): the refusals outside decide's verdict are audited too,
+// each once: a tenant's connection bound reached at SaslAuthenticate
+// (code authentication, the user and the tenant named), and a malformed
+// request after authentication (code unsupported, the principal named).
+func TestAuditTenantBoundAndMalformed(t *testing.T) {
+	logs := &jsonLines{}
+	env := newTestEnv(t, "    max_connections_per_tenant: 1\n", WithLogger(slog.New(slog.NewJSONHandler(logs, nil))))
+	withAudit(t, env, "refusals")
+	a := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+
+	// The tenant's bound: a second connection of acme is refused.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.boot), kgo.SASL(plainAuth("acme-orders-reader", env.keys["acme-orders-reader"])), kgo.RequestRetries(0))
+	must(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err = cl.Ping(ctx)
+	cancel()
+	cl.Close()
+	if !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a second acme connection: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+
+	// A malformed request after authentication: an ApiVersions with bytes after its body.
+	a.writeRaw(apiVersionsFrame(3, 9, []byte{2, 'g', 2, '1', 0, 0}))
+	a.closedWithoutAnswer(3 * time.Second)
+
+	want := map[string]auditLine{
+		"authentication": {Operation: "SaslAuthenticate", Tenant: "acme", Principal: "acme-orders-reader"},
+		"unsupported":    {Operation: "ApiVersions", Tenant: "acme", Principal: "acme-app"},
+	}
+	got := auditLinesOf(t, logs, want)
+	// The trail written out: a second line of a cause would be there now.
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	must(t, env.e.Stop(sctx))
+	for code, w := range want {
+		a, ok := got[code]
+		if !ok || a.Decision != "refused" || a.Tenant != w.Tenant || a.Principal != w.Principal || a.Host != "shop" {
+			t.Errorf("%s: %+v, want refused, %+v; lines: %+v", code, a, w, logs.audits(t))
+		}
+		n := 0
+		for _, l := range logs.audits(t) {
+			if l.Code == code && l.Operation == w.Operation {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d audit lines of %s, want exactly one", code, n, w.Operation)
+		}
+	}
+}

@@ -88,15 +88,22 @@ func (cl *Client) auditAuthRefused(res *auth.Result) {
 }
 
 // auditSASLRefused writes a SASL request refused (cause authentication):
-// a mechanism not served (SaslHandshake), a credential refused
-// (SaslAuthenticate).
+// a mechanism not served (SaslHandshake), a credential refused or a
+// tenant's connection bound reached (SaslAuthenticate).
 func (cl *Client) auditSASLRefused(key int16, user, tenant string) {
+	cl.auditRefusal(key, signals.CauseAuthentication, user, tenant)
+}
+
+// auditRefusal writes a request refused outside decide's verdict (no
+// topic): a SASL request, a malformed request (issue 24.2). user and
+// tenant, when given, stand for the connection's own.
+func (cl *Client) auditRefusal(key int16, cause signals.Cause, user, tenant string) {
 	snap := cl.env.Snap.Load() // the configuration in force: a connection's own is the one it authenticated under
 	if auditMode(snap) == audit.Off {
 		return
 	}
 	r := cl.auditRecord(snap, key)
-	r.Decision, r.Cause = signals.Refused.String(), signals.CauseAuthentication.String()
+	r.Decision, r.Cause = signals.Refused.String(), cause.String()
 	if user != "" {
 		r.Principal = user
 	}

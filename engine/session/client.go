@@ -536,6 +536,7 @@ func (cl *Client) resume() {
 
 func (cl *Client) protocolError(h codec.RequestHeader, err error) {
 	cl.ts.Request(-1, signals.Refused, signals.CauseUnsupported)
+	cl.auditRefusal(h.Key, signals.CauseUnsupported, "", "")
 	if cl.auth.state != stAuthed {
 		cl.close(signals.ClosePreAuthMalformed, "api_key", h.Key, "error", err.Error())
 		return

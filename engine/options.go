@@ -29,7 +29,7 @@ type Options struct {
 	// server.counters names (tests); the engine does not close it.
 	Counters quota.Store
 	// FlowHigh and FlowLow are every connection's write queue marks
-	// (flow.go; default 1 MiB and 256 KiB).
+	// (engine/session/flow.go; default 1 MiB and 256 KiB).
 	FlowHigh, FlowLow int
 	// StreamMin: a Fetch answer or a Produce request longer than this that
 	// is not whole in the buffer is relayed as it arrives (invariants 21,

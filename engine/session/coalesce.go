@@ -6,7 +6,7 @@ package session
 // the broker's brings several answers. Each used to cost its own writev
 // (issue 11.4: two writes per Produce round trip whatever the reads).
 //
-// During an event (Engine.OnTraffic) the loop's batches take the writes of
+// During an event (Traffic, loop.go) the loop's batches take the writes of
 // small frames: their bytes are copied (the input they come from is
 // released frame by frame, and a gnet Peek across its ring is a pooled
 // copy given back at the next Discard, so a reference would not last to

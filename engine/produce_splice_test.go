@@ -126,16 +126,25 @@ func TestSpliceProduceRecords(t *testing.T) {
 		}
 		return env.e.env.Series.ProduceSpliced.Load() - before
 	}
-	for i, v := range []int16{8, 9, 8, 9} {
+	// How much of a request waits in the socket when the loop comes is the
+	// machine's timing (a slow writer's bytes may all be read by gnet as
+	// they come): requests go on until four of them, two at each version,
+	// had 1 MiB spliced or more, a bounded number.
+	good, i := map[int16]int{}, 0
+	for ; i < 16 && (good[8] < 2 || good[9] < 2); i++ {
+		v := int16(8 + i%2)
 		got := send(v, i*16)
 		t.Logf("v%d request %d: %d of 4 MiB spliced", v, i, got)
-		if got < 1<<20 {
-			t.Fatalf("v%d request %d: %d record bytes spliced of 4 MiB", v, i, got)
+		if got >= 1<<20 {
+			good[v]++
 		}
+	}
+	if good[8] < 2 || good[9] < 2 {
+		t.Fatalf("of %d requests of 4 MiB, %d at v8 and %d at v9 had 1 MiB spliced or more, want 2 each", i, good[8], good[9])
 	}
 	old := env.e.env.Tune.ProduceSpliceMin.Swap(0)
 	t.Cleanup(func() { env.e.env.Tune.ProduceSpliceMin.Store(old) })
-	if got := send(9, 64); got != 0 {
+	if got := send(9, i*16); got != 0 {
 		t.Fatalf("splicing off: %d bytes spliced", got)
 	}
 	consumeValues(t, env, vals)

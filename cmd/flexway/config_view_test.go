@@ -71,16 +71,7 @@ func at(v any, path ...string) any {
 func TestConfigSaysWhatRuns(t *testing.T) {
 	bin := buildFlexway(t)
 	redis := testkit.StartRedis(t)
-	dir := t.TempDir()
-	for _, f := range []string{"asyncapi.yaml", "api-keys.yaml"} {
-		b, err := os.ReadFile(filepath.Join("../../configs/quickstart", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := quickstartFiles(t)
 	base := testkit.FreePorts(t, 5)
 	write := func(rate, decisions string) {
 		if err := os.WriteFile(filepath.Join(dir, "flexway.yaml"), []byte(configYAML(t, base, redis.URL(), rate, decisions)), 0o600); err != nil {

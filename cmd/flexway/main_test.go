@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/flexway/flexway/internal/testkit"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,20 +9,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flexway/flexway/internal/testkit"
 )
 
 // P1: under systemd (Type=notify) the service says READY=1 once it
 // listens, RELOADING=1 then READY=1 around a SIGHUP reload (S1), and
 // STOPPING=1 when it drains on SIGTERM; the quickstart serves as is.
 func TestSystemdNotifyAndReload(t *testing.T) {
-	dir := t.TempDir()
-	for _, f := range []string{"asyncapi.yaml", "api-keys.yaml"} {
-		b, err := os.ReadFile(filepath.Join("../../configs/quickstart", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(dir, f), b, 0o600)
-	}
+	dir := quickstartFiles(t)
 	base := testkit.FreePorts(t, 5)
 	cfg, _ := os.ReadFile("../../configs/quickstart/flexway.yaml")
 	c := strings.NewReplacer("from: 19092, to: 19095", fmt.Sprintf("from: %d, to: %d", base, base+3),

@@ -22,8 +22,9 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
-// quickstartEngine boots the quickstart's gateway in the test, on free ports.
-func quickstartEngine(t *testing.T) (*engine.Engine, string) {
+// quickstartFiles copies the quickstart's contract and key store to a
+// folder of the test's, where its flexway.yaml is written.
+func quickstartFiles(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{"asyncapi.yaml", "api-keys.yaml"} {
@@ -35,6 +36,13 @@ func quickstartEngine(t *testing.T) (*engine.Engine, string) {
 			t.Fatal(err)
 		}
 	}
+	return dir
+}
+
+// quickstartEngine boots the quickstart's gateway in the test, on free ports.
+func quickstartEngine(t *testing.T) (*engine.Engine, string) {
+	t.Helper()
+	dir := quickstartFiles(t)
 	base := testkit.FreePorts(t, 4)
 	cfg, err := os.ReadFile("../../configs/quickstart/flexway.yaml")
 	if err != nil {

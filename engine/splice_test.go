@@ -61,7 +61,8 @@ func TestSpliceLargeFetchIntact(t *testing.T) {
 }
 
 // A client that stops reading mid-answer: the gateway holds no more than
-// the pause's bound (the rest waits in the kernel), and the write timeout
+// one read of its broker (the rest waits in the broker's socket: the pass
+// is bounded by the client's room, invariant 42), and the write timeout
 // closes it with a reset, as on the path without splice; nothing stays open.
 func TestSpliceStalledClient(t *testing.T) {
 	const size = 8 << 20
@@ -72,7 +73,7 @@ func TestSpliceStalledClient(t *testing.T) {
 	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 	cl := clientOf(t, env.e, r)
 	r.fetchOrders(12)
-	bound := env.e.env.Tune.FlowHigh.Load() + int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
+	bound := int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
 	var peak int64
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -99,6 +100,7 @@ func TestSpliceStalledClient(t *testing.T) {
 	if peak > bound {
 		t.Fatalf("the gateway held %d bytes for a client that does not read (bound %d)", peak, bound)
 	}
+	t.Logf("held at most %d KiB", peak>>10)
 	env.waitLog(5*time.Second, "the client does not read its answers")
 	_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.Copy(io.Discard, r.c); err != nil && os.IsTimeout(err) {
@@ -106,6 +108,43 @@ func TestSpliceStalledClient(t *testing.T) {
 	}
 	_ = r.c.Close()
 	waitFds(t, fds+2*(loopPipes(t, env)-pipes), "after the stalled client's close") // a loop's pipe is made at its first pass
+}
+
+// A client that reads slowly, its socket full at every pass, is not taken
+// for one that reads nothing (B3): its answers span more than the write
+// timeout and arrive whole; its socket's progress restarts the clock.
+func TestSpliceSlowReaderKept(t *testing.T) {
+	const size = 2 << 20
+	f := largeAnswers(t, size)
+	env := newTestEnvWith(t, envConfig{upstream: f.upstream()}, WithWriteTimeout(2*time.Second))
+	rooms0 := env.e.env.Series.FetchRoomOuts.Load()
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	r.c = &slowConn{Conn: r.c, chunk: 16 << 10, every: 10 * time.Millisecond} // at most 1.6 MiB/s
+	start := time.Now()
+	for _, v := range []int16{11, 12} {
+		r.fetchOrders(v)
+		r.checkOrders(v, size)
+	}
+	took := time.Since(start)
+	if took < 2*time.Second {
+		t.Fatalf("the answers took %v: not longer than the write timeout, the test shows nothing", took)
+	}
+	if env.e.env.Series.FetchRoomOuts.Load() == rooms0 {
+		t.Fatal("no pass ended at the slow reader's full socket")
+	}
+	t.Logf("two answers of 2 × %d record bytes in %v", size, took.Round(time.Millisecond))
+}
+
+// slowConn reads at most chunk bytes per read, one read every every.
+type slowConn struct {
+	net.Conn
+	chunk int
+	every time.Duration
+}
+
+func (c *slowConn) Read(b []byte) (int, error) {
+	time.Sleep(c.every)
+	return c.Conn.Read(b[:min(len(b), c.chunk)])
 }
 
 // A client that closes in the middle of a spliced answer: nothing stays open, and another client's answers are whole.

@@ -72,6 +72,8 @@ type Conn struct {
 	hup      bool // the peer closed while detached: read until its close shows
 	notified bool // the owner was told of the end
 	oneBusy  bool // one is in use (a Write inside a Write's callback)
+
+	took uint32 // times the socket took bytes or had room again (Took)
 }
 
 // Open makes the handle of a connection gnet opened (OnOpen), on loop l:

@@ -141,6 +141,26 @@ func (c *Conn) Writev(bs [][]byte) error {
 // Queued is what was written and the socket has not taken yet.
 func (c *Conn) Queued() int { return c.q.Len() }
 
+// Full reports whether a pass found no room in the socket (NoRoom) and it
+// has not taken more since: what waits for the peer is in the kernel's
+// send queue (Unsent), not in the Conn's.
+func (c *Conn) Full() bool { return c.full }
+
+// Unsent is what the socket's send queue holds (sent and not acknowledged,
+// or not sent yet), 0 where the kernel does not say.
+func (c *Conn) Unsent() int {
+	fd, err := c.sockFd()
+	if err != nil {
+		return 0
+	}
+	return max(kernel.Unsent(fd), 0)
+}
+
+// Took counts the times the socket took queued bytes or had room again
+// after a NoRoom: a peer that reads moves it, one that reads nothing does
+// not (the write timeout, B3). It wraps; only a change is meaningful.
+func (c *Conn) Took() uint32 { return c.took }
+
 // SetMarks sets the write queue's marks (low <= high) and tells the owner
 // at once if the queue is now on the other side of them.
 func (c *Conn) SetMarks(high, low int) {
@@ -194,9 +214,13 @@ func (c *Conn) flush() {
 	if err != nil {
 		return
 	}
-	if _, err := c.q.WriteTo(fd); err != nil {
+	n, err := c.q.WriteTo(fd)
+	if err != nil {
 		c.writeFailed(os.NewSyscallError("writev", err))
 		return
+	}
+	if n > 0 {
+		c.took++
 	}
 	if c.q.Len() > 0 {
 		c.arm()
@@ -217,6 +241,7 @@ func (c *Conn) writable() {
 	if c.full {
 		if fd, err := c.sockFd(); err != nil || roomBack(fd) {
 			c.full = false
+			c.took++
 		} else {
 			c.arm()
 		}

@@ -20,10 +20,14 @@ func Room(fd int) int {
 	return max(0, size-queued-queued>>5)
 }
 
-// SetRcvLowat sets the socket's SO_RCVLOWAT: the bytes it holds before
-// epoll reports it readable (1: at once, the kernel's default).
-func SetRcvLowat(fd, v int) error {
-	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, v)
+// Unsent is what the socket fd's send queue holds (SIOCOUTQ: unsent and
+// unacknowledged), -1 when the call fails.
+func Unsent(fd int) int {
+	n, err := unix.IoctlGetInt(fd, unix.SIOCOUTQ)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // PollPeerClosed is what poll(2) is asked to report of a peer that closed

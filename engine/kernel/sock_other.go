@@ -5,8 +5,8 @@ package kernel
 // Room is -1 where the kernel does not say what a socket queues: not bounded.
 func Room(fd int) int { return -1 }
 
-// SetRcvLowat is not used where epoll is not: the caller pauses instead.
-func SetRcvLowat(fd, v int) error { return ErrUnsupported }
+// Unsent is -1 where the kernel does not say what a socket queues.
+func Unsent(fd int) int { return -1 }
 
 // PollPeerClosed: no POLLRDHUP; a peer's close shows as POLLHUP or at
 // the next read.

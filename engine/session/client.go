@@ -124,9 +124,11 @@ type clientClock struct {
 	// frame, one byte at a time, is active but never done.
 	frameSince time.Time
 	// outLast: the client's unread bytes at the last sweep (B3); outSince:
-	// they have not decreased since then, the write timeout runs from here.
+	// they have not decreased, nor its socket taken any, since then: the
+	// write timeout runs from here.
 	outLast  int
 	outSince time.Time
+	took     uint32 // the socket's Took at the last sweep: it reads if it moved
 }
 
 // clientDrain is what a client is still owed when the engine stops, and

@@ -110,7 +110,7 @@ type Tuning struct {
 	StreamMin         atomic.Int64 // a frame above it is relayed as it arrives
 	FetchSpliceMin    atomic.Int64 // record bytes of a partition spliced to a client
 	ProduceSpliceMin  atomic.Int64 // record bytes of a partition spliced to a broker
-	RoomBound         atomic.Bool  // produce passes bounded by the broker's room (tests turn it off)
+	RoomBound         atomic.Bool  // passes bounded by the destination's room (tests turn it off)
 	PipeShort         atomic.Bool  // tests: every pass meets a "full" destination (splice.Pipe.Short)
 }
 

@@ -9,12 +9,17 @@ package session
 // the broker is consumed, the client's connection has nothing unsent, and
 // both sides are in clear text, what the broker's socket holds of those
 // records goes to the client's by the loop's splice pass (engine/splice),
-// inside the broker connection's traffic event. A full client socket ends
-// the pass: what the pipe still holds is written to the client's queue,
-// and the broker is not read until the client reads, as for any answer.
+// inside the broker connection's traffic event. The pass is bounded by
+// the client socket's room (invariant 42, as a Produce's by the broker's):
+// a client socket without room ends it with nothing left in the pipe, the
+// client is above its mark (conn.NoRoom) and its broker is not read until
+// it reads, so that the records a stalled reader does not take wait in the
+// broker's socket, not in the loop's memory. What a socket took short of
+// its room (the pipe's rest) is written to the client's queue.
 
 import (
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/engine/kernel"
 	"github.com/flexway/flexway/engine/signals"
 )
 
@@ -43,6 +48,25 @@ func (u *upstreamConn) spliceFetch() bool {
 		return false
 	}
 	return pp.Pass(fs, e, bfd, cfd)
+}
+
+// syncFetchMarks sets the client's marks: 0 while its streamed answer is
+// inside records a pass splices (invariant 42), so that the broker is not
+// read while the client has bytes unsent: the records wait in the broker's
+// socket for a pass bounded by the client's room, not in the client's
+// queue (a client that stops reading holds one read of its broker, not the
+// high mark). FlowHigh and FlowLow otherwise.
+func (u *upstreamConn) syncFetchMarks() {
+	cl := u.cl
+	if cl.closed || u.closed || cl.c == nil {
+		return
+	}
+	high, low := cl.env.marks()
+	if fs := u.fs; fs != nil && !fs.Done() && (*fetchEnds)(u).More(fs.RecordsLeft()) &&
+		cl.auth.tls == nil && cl.auth.tlsHS == nil && u.rec == nil && cl.env.Tune.RoomBound.Load() {
+		high, low = 0, 0
+	}
+	cl.c.SetMarks(high, low)
 }
 
 // fetchEnds is the broker connection's side of a pass (splice.Ends): its
@@ -75,11 +99,25 @@ func (e *fetchEnds) PipeFull(rest int) {
 	cl.syncOut()
 }
 
-// Room: an answer's records are not bounded by the client's socket (what
-// it does not take waits in the client's queue, counted against its budget).
-func (e *fetchEnds) Room(int) int { return -1 }
+// Room bounds a pass by what the client's socket takes (invariant 42).
+func (e *fetchEnds) Room(dst int) int {
+	if !e.cl.env.Tune.RoomBound.Load() {
+		return -1
+	}
+	return kernel.Room(dst)
+}
 
-func (e *fetchEnds) RoomOut() {}
+// RoomOut: the client's socket is full. The client is above its mark
+// until its socket takes more (conn.NoRoom): its broker is paused, and
+// read again (the pass goes on) once the client reads. The write timeout
+// counts what the client's socket holds meanwhile (sweep.go).
+func (e *fetchEnds) RoomOut() {
+	cl := e.cl
+	cl.env.Series.FetchRoomOuts.Add(1)
+	if !cl.closed {
+		cl.c.NoRoom()
+	}
+}
 
 // UnitOut writes straight to the client's socket: nothing is unsent.
 func (e *fetchEnds) UnitOut(sl [][]byte) { _ = e.cl.c.Writev(sl) }

@@ -27,6 +27,7 @@ type Series struct {
 	FetchSpliced  count // Fetch record bytes spliced to clients
 	FetchPipeOuts count // Fetch passes that met a full client socket
 	FetchUnits    count // units taken from a broker's socket between partitions
+	FetchRoomOuts count // passes a full client socket ended before a splice
 
 	ProduceSpliced  count // Produce record bytes spliced to brokers
 	ProducePipeOuts count // Produce passes that met a full broker socket
@@ -82,7 +83,8 @@ func newFlowSeries(set *metrics.Set, st *conn.Stats) Series {
 		ProducePipeOuts: c(`flexway_engine_splice_pipe_outs_total{direction="produce"}`),
 		ProduceUnits:    c(`flexway_engine_splice_units_total{direction="produce"}`),
 		ProduceNexts:    c(`flexway_engine_splice_next_requests_total`),
-		ProduceRoomOuts: c(`flexway_engine_splice_room_outs_total`),
+		ProduceRoomOuts: c(`flexway_engine_splice_room_outs_total{direction="produce"}`),
+		FetchRoomOuts:   c(`flexway_engine_splice_room_outs_total{direction="fetch"}`),
 		ProduceDetached: c(`flexway_engine_spliced_detached_bytes_total`),
 		LoopEvent:       set.NewPrometheusHistogramExt(`flexway_engine_loop_event_seconds`, loopEventBuckets),
 	}

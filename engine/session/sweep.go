@@ -69,14 +69,21 @@ func (env *Env) sweep(l *Loop) {
 			cl.close(signals.CloseIdle)
 			continue
 		}
-		// B3: a client that reads none of its answers for WriteTimeout is closed.
+		// B3: a client that reads none of its answers for WriteTimeout is
+		// closed. What it has not read is in its queue, or, after a pass
+		// its socket had no room for (a Fetch's spliced records), in its
+		// socket's send queue; it reads when its socket takes more.
 		out := cl.c.Queued()
+		if out == 0 && cl.c.Full() {
+			out = cl.c.Unsent()
+		}
 		if out == 0 {
 			cl.clock.outLast = 0
 			continue
 		}
-		if cl.clock.outLast == 0 || out < cl.clock.outLast {
+		if took := cl.c.Took(); cl.clock.outLast == 0 || out < cl.clock.outLast || took != cl.clock.took {
 			cl.clock.outSince = now
+			cl.clock.took = took
 		}
 		cl.clock.outLast = out
 		if now.Sub(cl.clock.outSince) >= env.WriteTimeout {

@@ -196,6 +196,7 @@ func (u *upstreamConn) onTraffic() {
 		}
 		cl.answerDone(p)
 	}
+	u.syncFetchMarks()
 	if cl.wait.held {
 		cl.resume()
 	}

@@ -274,12 +274,17 @@ func (c *Conn) Reattached(gc gnet.Conn) gnet.Action {
 	c.local, c.remote = gc.LocalAddr(), gc.RemoteAddr()
 	c.l.stats.Resumes.Inc()
 	if c.q.Len() > 0 { // written while detached or re-enrolling: first
-		if _, err := c.q.WriteTo(gc.Fd()); err != nil {
+		n, err := c.q.WriteTo(gc.Fd())
+		if err != nil {
 			return gnet.Close // OnClose(gc) tells the owner
+		}
+		if n > 0 {
+			c.took++
 		}
 		if c.q.Len() > 0 {
 			c.arm()
 		}
+		c.marks() // back to low: the owner is told here, no writable event follows
 	}
 	if c.off < len(c.in) {
 		_ = gc.Wake(nil) // the owner reads its stash even if the peer sends nothing more

@@ -376,6 +376,34 @@ func TestNoRoomUntilTheSocketTakesMore(t *testing.T) {
 	eventually(t, "Below once the socket shows room", func() bool { return o.below.Load() == 1 })
 }
 
+// What is written while the socket re-enrols is written out at its
+// re-enrolment (Reattached), and the owner is told the queue is back to
+// its low mark there: no writable event follows to tell it later (a client
+// whose marks are 0 inside spliced records kept its broker paused for good).
+func TestBelowWhenReattachWritesTheQueue(t *testing.T) {
+	s := startServer(t, 0, 0)
+	nc, o := s.accept(t)
+	onLoop(t, o, func() { o.c.Pause(Held) })
+	if !paused(t, o) {
+		t.Fatal("not detached")
+	}
+	onLoop(t, o, func() {
+		o.c.Resume(Held) // re-enrolling until gnet's OnOpen
+		if err := o.c.Write([]byte("written-while-re-enrolling")); err != nil {
+			t.Error(err)
+		}
+	})
+	if a := o.above.Load(); a != 1 {
+		t.Fatalf("above %d after a write queued at marks 0", a)
+	}
+	eventually(t, "Below once the re-enrolment wrote the queue", func() bool { return o.below.Load() == 1 })
+	buf := make([]byte, 64)
+	_ = nc.SetReadDeadline(time.Now().Add(wait))
+	if n, err := io.ReadAtLeast(nc, buf, len("written-while-re-enrolling")); err != nil || string(buf[:n]) != "written-while-re-enrolling" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+}
+
 // A peer that closes while its Conn is detached: the owner hears of it
 // (within the tick's once-a-second look), once.
 func TestPeerClosesWhileDetached(t *testing.T) {

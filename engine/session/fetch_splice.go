@@ -32,7 +32,7 @@ func (u *upstreamConn) spliceFetch() bool {
 	fs, cl := u.fs, u.cl
 	e := (*fetchEnds)(u)
 	if !e.More(fs.RecordsLeft()) || fs.Pending() > 0 || cl.closed || u.closed ||
-		cl.auth.tls != nil || cl.auth.tlsHS != nil || u.rec != nil || !u.c.Attached() || !cl.c.Attached() {
+		cl.auth.tls != nil || cl.auth.tlsHS != nil || u.rec != nil || !cl.c.Attached() {
 		return false
 	}
 	cl.flushOwn(false) // the loop's batches first: they come before
@@ -48,6 +48,22 @@ func (u *upstreamConn) spliceFetch() bool {
 		return false
 	}
 	return pp.Pass(fs, e, bfd, cfd)
+}
+
+// spliceDetached: the client's socket takes more while its broker is
+// paused for it inside spliced records. What the broker's socket holds of
+// them is spliced from it, detached, before it is read again: a resume
+// would have gnet read (and copy) a buffer of records first. True: the
+// client's socket is full again, its broker stays paused.
+func (u *upstreamConn) spliceDetached() bool {
+	cl := u.cl
+	if u.fs == nil || u.fs.Done() || u.c.Buffered() > 0 || !u.c.Detached() {
+		return false
+	}
+	if u.spliceFetch() {
+		u.onTraffic() // the answer's end, if the pass reached it; the marks
+	}
+	return !cl.closed && !u.closed && cl.c.Above()
 }
 
 // syncFetchMarks sets the client's marks: 0 while its streamed answer is

@@ -99,7 +99,7 @@ func (cl *Client) Below() {
 		return
 	}
 	cl.env.Series.pausedFor(time.Since(u.flowSince))
-	if !u.closed {
+	if !u.closed && !u.spliceDetached() && !u.closed {
 		u.c.Resume(conn.PeerFull)
 	}
 }

@@ -112,12 +112,13 @@ func TestSpliceStalledClient(t *testing.T) {
 
 // A client that reads slowly, its socket full at every pass, is not taken
 // for one that reads nothing (B3): its answers span more than the write
-// timeout and arrive whole; its socket's progress restarts the clock.
+// timeout and arrive whole; its socket's progress restarts the clock; its
+// broker, paused while its socket is full, is spliced from where it waits.
 func TestSpliceSlowReaderKept(t *testing.T) {
 	const size = 2 << 20
 	f := largeAnswers(t, size)
 	env := newTestEnvWith(t, envConfig{upstream: f.upstream()}, WithWriteTimeout(2*time.Second))
-	rooms0 := env.e.env.Series.FetchRoomOuts.Load()
+	rooms0, det0 := env.e.env.Series.FetchRoomOuts.Load(), env.e.env.Series.FetchDetached.Load()
 	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 	r.c = &slowConn{Conn: r.c, chunk: 16 << 10, every: 10 * time.Millisecond} // at most 1.6 MiB/s
 	start := time.Now()
@@ -131,6 +132,10 @@ func TestSpliceSlowReaderKept(t *testing.T) {
 	}
 	if env.e.env.Series.FetchRoomOuts.Load() == rooms0 {
 		t.Fatal("no pass ended at the slow reader's full socket")
+	}
+	// Its broker, paused meanwhile, is spliced from before it is read again.
+	if env.e.env.Series.FetchDetached.Load() == det0 {
+		t.Fatal("no record byte spliced from the paused broker's socket")
 	}
 	t.Logf("two answers of 2 × %d record bytes in %v", size, took.Round(time.Millisecond))
 }

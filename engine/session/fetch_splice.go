@@ -97,6 +97,9 @@ func (e *fetchEnds) More(left int) bool {
 
 func (e *fetchEnds) Spliced(n int) {
 	e.cl.env.Series.FetchSpliced.Add(int64(n))
+	if e.c.Detached() {
+		e.cl.env.Series.FetchDetached.Add(int64(n))
+	}
 	e.cl.ts.Fetched(n)
 }
 

@@ -28,6 +28,7 @@ type Series struct {
 	FetchPipeOuts count // Fetch passes that met a full client socket
 	FetchUnits    count // units taken from a broker's socket between partitions
 	FetchRoomOuts count // passes a full client socket ended before a splice
+	FetchDetached count // record bytes spliced from a detached broker's socket
 
 	ProduceSpliced  count // Produce record bytes spliced to brokers
 	ProducePipeOuts count // Produce passes that met a full broker socket
@@ -85,7 +86,8 @@ func newFlowSeries(set *metrics.Set, st *conn.Stats) Series {
 		ProduceNexts:    c(`flexway_engine_splice_next_requests_total`),
 		ProduceRoomOuts: c(`flexway_engine_splice_room_outs_total{direction="produce"}`),
 		FetchRoomOuts:   c(`flexway_engine_splice_room_outs_total{direction="fetch"}`),
-		ProduceDetached: c(`flexway_engine_spliced_detached_bytes_total`),
+		ProduceDetached: c(`flexway_engine_spliced_detached_bytes_total{direction="produce"}`),
+		FetchDetached:   c(`flexway_engine_spliced_detached_bytes_total{direction="fetch"}`),
 		LoopEvent:       set.NewPrometheusHistogramExt(`flexway_engine_loop_event_seconds`, loopEventBuckets),
 	}
 	return fs

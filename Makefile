@@ -54,14 +54,15 @@ fuzz-targets:
 	$(FUZZ) ./codec -fuzz '^FuzzProduceRequestStream$$'
 	$(FUZZ) ./decide -fuzz '^FuzzSessionRequest$$'
 	$(FUZZ) ./decide -fuzz '^FuzzGroupResponse$$'
-	$(FUZZ) ./engine -fuzz '^FuzzParseSNI$$'
+	$(FUZZ) ./engine/looptls -fuzz '^FuzzParseSNI$$'
 	@if grep -q '^func FuzzSessionResponse' decide/*_test.go; then $(FUZZ) ./decide -fuzz '^FuzzSessionResponse$$'; fi
 
 bench:
 	$(GO) test ./codec -run '^$$' -bench . -benchmem
 	$(GO) test ./bench -run '^$$' -bench . -benchtime 1x -timeout 10m
 	$(GO) test ./quota -run '^$$' -bench . -benchmem
-	$(GO) test ./engine -run 'TestQuotaPathAllocs|TestQuotaNotReachedNoTimer' -bench QuotaRequestPath -benchmem -count=1
+	$(GO) test ./engine/session -run 'TestQuotaPathAllocs' -bench QuotaRequestPath -benchmem -count=1
+	$(GO) test ./engine -run 'TestQuotaNotReachedNoTimer' -count=1
 	$(GO) test ./engine -run '^$$' -bench QuotaThroughput -benchtime 1x -timeout 10m
 	@echo "quotas configured, not reached, against a real broker (issue 8.7, BENCHMARKS.md): make bench-quota"
 

@@ -17,38 +17,7 @@ func (renamer) Advertise(id int32) (string, int32) { return "gw.example", 19093 
 // merges the gateway's refusals — at every version, as kmsg reads it.
 func TestProduceResponseRewriteAllVersions(t *testing.T) {
 	for v := int16(0); v <= 12; v++ {
-		resp := kmsg.NewPtrProduceResponse()
-		resp.Version = v
-		resp.ThrottleMillis = 7
-		for _, name := range []string{"acme.orders", "globex.orders"} {
-			tp := kmsg.NewProduceResponseTopic()
-			tp.Topic = name
-			pp := kmsg.NewProduceResponseTopicPartition()
-			pp.Partition = 1
-			pp.ErrorCode = kerr.NotLeaderForPartition.Code
-			pp.BaseOffset, pp.LogAppendTime, pp.LogStartOffset = 10, 11, 12
-			msg := "secret words about globex.orders"
-			pp.ErrorMessage = &msg
-			re := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-			re.RelativeOffset = 3
-			re.ErrorMessage = &msg
-			pp.ErrorRecords = append(pp.ErrorRecords, re)
-			if v >= 10 {
-				pp.CurrentLeader.LeaderID = 2
-				pp.CurrentLeader.LeaderEpoch = 5
-				pp.CurrentLeader.UnknownTags.Set(33, []byte("nested-secret"))
-			}
-			pp.UnknownTags.Set(40, []byte("part-secret"))
-			tp.Partitions = append(tp.Partitions, pp)
-			resp.Topics = append(resp.Topics, tp)
-		}
-		if v >= 10 {
-			b := kmsg.NewProduceResponseBroker()
-			b.NodeID, b.Host, b.Port = 2, "kafka-2.internal", 9092
-			resp.Brokers = append(resp.Brokers, b)
-		}
-		resp.UnknownTags.Set(41, []byte("top-secret"))
-		body := resp.AppendTo(nil)
+		body := secretProduceAnswer(v)
 		var d Dropped
 		d.add([]byte("deny"), kerr.TopicAuthorizationFailed.Code).Partitions = []int32{0}
 		var w Rewriter
@@ -97,6 +66,45 @@ func TestProduceResponseRewriteAllVersions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// secretProduceAnswer is a version v Produce answer for acme.orders and
+// globex.orders, each partition with the broker's words, error records,
+// unknown tags (nested in the current leader too) and, from v10, a broker
+// endpoint: all the walker must drop or rename.
+func secretProduceAnswer(v int16) []byte {
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = v
+	resp.ThrottleMillis = 7
+	for _, name := range []string{"acme.orders", "globex.orders"} {
+		tp := kmsg.NewProduceResponseTopic()
+		tp.Topic = name
+		pp := kmsg.NewProduceResponseTopicPartition()
+		pp.Partition = 1
+		pp.ErrorCode = kerr.NotLeaderForPartition.Code
+		pp.BaseOffset, pp.LogAppendTime, pp.LogStartOffset = 10, 11, 12
+		msg := "secret words about globex.orders"
+		pp.ErrorMessage = &msg
+		re := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		re.RelativeOffset = 3
+		re.ErrorMessage = &msg
+		pp.ErrorRecords = append(pp.ErrorRecords, re)
+		if v >= 10 {
+			pp.CurrentLeader.LeaderID = 2
+			pp.CurrentLeader.LeaderEpoch = 5
+			pp.CurrentLeader.UnknownTags.Set(33, []byte("nested-secret"))
+		}
+		pp.UnknownTags.Set(40, []byte("part-secret"))
+		tp.Partitions = append(tp.Partitions, pp)
+		resp.Topics = append(resp.Topics, tp)
+	}
+	if v >= 10 {
+		b := kmsg.NewProduceResponseBroker()
+		b.NodeID, b.Host, b.Port = 2, "kafka-2.internal", 9092
+		resp.Brokers = append(resp.Brokers, b)
+	}
+	resp.UnknownTags.Set(41, []byte("top-secret"))
+	return resp.AppendTo(nil)
 }
 
 // The Produce answer walker allocates nothing on the usual answer.

@@ -11,11 +11,31 @@ import (
 
 // TestLoadGood: configurations that must load (SPEC C1, C2, I1, L2).
 func TestLoadGood(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		f     func(t *testing.T) fixture
-		check func(t *testing.T, s *Snapshot)
-	}{
+	for _, tc := range append(goodContractCases(), goodStoreCases()...) {
+		t.Run(tc.name, func(t *testing.T) {
+			s, errs := tc.f(t).load(t)
+			if errs != "" {
+				t.Fatalf("Load failed:\n%s", errs)
+			}
+			if tc.check != nil {
+				tc.check(t, s)
+			}
+		})
+	}
+}
+
+// goodCase is one configuration that must load, and what its snapshot
+// must then hold (check may be nil).
+type goodCase struct {
+	name  string
+	f     func(t *testing.T) fixture
+	check func(t *testing.T, s *Snapshot)
+}
+
+// goodContractCases: the seed's shape, and contracts written the other ways
+// the schema allows (SPEC C1, C2).
+func goodContractCases() []goodCase {
+	return []goodCase{
 		{name: "base: the seed's shape", f: func(*testing.T) fixture { return base() }},
 		{name: "C1 TLS listener with client CA and an X509 alternative", f: func(t *testing.T) fixture {
 			return base().withTLS().apply(t,
@@ -59,6 +79,13 @@ func TestLoadGood(t *testing.T) {
 components:
 `})
 		}},
+	}
+}
+
+// goodStoreCases: key stores, clusters, YAML features and quota settings
+// that must load (SPEC I1, I4, L2, Q3).
+func goodStoreCases() []goodCase {
+	return []goodCase{
 		{name: "I4 a tenant that is not letters, digits and '-' still loads", f: func(t *testing.T) fixture {
 			return base().apply(t, edit{"keys", "tenant: acme\n    operations: [consumeOrders]", "tenant: acme_corp.eu\n    operations: [consumeOrders]"})
 		}, check: func(t *testing.T, s *Snapshot) {
@@ -115,16 +142,6 @@ listeners:
 				t.Errorf("counters %+v quotas %+v", s.File.Server.Counters, s.Listener.Quotas)
 			}
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, errs := tc.f(t).load(t)
-			if errs != "" {
-				t.Fatalf("Load failed:\n%s", errs)
-			}
-			if tc.check != nil {
-				tc.check(t, s)
-			}
-		})
 	}
 }
 

@@ -29,51 +29,8 @@ func TestAdminPartitions(t *testing.T) {
 		{math.MaxInt32, false, false},
 		{1, true, false},
 	} {
-		for _, v := range []int16{0, 4, 7} {
-			req := createTopicsReq(v, c.n, nil, "orders")
-			if c.assign {
-				req.Topics[0].NumPartitions, req.Topics[0].ReplicationFactor = -1, -1
-				req.Topics[0].ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{1}}}
-			}
-			out, fw, a, _ := groupReq(t, s, req)
-			if c.ok {
-				if out != Forward || fw.(*kmsg.CreateTopicsRequest).Topics[0].NumPartitions != c.n {
-					t.Errorf("CreateTopics v%d %d partitions: outcome %d", v, c.n, out)
-				}
-				continue
-			}
-			if out != Answer {
-				t.Errorf("CreateTopics v%d %d partitions (assignment %v): forwarded", v, c.n, c.assign)
-				continue
-			}
-			wantCode(t, "CreateTopics", a.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode, kerr.PolicyViolation)
-		}
-		for _, v := range []int16{0, 3} {
-			req := kmsg.NewPtrCreatePartitionsRequest()
-			req.Version, req.TimeoutMillis = v, 1000
-			tp := kmsg.NewCreatePartitionsRequestTopic()
-			tp.Topic, tp.Count = "orders", c.n
-			if c.assign {
-				tp.Assignment = []kmsg.CreatePartitionsRequestTopicAssignment{{Replicas: []int32{1}}}
-			}
-			req.Topics = append(req.Topics, tp)
-			out, fw, a, _ := groupReq(t, s, req)
-			if c.ok {
-				if out != Forward {
-					t.Errorf("CreatePartitions v%d %d: outcome %d", v, c.n, out)
-					continue
-				}
-				if ft := fw.(*kmsg.CreatePartitionsRequest).Topics; ft[0].Topic != "acme.orders" || ft[0].Count != c.n || ft[0].Assignment != nil {
-					t.Errorf("CreatePartitions v%d forwarded %+v", v, ft)
-				}
-				continue
-			}
-			if out != Answer {
-				t.Errorf("CreatePartitions v%d %d (assignment %v): forwarded", v, c.n, c.assign)
-				continue
-			}
-			wantCode(t, "CreatePartitions", a.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode, kerr.PolicyViolation)
-		}
+		createTopicsBound(t, s, c.n, c.assign, c.ok)
+		createPartitionsBound(t, s, c.n, c.assign, c.ok)
 	}
 	// Limits unset: the listener's defaults (64 partitions, 16MiB).
 	s.Limits.MaxTopicPartitions, s.Limits.MaxRequestBytes = 0, 0
@@ -94,6 +51,63 @@ func TestAdminPartitions(t *testing.T) {
 		if (out == Forward) != c.ok {
 			t.Errorf("default bound, max.message.bytes=%s: outcome %d", c.v, out)
 		}
+	}
+}
+
+// createTopicsBound: a CreateTopics of n partitions (or, with assign, a
+// replica assignment) is forwarded as asked when ok, else answered
+// POLICY_VIOLATION, at versions 0, 4 and 7.
+func createTopicsBound(t *testing.T, s *Session, n int32, assign, ok bool) {
+	for _, v := range []int16{0, 4, 7} {
+		req := createTopicsReq(v, n, nil, "orders")
+		if assign {
+			req.Topics[0].NumPartitions, req.Topics[0].ReplicationFactor = -1, -1
+			req.Topics[0].ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{1}}}
+		}
+		out, fw, a, _ := groupReq(t, s, req)
+		if ok {
+			if out != Forward || fw.(*kmsg.CreateTopicsRequest).Topics[0].NumPartitions != n {
+				t.Errorf("CreateTopics v%d %d partitions: outcome %d", v, n, out)
+			}
+			continue
+		}
+		if out != Answer {
+			t.Errorf("CreateTopics v%d %d partitions (assignment %v): forwarded", v, n, assign)
+			continue
+		}
+		wantCode(t, "CreateTopics", a.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode, kerr.PolicyViolation)
+	}
+}
+
+// createPartitionsBound: a CreatePartitions to n partitions (or, with
+// assign, an assignment) is forwarded renamed, without assignment, when ok,
+// else answered POLICY_VIOLATION, at versions 0 and 3.
+func createPartitionsBound(t *testing.T, s *Session, n int32, assign, ok bool) {
+	for _, v := range []int16{0, 3} {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.Version, req.TimeoutMillis = v, 1000
+		tp := kmsg.NewCreatePartitionsRequestTopic()
+		tp.Topic, tp.Count = "orders", n
+		if assign {
+			tp.Assignment = []kmsg.CreatePartitionsRequestTopicAssignment{{Replicas: []int32{1}}}
+		}
+		req.Topics = append(req.Topics, tp)
+		out, fw, a, _ := groupReq(t, s, req)
+		if ok {
+			if out != Forward {
+				t.Errorf("CreatePartitions v%d %d: outcome %d", v, n, out)
+				continue
+			}
+			if ft := fw.(*kmsg.CreatePartitionsRequest).Topics; ft[0].Topic != "acme.orders" || ft[0].Count != n || ft[0].Assignment != nil {
+				t.Errorf("CreatePartitions v%d forwarded %+v", v, ft)
+			}
+			continue
+		}
+		if out != Answer {
+			t.Errorf("CreatePartitions v%d %d (assignment %v): forwarded", v, n, assign)
+			continue
+		}
+		wantCode(t, "CreatePartitions", a.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode, kerr.PolicyViolation)
 	}
 }
 

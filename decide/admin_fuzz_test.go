@@ -15,6 +15,16 @@ import (
 func adminFuzzSeeds() [][]byte {
 	var out [][]byte
 	add := func(r kmsg.Request) { out = append(out, reqFrame(r, 7, "app-1")) }
+	adminTopicSeeds(add)
+	adminResourceSeeds(add)
+	adminAlterSeeds(add)
+	return out
+}
+
+// adminTopicSeeds: CreateTopics with valid and invalid configurations, too
+// many partitions or an assignment; DeleteTopics and DeleteRecords of seed,
+// audit and unknown topics.
+func adminTopicSeeds(add func(kmsg.Request)) {
 	cfgs := []map[string]*string{
 		nil,
 		{"retention.ms": sp("604800000"), "cleanup.policy": sp("delete,compact")},
@@ -51,6 +61,12 @@ func adminFuzzSeeds() [][]byte {
 			add(r)
 		}
 	}
+}
+
+// adminResourceSeeds: DescribeConfigs of topics and broker resources,
+// CreatePartitions with and without an assignment, DeleteGroups of the
+// tenant's, the other tenant's and the empty group.
+func adminResourceSeeds(add func(kmsg.Request)) {
 	for _, v := range []int16{0, 1, 3, 4} {
 		for _, topics := range [][]string{seedTopics, nil} {
 			r := kmsg.NewPtrDescribeConfigsRequest()
@@ -82,6 +98,11 @@ func adminFuzzSeeds() [][]byte {
 		r.Version, r.Groups = v, []string{"g1", "globex.~g.g2", ""}
 		add(r)
 	}
+}
+
+// adminAlterSeeds: IncrementalAlterConfigs of every op on topics and a
+// broker, and an OffsetDelete of the seed topics.
+func adminAlterSeeds(add func(kmsg.Request)) {
 	for _, v := range []int16{0, 1} {
 		for _, ops := range [][]kmsg.IncrementalAlterConfigsRequestResourceConfig{
 			{setOp("retention.ms", sp("604800000"))},
@@ -106,58 +127,38 @@ func adminFuzzSeeds() [][]byte {
 		r.Topics = append(r.Topics, kmsg.OffsetDeleteRequestTopic{Topic: name, Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}})
 	}
 	add(r)
-	return out
 }
 
 // checkAdminForwarded holds a forwarded administration request to its
 // invariants; false when req is not one.
 func checkAdminForwarded(t *testing.T, s *Session, req kmsg.Request) bool {
 	t.Helper()
-	topic := func(api, name string) {
-		t.Helper()
-		phys, _ := s.View.Physical("orders")
-		if _, code := s.View.AdminTopic("orders", 0); code != 0 || name != phys {
-			t.Fatalf("%s: topic %q forwarded", api, name)
-		}
-	}
-	group := func(api, name string) {
-		t.Helper()
-		if !s.View.CanAdminGroups || !strings.HasPrefix(name, "acme.~g.") {
-			t.Fatalf("%s: group %q forwarded (groups administrable: %v)", api, name, s.View.CanAdminGroups)
-		}
-	}
-	canonical := func(api, name string, value *string) {
-		t.Helper()
-		v, ok := s.configValue(name, value)
-		if !ok || v != *value {
-			t.Fatalf("%s: configuration %s=%v forwarded", api, name, value)
-		}
-	}
+	chk := adminForwarded{t: t, s: s}
 	switch r := req.(type) {
 	case *kmsg.CreateTopicsRequest:
 		for _, tp := range r.Topics {
-			topic("CreateTopics", tp.Topic)
+			chk.topic("CreateTopics", tp.Topic)
 			if len(tp.ReplicaAssignment) > 0 || tp.NumPartitions > s.maxTopicPartitions() {
 				t.Fatalf("CreateTopics: %d partitions, assignment %v forwarded", tp.NumPartitions, tp.ReplicaAssignment)
 			}
 			for _, c := range tp.Configs {
-				canonical("CreateTopics", c.Name, c.Value)
+				chk.canonical("CreateTopics", c.Name, c.Value)
 			}
 		}
 	case *kmsg.DeleteTopicsRequest:
 		for _, name := range r.TopicNames {
-			topic("DeleteTopics", name)
+			chk.topic("DeleteTopics", name)
 		}
 		if len(r.Topics) > 0 || r.Version > 5 {
 			t.Fatal("DeleteTopics by id forwarded")
 		}
 	case *kmsg.DeleteRecordsRequest:
 		for _, tp := range r.Topics {
-			topic("DeleteRecords", tp.Topic)
+			chk.topic("DeleteRecords", tp.Topic)
 		}
 	case *kmsg.CreatePartitionsRequest:
 		for _, tp := range r.Topics {
-			topic("CreatePartitions", tp.Topic)
+			chk.topic("CreatePartitions", tp.Topic)
 			if tp.Assignment != nil || tp.Count > s.maxTopicPartitions() {
 				t.Fatalf("CreatePartitions: %d partitions, assignment %v forwarded", tp.Count, tp.Assignment)
 			}
@@ -170,45 +171,89 @@ func checkAdminForwarded(t *testing.T, s *Session, req kmsg.Request) bool {
 			if res.ResourceType != kmsg.ConfigResourceTypeTopic {
 				t.Fatalf("DescribeConfigs: resource type %v forwarded", res.ResourceType)
 			}
-			topic("DescribeConfigs", res.ResourceName)
+			chk.topic("DescribeConfigs", res.ResourceName)
 		}
 	case *kmsg.IncrementalAlterConfigsRequest:
-		for _, res := range r.Resources {
-			if res.ResourceType != kmsg.ConfigResourceTypeTopic {
-				t.Fatalf("IncrementalAlterConfigs: resource type %v forwarded", res.ResourceType)
-			}
-			topic("IncrementalAlterConfigs", res.ResourceName)
-			for _, c := range res.Configs {
-				b, ok := adminConfigs[c.Name]
-				switch {
-				case !ok:
-					t.Fatalf("IncrementalAlterConfigs: %q forwarded", c.Name)
-				case c.Op == kmsg.IncrementalAlterConfigOpDelete:
-					if c.Value != nil {
-						t.Fatal("IncrementalAlterConfigs: a DELETE forwarded with a value")
-					}
-				case c.Op == kmsg.IncrementalAlterConfigOpSet:
-					canonical("IncrementalAlterConfigs", c.Name, c.Value)
-				case c.Op == kmsg.IncrementalAlterConfigOpAppend && b.kind == boundList:
-					canonical("IncrementalAlterConfigs", c.Name, c.Value)
-				default:
-					t.Fatalf("IncrementalAlterConfigs: op %d on %q forwarded", c.Op, c.Name)
-				}
-			}
-		}
+		chk.alterConfigs(r)
 	case *kmsg.DeleteGroupsRequest:
 		for _, g := range r.Groups {
-			group("DeleteGroups", g)
+			chk.group("DeleteGroups", g)
 		}
 	case *kmsg.OffsetDeleteRequest:
-		group("OffsetDelete", r.Group)
+		chk.group("OffsetDelete", r.Group)
 		for _, tp := range r.Topics {
-			topic("OffsetDelete", tp.Topic)
+			chk.topic("OffsetDelete", tp.Topic)
 		}
 	default:
 		return false
 	}
 	return true
+}
+
+// adminForwarded holds the names and values of a forwarded administration
+// request to what the session may administer.
+type adminForwarded struct {
+	t *testing.T
+	s *Session
+}
+
+// topic: the one topic forwarded is orders, by its physical name, and only
+// when it is administrable.
+func (c adminForwarded) topic(api, name string) {
+	c.t.Helper()
+	phys, _ := c.s.View.Physical("orders")
+	if _, code := c.s.View.AdminTopic("orders", 0); code != 0 || name != phys {
+		c.t.Fatalf("%s: topic %q forwarded", api, name)
+	}
+}
+
+// group: a group is forwarded only when groups are administrable, and only
+// the tenant's.
+func (c adminForwarded) group(api, name string) {
+	c.t.Helper()
+	if !c.s.View.CanAdminGroups || !strings.HasPrefix(name, "acme.~g.") {
+		c.t.Fatalf("%s: group %q forwarded (groups administrable: %v)", api, name, c.s.View.CanAdminGroups)
+	}
+}
+
+// canonical: a configuration value is forwarded only accepted and in its
+// canonical form.
+func (c adminForwarded) canonical(api, name string, value *string) {
+	c.t.Helper()
+	v, ok := c.s.configValue(name, value)
+	if !ok || v != *value {
+		c.t.Fatalf("%s: configuration %s=%v forwarded", api, name, value)
+	}
+}
+
+// alterConfigs: an IncrementalAlterConfigs is forwarded for topics only,
+// each configuration a known one, DELETE without a value, SET and a list's
+// APPEND with a canonical value, no other op.
+func (c adminForwarded) alterConfigs(r *kmsg.IncrementalAlterConfigsRequest) {
+	c.t.Helper()
+	for _, res := range r.Resources {
+		if res.ResourceType != kmsg.ConfigResourceTypeTopic {
+			c.t.Fatalf("IncrementalAlterConfigs: resource type %v forwarded", res.ResourceType)
+		}
+		c.topic("IncrementalAlterConfigs", res.ResourceName)
+		for _, cfg := range res.Configs {
+			b, ok := adminConfigs[cfg.Name]
+			switch {
+			case !ok:
+				c.t.Fatalf("IncrementalAlterConfigs: %q forwarded", cfg.Name)
+			case cfg.Op == kmsg.IncrementalAlterConfigOpDelete:
+				if cfg.Value != nil {
+					c.t.Fatal("IncrementalAlterConfigs: a DELETE forwarded with a value")
+				}
+			case cfg.Op == kmsg.IncrementalAlterConfigOpSet:
+				c.canonical("IncrementalAlterConfigs", cfg.Name, cfg.Value)
+			case cfg.Op == kmsg.IncrementalAlterConfigOpAppend && b.kind == boundList:
+				c.canonical("IncrementalAlterConfigs", cfg.Name, cfg.Value)
+			default:
+				c.t.Fatalf("IncrementalAlterConfigs: op %d on %q forwarded", cfg.Op, cfg.Name)
+			}
+		}
+	}
 }
 
 // The admin seeds forward every administration API, and are refused too.

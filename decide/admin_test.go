@@ -76,13 +76,27 @@ func sp(s string) *string { return kmsg.StringPtr(s) }
 // The allow-list and the value bounds of the seed's table, each bound at
 // the bound and one past it, through CreateTopics and IncrementalAlterConfigs.
 func TestAdminConfigBounds(t *testing.T) {
+	s := adminSession(t, fuzzAdminScope)
+	for _, c := range append(configNumberCases(), configValueCases()...) {
+		c.createTopics(t, s)
+		c.alterConfigs(t, s)
+	}
+}
+
+// configBoundCase is one configuration value, and its canonical form
+// when it is within the allow-list and its bound.
+type configBoundCase struct {
+	name  string
+	value *string
+	canon string // "" : refused with POLICY_VIOLATION
+}
+
+// configNumberCases: the bounds of the integer configurations, and how
+// their values are read.
+func configNumberCases() []configBoundCase {
 	const day = int64(86400000)
 	i := func(n int64) string { return strconv.FormatInt(n, 10) }
-	cases := []struct {
-		name  string
-		value *string
-		canon string // "" : refused with POLICY_VIOLATION
-	}{
+	return []configBoundCase{
 		{"retention.ms", sp("60000"), "60000"},
 		{"retention.ms", sp("59999"), ""},
 		{"retention.ms", sp("31536000000"), "31536000000"},
@@ -122,6 +136,14 @@ func TestAdminConfigBounds(t *testing.T) {
 		{"delete.retention.ms", sp("-1"), ""},
 		{"delete.retention.ms", sp(i(30 * day)), i(30 * day)},
 		{"delete.retention.ms", sp(i(30*day + 1)), ""},
+	}
+}
+
+// configValueCases: the ratio, max.message.bytes and the lists and choices
+// of the allow-list, then configurations it does not hold.
+func configValueCases() []configBoundCase {
+	i := func(n int64) string { return strconv.FormatInt(n, 10) }
+	return []configBoundCase{
 		{"min.cleanable.dirty.ratio", sp("0.1"), "0.1"},
 		{"min.cleanable.dirty.ratio", sp("0.09"), ""},
 		{"min.cleanable.dirty.ratio", sp("0.0999999"), ""},
@@ -175,56 +197,71 @@ func TestAdminConfigBounds(t *testing.T) {
 		{"retention.ms ", sp("60000"), ""},
 		{"", sp("60000"), ""},
 	}
-	s := adminSession(t, fuzzAdminScope)
-	for _, c := range cases {
-		val := "<null>"
-		if c.value != nil {
-			val = *c.value
+}
+
+// where names the case in a failure: name=value.
+func (c configBoundCase) where() string {
+	val := "<null>"
+	if c.value != nil {
+		val = *c.value
+	}
+	return c.name + "=" + val
+}
+
+// createTopics: a CreateTopics with the configuration, at versions 0, 4, 5
+// and 7, is forwarded with its canonical value, or answered
+// POLICY_VIOLATION for the topic.
+func (c configBoundCase) createTopics(t *testing.T, s *Session) {
+	where := c.where()
+	for _, v := range []int16{0, 4, 5, 7} {
+		out, fw, a, _ := groupReq(t, s, createTopicsReq(v, 3, map[string]*string{c.name: c.value}, "orders"))
+		if c.canon == "" {
+			if out != Answer {
+				t.Errorf("CreateTopics v%d %s: forwarded", v, where)
+				continue
+			}
+			r := a.(*kmsg.CreateTopicsResponse)
+			if len(r.Topics) != 1 || r.Topics[0].Topic != "orders" || r.Topics[0].ErrorCode != kerr.PolicyViolation.Code {
+				t.Errorf("CreateTopics v%d %s: answer %+v", v, where, r.Topics)
+			}
+			continue
 		}
-		where := c.name + "=" + val
-		for _, v := range []int16{0, 4, 5, 7} {
-			out, fw, a, _ := groupReq(t, s, createTopicsReq(v, 3, map[string]*string{c.name: c.value}, "orders"))
-			if c.canon == "" {
-				if out != Answer {
-					t.Errorf("CreateTopics v%d %s: forwarded", v, where)
-					continue
-				}
-				r := a.(*kmsg.CreateTopicsResponse)
-				if len(r.Topics) != 1 || r.Topics[0].Topic != "orders" || r.Topics[0].ErrorCode != kerr.PolicyViolation.Code {
-					t.Errorf("CreateTopics v%d %s: answer %+v", v, where, r.Topics)
-				}
-				continue
-			}
-			if out != Forward {
-				t.Errorf("CreateTopics v%d %s: refused", v, where)
-				continue
-			}
-			tp := fw.(*kmsg.CreateTopicsRequest).Topics
-			if len(tp) != 1 || tp[0].Topic != "acme.orders" || len(tp[0].Configs) != 1 || tp[0].Configs[0].Value == nil || *tp[0].Configs[0].Value != c.canon {
-				t.Errorf("CreateTopics v%d %s: forwarded %+v", v, where, tp)
-			}
+		if out != Forward {
+			t.Errorf("CreateTopics v%d %s: refused", v, where)
+			continue
 		}
-		for _, v := range []int16{0, 1} {
-			out, fw, a, _ := groupReq(t, s, alterReq(v, kmsg.ConfigResourceTypeTopic, "orders", setOp(c.name, c.value)))
-			if c.canon == "" {
-				if out != Answer {
-					t.Errorf("IncrementalAlterConfigs v%d %s: forwarded", v, where)
-					continue
-				}
-				r := a.(*kmsg.IncrementalAlterConfigsResponse)
-				if len(r.Resources) != 1 || r.Resources[0].ResourceName != "orders" || r.Resources[0].ResourceType != kmsg.ConfigResourceTypeTopic || r.Resources[0].ErrorCode != kerr.PolicyViolation.Code {
-					t.Errorf("IncrementalAlterConfigs v%d %s: answer %+v", v, where, r.Resources)
-				}
+		tp := fw.(*kmsg.CreateTopicsRequest).Topics
+		if len(tp) != 1 || tp[0].Topic != "acme.orders" || len(tp[0].Configs) != 1 || tp[0].Configs[0].Value == nil || *tp[0].Configs[0].Value != c.canon {
+			t.Errorf("CreateTopics v%d %s: forwarded %+v", v, where, tp)
+		}
+	}
+}
+
+// alterConfigs: an IncrementalAlterConfigs SET of the configuration, at
+// versions 0 and 1, is forwarded with its canonical value, or answered
+// POLICY_VIOLATION for the topic resource.
+func (c configBoundCase) alterConfigs(t *testing.T, s *Session) {
+	where := c.where()
+	for _, v := range []int16{0, 1} {
+		out, fw, a, _ := groupReq(t, s, alterReq(v, kmsg.ConfigResourceTypeTopic, "orders", setOp(c.name, c.value)))
+		if c.canon == "" {
+			if out != Answer {
+				t.Errorf("IncrementalAlterConfigs v%d %s: forwarded", v, where)
 				continue
 			}
-			if out != Forward {
-				t.Errorf("IncrementalAlterConfigs v%d %s: refused", v, where)
-				continue
+			r := a.(*kmsg.IncrementalAlterConfigsResponse)
+			if len(r.Resources) != 1 || r.Resources[0].ResourceName != "orders" || r.Resources[0].ResourceType != kmsg.ConfigResourceTypeTopic || r.Resources[0].ErrorCode != kerr.PolicyViolation.Code {
+				t.Errorf("IncrementalAlterConfigs v%d %s: answer %+v", v, where, r.Resources)
 			}
-			rs := fw.(*kmsg.IncrementalAlterConfigsRequest).Resources
-			if len(rs) != 1 || rs[0].ResourceName != "acme.orders" || len(rs[0].Configs) != 1 || rs[0].Configs[0].Value == nil || *rs[0].Configs[0].Value != c.canon {
-				t.Errorf("IncrementalAlterConfigs v%d %s: forwarded %+v", v, where, rs)
-			}
+			continue
+		}
+		if out != Forward {
+			t.Errorf("IncrementalAlterConfigs v%d %s: refused", v, where)
+			continue
+		}
+		rs := fw.(*kmsg.IncrementalAlterConfigsRequest).Resources
+		if len(rs) != 1 || rs[0].ResourceName != "acme.orders" || len(rs[0].Configs) != 1 || rs[0].Configs[0].Value == nil || *rs[0].Configs[0].Value != c.canon {
+			t.Errorf("IncrementalAlterConfigs v%d %s: forwarded %+v", v, where, rs)
 		}
 	}
 }

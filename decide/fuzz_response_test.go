@@ -136,109 +136,133 @@ var (
 // checkAnswerNames holds a decoded answer to its names (see FuzzSessionResponse).
 func checkAnswerNames(t *testing.T, where string, s *Session, resp kmsg.Response, brokerBody, request []byte) {
 	t.Helper()
-	asked := func(name string) bool {
-		return name != "" && bytes.Contains(request, []byte(name))
-	}
-	inBody := func(prefix, name string) bool { return bytes.Contains(brokerBody, []byte(prefix+name)) }
-	short := func(name string) bool {
-		_, ok := s.View.Physical(name)
-		return ok
-	}
-	// checkName checks one name, and keeps it in rest unless it is set
-	// aside (the tenant's opaque data, a name checked in a namespace).
-	var rest []string
-	var checkName func(field, name string)
-	var walk func(v reflect.Value, field string)
-	walk = func(v reflect.Value, field string) {
-		switch v.Kind() {
-		case reflect.Pointer:
-			if v.IsNil() {
-				return
-			}
-			if v.Elem().Kind() == reflect.String {
-				if answerNever[field] {
-					t.Fatalf("%s: %s %q answered", where, field, v.Elem().String())
-				}
-				checkName(field, v.Elem().String())
-				return
-			}
-			walk(v.Elem(), field)
-		case reflect.Struct:
-			if v.Type() == leakTagsType {
-				if v.Addr().Interface().(*kmsg.Tags).Len() > 0 {
-					t.Fatalf("%s: an unknown tagged field answered", where)
-				}
-				return
-			}
-			tt := v.Type()
-			for i := 0; i < v.NumField(); i++ {
-				if tt.Field(i).IsExported() {
-					walk(v.Field(i), tt.Field(i).Name)
-				}
-			}
-		case reflect.Slice:
-			if v.Type().Elem().Kind() == reflect.Uint8 {
-				return // records, consumer protocol bytes: the tenant's data
-			}
-			if field == "ConfigSynonyms" && v.Len() > 0 {
-				t.Fatalf("%s: configuration synonyms answered", where)
-			}
-			for i := 0; i < v.Len(); i++ {
-				walk(v.Index(i), field)
-			}
-		case reflect.String:
-			if answerNever[field] && v.String() != "" {
-				t.Fatalf("%s: %s %q answered", where, field, v.String())
-			}
-			checkName(field, v.String())
-		}
-	}
-	checkName = func(field, name string) {
-		t.Helper()
-		if answerOpaque[field] || name == "" {
-			return
-		}
-		switch field {
-		case "Topic":
-			if !short(name) && !asked(name) {
-				t.Fatalf("%s: topic %q answered", where, name)
-			}
-		case "ResourceName":
-			if !short(name) && !asked(name) {
-				t.Fatalf("%s: resource %q answered", where, name)
-			}
-		case "Group":
-			if !inBody("acme.~g.", name) && !asked(name) {
-				t.Fatalf("%s: group %q answered, not the tenant's", where, name)
-			}
-			return
-		case "Key", "TransactionalID":
-			if !inBody("acme.~g.", name) && !inBody("acme.~t.", name) && !asked(name) {
-				t.Fatalf("%s: %s %q answered, not the tenant's", where, field, name)
-			}
-			return
-		case "ClientID":
-			if !inBody("acme.", name) {
-				t.Fatalf("%s: client id %q answered, not the tenant's", where, name)
-			}
-			return
-		case "Host":
-			if name != "gw.example" {
-				t.Fatalf("%s: host %q answered", where, name)
-			}
-		case "ClusterID":
-			if name != "shop" {
-				t.Fatalf("%s: cluster id %q answered", where, name)
-			}
-		}
-		rest = append(rest, name)
-	}
-	walk(reflect.ValueOf(resp), "")
-	for _, str := range rest {
+	n := &answerNames{t: t, where: where, s: s, brokerBody: brokerBody, request: request}
+	n.walk(reflect.ValueOf(resp), "")
+	for _, str := range n.rest {
 		for _, bad := range leakForbidden {
 			if strings.Contains(str, bad) {
 				t.Fatalf("%s: the answer holds %q", where, str)
 			}
 		}
 	}
+}
+
+// answerNames walks one decoded answer, field by field, and checks each
+// name against the request, the broker's body and the session's view.
+type answerNames struct {
+	t          *testing.T
+	where      string
+	s          *Session
+	brokerBody []byte
+	request    []byte
+	// rest keeps each name checked unless it is set aside (the tenant's
+	// opaque data, a name checked in a namespace).
+	rest []string
+}
+
+// asked: the client named it in its request.
+func (n *answerNames) asked(name string) bool {
+	return name != "" && bytes.Contains(n.request, []byte(name))
+}
+
+// inBody: the broker's answer holds it under prefix.
+func (n *answerNames) inBody(prefix, name string) bool {
+	return bytes.Contains(n.brokerBody, []byte(prefix+name))
+}
+
+// short: a topic of the session's view.
+func (n *answerNames) short(name string) bool {
+	_, ok := n.s.View.Physical(name)
+	return ok
+}
+
+// walk visits every exported field of v, field naming the struct field the
+// value is (or is an element of): strings and string pointers are checked,
+// unknown tags and configuration synonyms refused, byte slices skipped.
+func (n *answerNames) walk(v reflect.Value, field string) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		if v.Elem().Kind() == reflect.String {
+			if answerNever[field] {
+				n.t.Fatalf("%s: %s %q answered", n.where, field, v.Elem().String())
+			}
+			n.checkName(field, v.Elem().String())
+			return
+		}
+		n.walk(v.Elem(), field)
+	case reflect.Struct:
+		if v.Type() == leakTagsType {
+			if v.Addr().Interface().(*kmsg.Tags).Len() > 0 {
+				n.t.Fatalf("%s: an unknown tagged field answered", n.where)
+			}
+			return
+		}
+		tt := v.Type()
+		for i := 0; i < v.NumField(); i++ {
+			if tt.Field(i).IsExported() {
+				n.walk(v.Field(i), tt.Field(i).Name)
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return // records, consumer protocol bytes: the tenant's data
+		}
+		if field == "ConfigSynonyms" && v.Len() > 0 {
+			n.t.Fatalf("%s: configuration synonyms answered", n.where)
+		}
+		for i := 0; i < v.Len(); i++ {
+			n.walk(v.Index(i), field)
+		}
+	case reflect.String:
+		if answerNever[field] && v.String() != "" {
+			n.t.Fatalf("%s: %s %q answered", n.where, field, v.String())
+		}
+		n.checkName(field, v.String())
+	}
+}
+
+// checkName checks one name by the field that holds it, and keeps it in
+// rest unless it is set aside.
+func (n *answerNames) checkName(field, name string) {
+	n.t.Helper()
+	if answerOpaque[field] || name == "" {
+		return
+	}
+	switch field {
+	case "Topic":
+		if !n.short(name) && !n.asked(name) {
+			n.t.Fatalf("%s: topic %q answered", n.where, name)
+		}
+	case "ResourceName":
+		if !n.short(name) && !n.asked(name) {
+			n.t.Fatalf("%s: resource %q answered", n.where, name)
+		}
+	case "Group":
+		if !n.inBody("acme.~g.", name) && !n.asked(name) {
+			n.t.Fatalf("%s: group %q answered, not the tenant's", n.where, name)
+		}
+		return
+	case "Key", "TransactionalID":
+		if !n.inBody("acme.~g.", name) && !n.inBody("acme.~t.", name) && !n.asked(name) {
+			n.t.Fatalf("%s: %s %q answered, not the tenant's", n.where, field, name)
+		}
+		return
+	case "ClientID":
+		if !n.inBody("acme.", name) {
+			n.t.Fatalf("%s: client id %q answered, not the tenant's", n.where, name)
+		}
+		return
+	case "Host":
+		if name != "gw.example" {
+			n.t.Fatalf("%s: host %q answered", n.where, name)
+		}
+	case "ClusterID":
+		if name != "shop" {
+			n.t.Fatalf("%s: cluster id %q answered", n.where, name)
+		}
+	}
+	n.rest = append(n.rest, name)
 }

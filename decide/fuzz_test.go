@@ -105,108 +105,6 @@ func reqFrame(req kmsg.Request, corr int32, client string) []byte {
 	return req.AppendTo(f)
 }
 
-var seedTopics = []string{"orders", "audit", "unknown", "globex.orders", "payments", "elsewhere"}
-
-func servedSeeds() [][]byte {
-	var out [][]byte
-	add := func(r kmsg.Request) { out = append(out, reqFrame(r, 7, "app-1")) }
-	records := bytes.Repeat([]byte{0xab}, 700)
-	tx := "tx-1"
-
-	for _, v := range []int16{0, 3, 7, 9, 12} {
-		for _, acks := range []int16{-1, 0} {
-			for _, txn := range []*string{nil, &tx} {
-				for _, topics := range [][]string{seedTopics, {"orders"}, {"audit"}} {
-					r := kmsg.NewPtrProduceRequest()
-					r.Version, r.Acks, r.TimeoutMillis = v, acks, 1000
-					if v >= 3 {
-						r.TransactionID = txn
-					}
-					for _, name := range topics {
-						tp := kmsg.NewProduceRequestTopic()
-						tp.Topic = name
-						pp := kmsg.NewProduceRequestTopicPartition()
-						pp.Records = records
-						tp.Partitions = append(tp.Partitions, pp)
-						r.Topics = append(r.Topics, tp)
-					}
-					add(r)
-				}
-			}
-		}
-	}
-	for _, v := range []int16{4, 7, 11, 12} {
-		for _, topics := range [][]string{seedTopics, {"orders", "audit"}, {"globex.orders"}} {
-			r := kmsg.NewPtrFetchRequest()
-			r.Version, r.ReplicaID, r.MaxWaitMillis, r.MaxBytes = v, 5, 99999, 1<<30
-			for _, name := range topics {
-				tp := kmsg.NewFetchRequestTopic()
-				tp.Topic = name
-				tp.Partitions = append(tp.Partitions, kmsg.NewFetchRequestTopicPartition())
-				r.Topics = append(r.Topics, tp)
-			}
-			add(r)
-		}
-	}
-	for _, v := range []int16{1, 4, 6, 10} {
-		for _, topics := range [][]string{seedTopics, {"orders"}, {"globex.orders"}} {
-			r := kmsg.NewPtrListOffsetsRequest()
-			r.Version, r.ReplicaID = v, 3
-			for _, name := range topics {
-				tp := kmsg.NewListOffsetsRequestTopic()
-				tp.Topic = name
-				tp.Partitions = append(tp.Partitions, kmsg.NewListOffsetsRequestTopicPartition())
-				r.Topics = append(r.Topics, tp)
-			}
-			add(r)
-		}
-	}
-	for _, v := range []int16{1, 4, 9, 10, 12} {
-		for _, topics := range [][]string{nil, {}, seedTopics, {"globex.orders"}} {
-			r := kmsg.NewPtrMetadataRequest()
-			r.Version, r.AllowAutoTopicCreation = v, true
-			if topics != nil {
-				r.Topics = []kmsg.MetadataRequestTopic{}
-			}
-			for _, name := range topics {
-				tp := kmsg.NewMetadataRequestTopic()
-				tp.Topic = kmsg.StringPtr(name)
-				r.Topics = append(r.Topics, tp)
-			}
-			if v >= 10 && topics != nil {
-				tp := kmsg.NewMetadataRequestTopic() // by id only
-				tp.TopicID = [16]byte{1, 2, 3}
-				r.Topics = append(r.Topics, tp)
-			}
-			add(r)
-		}
-	}
-	for _, v := range []int16{0, 2, 4, 5} {
-		for _, txn := range []*string{nil, &tx} {
-			r := kmsg.NewPtrInitProducerIDRequest()
-			r.Version, r.TransactionalID, r.TransactionTimeoutMillis = v, txn, 60000
-			add(r)
-		}
-	}
-	for _, v := range []int16{2, 3, 4} {
-		for _, topics := range [][]string{seedTopics, {"audit"}} {
-			r := kmsg.NewPtrOffsetForLeaderEpochRequest()
-			r.Version, r.ReplicaID = v, 2
-			for _, name := range topics {
-				tp := kmsg.NewOffsetForLeaderEpochRequestTopic()
-				tp.Topic = name
-				tp.Partitions = append(tp.Partitions, kmsg.NewOffsetForLeaderEpochRequestTopicPartition())
-				r.Topics = append(r.Topics, tp)
-			}
-			add(r)
-		}
-	}
-	out = append(out, groupFuzzSeeds()...)
-	out = append(out, txnFuzzSeeds()...)
-	out = append(out, adminFuzzSeeds()...)
-	return out
-}
-
 // testGrant is the budget's grant in the tests: a Fetch asks for at most 1 MiB.
 const testGrant = 1 << 20
 
@@ -291,15 +189,7 @@ func checkRequest(t *testing.T, s *Session, h *codec.RequestHeader, frame []byte
 	}
 
 	if out == Answer {
-		corr, body, err := codec.ParseResponseHeader(b, h.Key, h.Version)
-		if err != nil || corr != h.Correlation {
-			t.Fatalf("answer header: corr %d, %v", corr, err)
-		}
-		resp := kmsg.ResponseForKey(h.Key)
-		resp.SetVersion(h.Version)
-		if err := resp.ReadFrom(body); err != nil {
-			t.Fatalf("answer to %s v%d does not decode: %v", Name(h.Key), h.Version, err)
-		}
+		checkAnswered(t, h, b)
 		return
 	}
 
@@ -310,6 +200,31 @@ func checkRequest(t *testing.T, s *Session, h *codec.RequestHeader, frame []byte
 	if p.Reserve <= 0 {
 		t.Fatalf("forward without a reserve: %d", p.Reserve)
 	}
+	req := checkForwardedFrame(t, h, b, frame)
+	checkServedForwarded(t, s, req)
+}
+
+// checkAnswered: an answer from the gateway carries the client's
+// correlation id and decodes as the request's key and version.
+func checkAnswered(t *testing.T, h *codec.RequestHeader, b []byte) {
+	t.Helper()
+	corr, body, err := codec.ParseResponseHeader(b, h.Key, h.Version)
+	if err != nil || corr != h.Correlation {
+		t.Fatalf("answer header: corr %d, %v", corr, err)
+	}
+	resp := kmsg.ResponseForKey(h.Key)
+	resp.SetVersion(h.Version)
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatalf("answer to %s v%d does not decode: %v", Name(h.Key), h.Version, err)
+	}
+}
+
+// checkForwardedFrame: a forwarded request is the client's key and
+// version under the upstream correlation id, with the tenant's client id,
+// no name of the other tenant the client did not write, and decodes; it
+// returns the decoded request.
+func checkForwardedFrame(t *testing.T, h *codec.RequestHeader, b, frame []byte) kmsg.Request {
+	t.Helper()
 	h2, err := codec.ParseRequestHeader(b)
 	if err != nil {
 		t.Fatalf("forwarded header: %v", err)
@@ -335,6 +250,14 @@ func checkRequest(t *testing.T, s *Session, h *codec.RequestHeader, frame []byte
 	if err := req.ReadFrom(b[h2.BodyOffset:]); err != nil {
 		t.Fatalf("forwarded %s v%d does not decode: %v", Name(h2.Key), h2.Version, err)
 	}
+	return req
+}
+
+// checkServedForwarded holds a forwarded request to its family's
+// invariants: the served APIs' here, the groups', transactions' and
+// administration's in their files.
+func checkServedForwarded(t *testing.T, s *Session, req kmsg.Request) {
+	t.Helper()
 	recv := func(what, name string) {
 		if name != "acme.orders" && name != "acme.audit" {
 			t.Fatalf("%s: topic %q forwarded", what, name)

@@ -18,40 +18,51 @@ import (
 // gateway with GROUP_AUTHORIZATION_FAILED, and nothing is forwarded.
 func TestGroupsNeedReceive(t *testing.T) {
 	s := groupSession(t, false)
-	check := func(req kmsg.Request, code func(kmsg.Response) []int16) {
-		t.Helper()
-		out, _, a, _ := groupReq(t, s, req)
-		if out != Answer {
-			t.Fatalf("%s v%d without receive: outcome %d", Name(req.Key()), req.GetVersion(), out)
-		}
-		codes := code(a)
-		if len(codes) == 0 {
-			t.Fatalf("%s: no code answered", Name(req.Key()))
-		}
-		for _, c := range codes {
-			wantCode(t, Name(req.Key()), c, kerr.GroupAuthorizationFailed)
-		}
+	groupMembershipRefused(t, s)
+	groupOffsetsRefused(t, s)
+	// JoinGroup: TestJoinGroupConsumerProtocol.
+}
+
+// groupRefused: req is answered by the gateway, every code code reads in
+// the answer GROUP_AUTHORIZATION_FAILED, and there is one at least.
+func groupRefused(t *testing.T, s *Session, req kmsg.Request, code func(kmsg.Response) []int16) {
+	t.Helper()
+	out, _, a, _ := groupReq(t, s, req)
+	if out != Answer {
+		t.Fatalf("%s v%d without receive: outcome %d", Name(req.Key()), req.GetVersion(), out)
 	}
+	codes := code(a)
+	if len(codes) == 0 {
+		t.Fatalf("%s: no code answered", Name(req.Key()))
+	}
+	for _, c := range codes {
+		wantCode(t, Name(req.Key()), c, kerr.GroupAuthorizationFailed)
+	}
+}
+
+// groupMembershipRefused: Heartbeat, LeaveGroup, SyncGroup, DescribeGroups
+// and ListGroups, each at a few versions.
+func groupMembershipRefused(t *testing.T, s *Session) {
 	for _, v := range []int16{0, 4} {
 		r := kmsg.NewPtrHeartbeatRequest()
 		r.Version, r.Group = v, "billing"
-		check(r, func(a kmsg.Response) []int16 { return []int16{a.(*kmsg.HeartbeatResponse).ErrorCode} })
+		groupRefused(t, s, r, func(a kmsg.Response) []int16 { return []int16{a.(*kmsg.HeartbeatResponse).ErrorCode} })
 	}
 	for _, v := range []int16{0, 3, 5} {
 		r := kmsg.NewPtrLeaveGroupRequest()
 		r.Version, r.Group, r.MemberID = v, "billing", "m1"
 		r.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "m1"}}
-		check(r, func(a kmsg.Response) []int16 { return []int16{a.(*kmsg.LeaveGroupResponse).ErrorCode} })
+		groupRefused(t, s, r, func(a kmsg.Response) []int16 { return []int16{a.(*kmsg.LeaveGroupResponse).ErrorCode} })
 	}
 	for _, v := range []int16{0, 5} {
 		r := kmsg.NewPtrSyncGroupRequest()
 		r.Version, r.Group = v, "billing"
-		check(r, func(a kmsg.Response) []int16 { return []int16{a.(*kmsg.SyncGroupResponse).ErrorCode} })
+		groupRefused(t, s, r, func(a kmsg.Response) []int16 { return []int16{a.(*kmsg.SyncGroupResponse).ErrorCode} })
 	}
 	for _, v := range []int16{0, 6} {
 		r := kmsg.NewPtrDescribeGroupsRequest()
 		r.Version, r.Groups = v, []string{"billing", "other"}
-		check(r, func(a kmsg.Response) []int16 {
+		groupRefused(t, s, r, func(a kmsg.Response) []int16 {
 			var cs []int16
 			for _, g := range a.(*kmsg.DescribeGroupsResponse).Groups {
 				cs = append(cs, g.ErrorCode)
@@ -62,8 +73,13 @@ func TestGroupsNeedReceive(t *testing.T) {
 	for _, v := range []int16{0, 5} {
 		r := kmsg.NewPtrListGroupsRequest()
 		r.Version = v
-		check(r, func(a kmsg.Response) []int16 { return []int16{a.(*kmsg.ListGroupsResponse).ErrorCode} })
+		groupRefused(t, s, r, func(a kmsg.Response) []int16 { return []int16{a.(*kmsg.ListGroupsResponse).ErrorCode} })
 	}
+}
+
+// groupOffsetsRefused: OffsetCommit, OffsetFetch by topic and by group,
+// and FindCoordinator by key and by keys.
+func groupOffsetsRefused(t *testing.T, s *Session) {
 	for _, v := range []int16{0, 2, 8, 9} {
 		r := kmsg.NewPtrOffsetCommitRequest()
 		r.Version, r.Group = v, "billing"
@@ -71,7 +87,7 @@ func TestGroupsNeedReceive(t *testing.T) {
 		tp.Topic = "orders"
 		tp.Partitions = []kmsg.OffsetCommitRequestTopicPartition{kmsg.NewOffsetCommitRequestTopicPartition()}
 		r.Topics = append(r.Topics, tp)
-		check(r, func(a kmsg.Response) []int16 {
+		groupRefused(t, s, r, func(a kmsg.Response) []int16 {
 			var cs []int16
 			for _, tp := range a.(*kmsg.OffsetCommitResponse).Topics {
 				for _, pp := range tp.Partitions {
@@ -85,7 +101,7 @@ func TestGroupsNeedReceive(t *testing.T) {
 		r := kmsg.NewPtrOffsetFetchRequest()
 		r.Version, r.Group = v, "billing"
 		r.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "orders", Partitions: []int32{0}}}
-		check(r, func(a kmsg.Response) []int16 {
+		groupRefused(t, s, r, func(a kmsg.Response) []int16 {
 			resp := a.(*kmsg.OffsetFetchResponse)
 			cs := []int16{resp.Topics[0].Partitions[0].ErrorCode}
 			if v >= 2 {
@@ -98,7 +114,7 @@ func TestGroupsNeedReceive(t *testing.T) {
 		r := kmsg.NewPtrOffsetFetchRequest()
 		r.Version = v
 		r.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "billing"}, {Group: "other"}}
-		check(r, func(a kmsg.Response) []int16 {
+		groupRefused(t, s, r, func(a kmsg.Response) []int16 {
 			var cs []int16
 			for _, g := range a.(*kmsg.OffsetFetchResponse).Groups {
 				cs = append(cs, g.ErrorCode)
@@ -109,7 +125,7 @@ func TestGroupsNeedReceive(t *testing.T) {
 	for _, v := range []int16{0, 3, 4, 6} {
 		r := kmsg.NewPtrFindCoordinatorRequest()
 		r.Version, r.CoordinatorKey, r.CoordinatorKeys = v, "billing", []string{"billing"}
-		check(r, func(a kmsg.Response) []int16 {
+		groupRefused(t, s, r, func(a kmsg.Response) []int16 {
 			resp := a.(*kmsg.FindCoordinatorResponse)
 			if v < 4 {
 				return []int16{resp.ErrorCode}
@@ -117,7 +133,6 @@ func TestGroupsNeedReceive(t *testing.T) {
 			return []int16{resp.Coordinators[0].ErrorCode}
 		})
 	}
-	// JoinGroup: TestJoinGroupConsumerProtocol.
 }
 
 // A group id that no longer fits a Kafka string once prefixed is refused,

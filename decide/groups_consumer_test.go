@@ -82,26 +82,7 @@ func TestJoinGroupConsumerProtocol(t *testing.T) {
 		if m := readSubscription(t, jr.Protocols[1].Metadata); m.Version != 3 || !slices.Equal(m.Topics, []string{"acme.audit"}) || m.Generation != 3 {
 			t.Fatalf("v3 subscription forwarded: %+v", m)
 		}
-
-		// The leader's answer: every member's subscription mapped back,
-		// another tenant's topic (only the broker could put it there) left out.
-		b := kmsg.NewPtrJoinGroupResponse()
-		b.Generation, b.Protocol, b.LeaderID, b.MemberID = 4, kmsg.StringPtr("range"), "m1", "m1"
-		if v >= 7 && v != 9 {
-			b.ProtocolType = kmsg.StringPtr("consumer")
-		}
-		b.Members = []kmsg.JoinGroupResponseMember{
-			{MemberID: "m1", ProtocolMetadata: subscription(1, []string{"acme.orders", "globex.orders"}, "acme.audit", "globex.payments")},
-			{MemberID: "m2", ProtocolMetadata: []byte{0, 1, 0xff}},
-		}
-		a := groupResp(t, s, p, b).(*kmsg.JoinGroupResponse)
-		m = readSubscription(t, a.Members[0].ProtocolMetadata)
-		if !slices.Equal(m.Topics, []string{"orders"}) || len(m.OwnedPartitions) != 1 || m.OwnedPartitions[0].Topic != "audit" {
-			t.Fatalf("v%d: subscription answered: %+v", v, m)
-		}
-		if m := readSubscription(t, a.Members[1].ProtocolMetadata); len(m.Topics) != 0 {
-			t.Fatalf("unreadable subscription answered as %+v", m)
-		}
+		joinGroupLeaderAnswer(t, s, p, v)
 	}
 
 	// Another protocol type: the bytes cross as they are.
@@ -136,6 +117,30 @@ func TestJoinGroupConsumerProtocol(t *testing.T) {
 			t.Fatalf("JoinGroup without receive: outcome %d", out)
 		}
 		wantCode(t, "JoinGroup", a.(*kmsg.JoinGroupResponse).ErrorCode, kerr.GroupAuthorizationFailed)
+	}
+}
+
+// joinGroupLeaderAnswer: the leader's answer to a consumer JoinGroup of
+// version v, every member's subscription mapped back, another tenant's
+// topic (only the broker could put it there) left out, an unreadable one
+// answered without topics.
+func joinGroupLeaderAnswer(t *testing.T, s *Session, p *Pending, v int16) {
+	b := kmsg.NewPtrJoinGroupResponse()
+	b.Generation, b.Protocol, b.LeaderID, b.MemberID = 4, kmsg.StringPtr("range"), "m1", "m1"
+	if v >= 7 && v != 9 {
+		b.ProtocolType = kmsg.StringPtr("consumer")
+	}
+	b.Members = []kmsg.JoinGroupResponseMember{
+		{MemberID: "m1", ProtocolMetadata: subscription(1, []string{"acme.orders", "globex.orders"}, "acme.audit", "globex.payments")},
+		{MemberID: "m2", ProtocolMetadata: []byte{0, 1, 0xff}},
+	}
+	a := groupResp(t, s, p, b).(*kmsg.JoinGroupResponse)
+	m := readSubscription(t, a.Members[0].ProtocolMetadata)
+	if !slices.Equal(m.Topics, []string{"orders"}) || len(m.OwnedPartitions) != 1 || m.OwnedPartitions[0].Topic != "audit" {
+		t.Fatalf("v%d: subscription answered: %+v", v, m)
+	}
+	if m := readSubscription(t, a.Members[1].ProtocolMetadata); len(m.Topics) != 0 {
+		t.Fatalf("unreadable subscription answered as %+v", m)
 	}
 }
 

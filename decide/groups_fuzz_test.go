@@ -104,16 +104,7 @@ func groupFuzzSeeds() [][]byte {
 // it) to its invariants; false when req is not a group request.
 func checkGroupForwarded(t *testing.T, s *Session, req kmsg.Request) bool {
 	t.Helper()
-	group := func(g string) {
-		if !strings.HasPrefix(g, s.View.Cluster.Prefix+s.View.Tenant+".~g.") {
-			t.Fatalf("%s: group %q forwarded", Name(req.Key()), g)
-		}
-	}
-	topic := func(name string) {
-		if _, ok := s.View.Short(name); !ok {
-			t.Fatalf("%s: topic %q forwarded", Name(req.Key()), name)
-		}
-	}
+	c := groupForwarded{t: t, s: s, req: req}
 	if !s.View.CanReceive {
 		if r, ok := req.(*kmsg.FindCoordinatorRequest); !ok || r.CoordinatorType != 1 {
 			t.Fatalf("%s forwarded for a view without receive", Name(req.Key()))
@@ -121,88 +112,128 @@ func checkGroupForwarded(t *testing.T, s *Session, req kmsg.Request) bool {
 	}
 	switch r := req.(type) {
 	case *kmsg.FindCoordinatorRequest:
-		keys := r.CoordinatorKeys
-		if r.Version < 4 {
-			keys = []string{r.CoordinatorKey}
-		}
-		for _, k := range keys {
-			switch r.CoordinatorType {
-			case 0:
-				group(k)
-			case 1:
-				if !s.View.Transactions || !strings.HasPrefix(k, s.View.Cluster.Prefix+s.View.Tenant+".~t.") {
-					t.Fatalf("transaction key %q forwarded", k)
-				}
-			default:
-				t.Fatalf("coordinator type %d forwarded", r.CoordinatorType)
-			}
-		}
+		c.coordinatorKeys(r)
 	case *kmsg.JoinGroupRequest:
-		group(r.Group)
+		c.group(r.Group)
 		if r.ProtocolType == consumerProtocol {
-			for _, p := range r.Protocols {
-				var m kmsg.ConsumerMemberMetadata
-				if err := m.ReadFrom(p.Metadata); err != nil {
-					t.Fatalf("JoinGroup: subscription forwarded unreadable: %v", err)
-				}
-				for _, tp := range m.Topics {
-					topic(tp)
-				}
-				for _, o := range m.OwnedPartitions {
-					topic(o.Topic)
-				}
-			}
+			c.subscriptions(r)
 		}
 	case *kmsg.SyncGroupRequest:
-		group(r.Group)
+		c.group(r.Group)
 		if r.ProtocolType != nil && *r.ProtocolType == consumerProtocol {
-			for _, a := range r.GroupAssignment {
-				if len(a.MemberAssignment) == 0 {
-					continue
-				}
-				var as kmsg.ConsumerMemberAssignment
-				if err := as.ReadFrom(a.MemberAssignment); err != nil {
-					t.Fatalf("SyncGroup: assignment forwarded unreadable: %v", err)
-				}
-				for _, tp := range as.Topics {
-					topic(tp.Topic)
-				}
-			}
+			c.assignments(r)
 		}
 	case *kmsg.HeartbeatRequest:
-		group(r.Group)
+		c.group(r.Group)
 	case *kmsg.LeaveGroupRequest:
-		group(r.Group)
+		c.group(r.Group)
 	case *kmsg.DescribeGroupsRequest:
 		for _, g := range r.Groups {
-			group(g)
+			c.group(g)
 		}
 		if r.IncludeAuthorizedOperations {
 			t.Fatal("DescribeGroups asks for authorized operations")
 		}
 	case *kmsg.ListGroupsRequest:
 	case *kmsg.OffsetCommitRequest:
-		group(r.Group)
+		c.group(r.Group)
 		for _, tp := range r.Topics {
-			topic(tp.Topic)
+			c.topic(tp.Topic)
 		}
 	case *kmsg.OffsetFetchRequest:
 		if r.Version < 8 {
-			group(r.Group)
+			c.group(r.Group)
 			for _, tp := range r.Topics {
-				topic(tp.Topic)
+				c.topic(tp.Topic)
 			}
 		}
 		for _, g := range r.Groups {
-			group(g.Group)
+			c.group(g.Group)
 			for _, tp := range g.Topics {
-				topic(tp.Topic)
+				c.topic(tp.Topic)
 			}
 		}
 	default:
 		return false
 	}
 	return true
+}
+
+// groupForwarded holds the names of one forwarded group request to the
+// session's view.
+type groupForwarded struct {
+	t   *testing.T
+	s   *Session
+	req kmsg.Request
+}
+
+// group: a group is forwarded under the tenant's group prefix.
+func (c groupForwarded) group(g string) {
+	if !strings.HasPrefix(g, c.s.View.Cluster.Prefix+c.s.View.Tenant+".~g.") {
+		c.t.Fatalf("%s: group %q forwarded", Name(c.req.Key()), g)
+	}
+}
+
+// topic: a topic is forwarded only as one of the view's.
+func (c groupForwarded) topic(name string) {
+	if _, ok := c.s.View.Short(name); !ok {
+		c.t.Fatalf("%s: topic %q forwarded", Name(c.req.Key()), name)
+	}
+}
+
+// coordinatorKeys: a group key is the tenant's group, a transaction key the
+// tenant's transactional id (and only with transactions), no other type.
+func (c groupForwarded) coordinatorKeys(r *kmsg.FindCoordinatorRequest) {
+	keys := r.CoordinatorKeys
+	if r.Version < 4 {
+		keys = []string{r.CoordinatorKey}
+	}
+	for _, k := range keys {
+		switch r.CoordinatorType {
+		case 0:
+			c.group(k)
+		case 1:
+			if !c.s.View.Transactions || !strings.HasPrefix(k, c.s.View.Cluster.Prefix+c.s.View.Tenant+".~t.") {
+				c.t.Fatalf("transaction key %q forwarded", k)
+			}
+		default:
+			c.t.Fatalf("coordinator type %d forwarded", r.CoordinatorType)
+		}
+	}
+}
+
+// subscriptions: each consumer subscription of a JoinGroup is forwarded
+// readable, its topics and owned partitions the view's.
+func (c groupForwarded) subscriptions(r *kmsg.JoinGroupRequest) {
+	for _, p := range r.Protocols {
+		var m kmsg.ConsumerMemberMetadata
+		if err := m.ReadFrom(p.Metadata); err != nil {
+			c.t.Fatalf("JoinGroup: subscription forwarded unreadable: %v", err)
+		}
+		for _, tp := range m.Topics {
+			c.topic(tp)
+		}
+		for _, o := range m.OwnedPartitions {
+			c.topic(o.Topic)
+		}
+	}
+}
+
+// assignments: each consumer assignment of a SyncGroup is forwarded
+// readable, its topics the view's.
+func (c groupForwarded) assignments(r *kmsg.SyncGroupRequest) {
+	for _, a := range r.GroupAssignment {
+		if len(a.MemberAssignment) == 0 {
+			continue
+		}
+		var as kmsg.ConsumerMemberAssignment
+		if err := as.ReadFrom(a.MemberAssignment); err != nil {
+			c.t.Fatalf("SyncGroup: assignment forwarded unreadable: %v", err)
+		}
+		for _, tp := range as.Topics {
+			c.topic(tp.Topic)
+		}
+	}
 }
 
 // The seeds reach a forward of every group key, and each forward holds
@@ -339,36 +370,42 @@ func FuzzGroupResponse(f *testing.F) {
 		add(r, v, false)
 	}
 
-	f.Fuzz(func(t *testing.T, key, version byte, consumer bool, body []byte) {
-		k, v := int16(8+key%9), int16(version)
-		s := groupSession(t, true)
-		lo, hi, _ := s.Versions.Range(k)
-		if v < lo || v > hi {
-			return
-		}
-		p := &Pending{Key: k, Version: v, ClientCorr: 3, UpCorr: 4}
-		if consumer && k == 11 {
-			p.consumer = true
-		}
-		fr := codec.AppendResponseHeader(nil, k, v, 4)
-		if err := s.Response(p, append(fr, body...)); err != nil {
-			return // the connection closes
-		}
-		b := vecFrame(s)
-		corr, rb, err := codec.ParseResponseHeader(b, k, v)
-		if err != nil || corr != 3 {
-			t.Fatalf("answer header: %d %v", corr, err)
-		}
-		resp := kmsg.ResponseForKey(k)
-		resp.SetVersion(v)
-		if err := resp.ReadFrom(rb); err != nil {
-			t.Fatalf("answer to %s v%d does not decode: %v", Name(k), v, err)
-		}
-		if len(b) > 2*len(body)+64<<10 {
-			t.Fatalf("answer of %d bytes for a broker answer of %d", len(b), len(body))
-		}
-		checkGroupAnswer(t, resp, body, consumer && k == 11)
-	})
+	f.Fuzz(checkGroupResponse)
+}
+
+// checkGroupResponse is FuzzGroupResponse's body: a broker answer to
+// group key 8+key%9 at the version given, when the rewrite takes it, is
+// answered under the client's correlation id, decodes, stays within its
+// bound and holds to checkGroupAnswer.
+func checkGroupResponse(t *testing.T, key, version byte, consumer bool, body []byte) {
+	k, v := int16(8+key%9), int16(version)
+	s := groupSession(t, true)
+	lo, hi, _ := s.Versions.Range(k)
+	if v < lo || v > hi {
+		return
+	}
+	p := &Pending{Key: k, Version: v, ClientCorr: 3, UpCorr: 4}
+	if consumer && k == 11 {
+		p.consumer = true
+	}
+	fr := codec.AppendResponseHeader(nil, k, v, 4)
+	if err := s.Response(p, append(fr, body...)); err != nil {
+		return // the connection closes
+	}
+	b := vecFrame(s)
+	corr, rb, err := codec.ParseResponseHeader(b, k, v)
+	if err != nil || corr != 3 {
+		t.Fatalf("answer header: %d %v", corr, err)
+	}
+	resp := kmsg.ResponseForKey(k)
+	resp.SetVersion(v)
+	if err := resp.ReadFrom(rb); err != nil {
+		t.Fatalf("answer to %s v%d does not decode: %v", Name(k), v, err)
+	}
+	if len(b) > 2*len(body)+64<<10 {
+		t.Fatalf("answer of %d bytes for a broker answer of %d", len(b), len(body))
+	}
+	checkGroupAnswer(t, resp, body, consumer && k == 11)
 }
 
 // checkGroupAnswer holds a group answer to its invariants: topics are the
@@ -378,110 +415,146 @@ func FuzzGroupResponse(f *testing.F) {
 // the consumer protocol.
 func checkGroupAnswer(t *testing.T, resp kmsg.Response, brokerBody []byte, consumer bool) {
 	t.Helper()
-	topic := func(name string) {
-		if name != "orders" && name != "audit" {
-			t.Fatalf("%T: topic %q answered", resp, name)
-		}
-	}
-	group := func(name string) {
-		if !bytes.Contains(brokerBody, []byte("acme.~g."+name)) {
-			t.Fatalf("%T: group %q answered, not the tenant's", resp, name)
-		}
-	}
-	coord := func(host string, port int32) {
-		if (host != "gw.example" || port != 9092) && (host != "" || port != -1) {
-			t.Fatalf("coordinator %s:%d answered", host, port)
-		}
-	}
-	subTopics := func(meta []byte) {
-		if len(meta) == 0 {
-			return
-		}
-		var m kmsg.ConsumerMemberMetadata
-		if err := m.ReadFrom(meta); err != nil {
-			t.Fatalf("subscription answered unreadable: %v", err)
-		}
-		for _, tp := range m.Topics {
-			topic(tp)
-		}
-		for _, o := range m.OwnedPartitions {
-			topic(o.Topic)
-		}
-	}
-	asTopics := func(meta []byte) {
-		if len(meta) == 0 {
-			return
-		}
-		var a kmsg.ConsumerMemberAssignment
-		if err := a.ReadFrom(meta); err != nil {
-			t.Fatalf("assignment answered unreadable: %v", err)
-		}
-		for _, tp := range a.Topics {
-			topic(tp.Topic)
-		}
-	}
+	c := groupAnswer{t: t, resp: resp, brokerBody: brokerBody}
 	switch r := resp.(type) {
 	case *kmsg.FindCoordinatorResponse:
-		if r.ErrorMessage != nil {
-			t.Fatal("broker words answered")
-		}
-		if r.Version < 4 {
-			coord(r.Host, r.Port)
-		}
-		for _, c := range r.Coordinators {
-			if c.ErrorMessage != nil {
-				t.Fatal("broker words answered")
-			}
-			coord(c.Host, c.Port)
-			if !bytes.Contains(brokerBody, []byte("acme.~g."+c.Key)) && !bytes.Contains(brokerBody, []byte("acme.~t."+c.Key)) {
-				t.Fatalf("coordinator key %q answered, not the tenant's", c.Key)
-			}
-		}
+		c.coordinators(r)
 	case *kmsg.JoinGroupResponse:
 		if r.ProtocolType != nil {
 			consumer = *r.ProtocolType == consumerProtocol
 		}
 		for _, m := range r.Members {
 			if consumer {
-				subTopics(m.ProtocolMetadata)
+				c.subTopics(m.ProtocolMetadata)
 			}
 		}
 	case *kmsg.SyncGroupResponse:
 		if r.ProtocolType != nil && *r.ProtocolType == consumerProtocol {
-			asTopics(r.MemberAssignment)
+			c.asTopics(r.MemberAssignment)
 		}
 	case *kmsg.DescribeGroupsResponse:
-		for _, g := range r.Groups {
-			group(g.Group)
-			if g.ErrorMessage != nil {
-				t.Fatal("broker words answered")
-			}
-			for _, m := range g.Members {
-				if m.ClientHost != "" {
-					t.Fatalf("ClientHost %q answered", m.ClientHost)
-				}
-				if g.ProtocolType == consumerProtocol {
-					subTopics(m.ProtocolMetadata)
-					asTopics(m.MemberAssignment)
-				}
-			}
-		}
+		c.describedGroups(r)
 	case *kmsg.ListGroupsResponse:
 		for _, g := range r.Groups {
-			group(g.Group)
+			c.group(g.Group)
 		}
 	case *kmsg.OffsetCommitResponse:
 		for _, tp := range r.Topics {
-			topic(tp.Topic)
+			c.topic(tp.Topic)
 		}
 	case *kmsg.OffsetFetchResponse:
 		for _, tp := range r.Topics {
-			topic(tp.Topic)
+			c.topic(tp.Topic)
 		}
 		for _, g := range r.Groups {
-			group(g.Group)
+			c.group(g.Group)
 			for _, tp := range g.Topics {
-				topic(tp.Topic)
+				c.topic(tp.Topic)
+			}
+		}
+	}
+}
+
+// groupAnswer holds the names of one group answer to what the client may
+// see, brokerBody being the broker's answer it was rewritten from.
+type groupAnswer struct {
+	t          *testing.T
+	resp       kmsg.Response
+	brokerBody []byte
+}
+
+// topic: a topic is answered by one of the view's short names.
+func (c groupAnswer) topic(name string) {
+	if name != "orders" && name != "audit" {
+		c.t.Fatalf("%T: topic %q answered", c.resp, name)
+	}
+}
+
+// group: a group is answered only when the broker answered it as the
+// tenant's.
+func (c groupAnswer) group(name string) {
+	if !bytes.Contains(c.brokerBody, []byte("acme.~g."+name)) {
+		c.t.Fatalf("%T: group %q answered, not the tenant's", c.resp, name)
+	}
+}
+
+// coord: a coordinator is the advertised gateway, or none.
+func (c groupAnswer) coord(host string, port int32) {
+	if (host != "gw.example" || port != 9092) && (host != "" || port != -1) {
+		c.t.Fatalf("coordinator %s:%d answered", host, port)
+	}
+}
+
+// subTopics: a consumer subscription is answered readable, its topics and
+// owned partitions the view's.
+func (c groupAnswer) subTopics(meta []byte) {
+	if len(meta) == 0 {
+		return
+	}
+	var m kmsg.ConsumerMemberMetadata
+	if err := m.ReadFrom(meta); err != nil {
+		c.t.Fatalf("subscription answered unreadable: %v", err)
+	}
+	for _, tp := range m.Topics {
+		c.topic(tp)
+	}
+	for _, o := range m.OwnedPartitions {
+		c.topic(o.Topic)
+	}
+}
+
+// asTopics: a consumer assignment is answered readable, its topics the
+// view's.
+func (c groupAnswer) asTopics(meta []byte) {
+	if len(meta) == 0 {
+		return
+	}
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(meta); err != nil {
+		c.t.Fatalf("assignment answered unreadable: %v", err)
+	}
+	for _, tp := range a.Topics {
+		c.topic(tp.Topic)
+	}
+}
+
+// coordinators: FindCoordinator answers without broker words, with the
+// advertised coordinator, and only keys the broker answered as the
+// tenant's group or transactional id.
+func (c groupAnswer) coordinators(r *kmsg.FindCoordinatorResponse) {
+	if r.ErrorMessage != nil {
+		c.t.Fatal("broker words answered")
+	}
+	if r.Version < 4 {
+		c.coord(r.Host, r.Port)
+	}
+	for _, co := range r.Coordinators {
+		if co.ErrorMessage != nil {
+			c.t.Fatal("broker words answered")
+		}
+		c.coord(co.Host, co.Port)
+		if !bytes.Contains(c.brokerBody, []byte("acme.~g."+co.Key)) && !bytes.Contains(c.brokerBody, []byte("acme.~t."+co.Key)) {
+			c.t.Fatalf("coordinator key %q answered, not the tenant's", co.Key)
+		}
+	}
+}
+
+// describedGroups: DescribeGroups answers the tenant's groups without
+// broker words or ClientHost, consumer members' subscriptions and
+// assignments held to the view.
+func (c groupAnswer) describedGroups(r *kmsg.DescribeGroupsResponse) {
+	for _, g := range r.Groups {
+		c.group(g.Group)
+		if g.ErrorMessage != nil {
+			c.t.Fatal("broker words answered")
+		}
+		for _, m := range g.Members {
+			if m.ClientHost != "" {
+				c.t.Fatalf("ClientHost %q answered", m.ClientHost)
+			}
+			if g.ProtocolType == consumerProtocol {
+				c.subTopics(m.ProtocolMetadata)
+				c.asTopics(m.MemberAssignment)
 			}
 		}
 	}

@@ -71,119 +71,145 @@ func TestOffsetCommitMapped(t *testing.T) {
 // N1, N2: OffsetFetch, single group (v0-v7) and batched (v8+), topics asked
 // or all (null): the answer holds the view's topics only, by short name.
 func TestOffsetFetchMapped(t *testing.T) {
-	brokerTopics := func() []kmsg.OffsetFetchResponseTopic {
-		var out []kmsg.OffsetFetchResponseTopic
-		for _, name := range []string{"acme.orders", "globex.orders", "acme.audit"} {
-			rt := kmsg.NewOffsetFetchResponseTopic()
-			rt.Topic = name
-			rp := kmsg.NewOffsetFetchResponseTopicPartition()
-			rp.Offset, rp.Metadata = 42, kmsg.StringPtr("m")
-			rt.Partitions = append(rt.Partitions, rp)
-			out = append(out, rt)
-		}
-		return out
-	}
-	names := func(ts []kmsg.OffsetFetchResponseTopic) map[string]int16 {
-		m := map[string]int16{}
-		for _, tp := range ts {
-			m[tp.Topic] = tp.Partitions[0].ErrorCode
-		}
-		return m
-	}
 	for _, v := range []int16{1, 2, 5, 7} {
-		s := groupSession(t, true)
-		// Topics asked.
-		r := kmsg.NewPtrOffsetFetchRequest()
-		r.Version, r.Group = v, "billing"
-		r.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "orders", Partitions: []int32{0}}, {Topic: "globex.orders", Partitions: []int32{0, 1}}}
-		out, fw, _, p := groupReq(t, s, r)
-		of := fw.(*kmsg.OffsetFetchRequest)
-		if out != Forward || of.Group != "acme.~g.billing" || len(of.Topics) != 1 || of.Topics[0].Topic != "acme.orders" {
-			t.Fatalf("v%d: forwarded %+v", v, of)
-		}
-		b := kmsg.NewPtrOffsetFetchResponse()
-		b.Topics = brokerTopics()[:1]
-		a := groupResp(t, s, p, b).(*kmsg.OffsetFetchResponse)
-		if got := names(a.Topics); len(got) != 2 || got["orders"] != 0 || got["globex.orders"] != kerr.UnknownTopicOrPartition.Code {
-			t.Fatalf("v%d: answered %v", v, got)
-		}
-		if v < 2 {
-			continue
-		}
-		// All the group's topics.
-		r.Topics = nil
-		out, fw, _, p = groupReq(t, s, r)
-		if out != Forward || fw.(*kmsg.OffsetFetchRequest).Topics != nil {
-			t.Fatalf("v%d: null topics forwarded as %+v", v, fw)
-		}
-		b.Topics = brokerTopics()
-		a = groupResp(t, s, p, b).(*kmsg.OffsetFetchResponse)
-		if got := names(a.Topics); len(got) != 2 || got["orders"] != 0 || got["audit"] != 0 {
-			t.Fatalf("v%d: all topics answered %v", v, got)
-		}
+		offsetFetchSingle(t, v)
 	}
 	for _, v := range []int16{8, 9} {
-		s := groupSession(t, true)
-		r := kmsg.NewPtrOffsetFetchRequest()
-		r.Version = v
-		r.Groups = []kmsg.OffsetFetchRequestGroup{
-			{Group: "billing", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "orders", Partitions: []int32{0}}, {Topic: "nosuch", Partitions: []int32{3}}}},
-			{Group: "all"},
-			{Group: "refused", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "payments", Partitions: []int32{1}}}},
-		}
-		out, fw, _, p := groupReq(t, s, r)
-		of := fw.(*kmsg.OffsetFetchRequest)
-		if out != Forward || len(of.Groups) != 3 || of.Groups[0].Group != "acme.~g.billing" || len(of.Groups[0].Topics) != 1 ||
-			of.Groups[0].Topics[0].Topic != "acme.orders" || of.Groups[1].Topics != nil || of.Groups[2].Group != "acme.~g.refused" || len(of.Groups[2].Topics) != 0 {
-			t.Fatalf("v%d: forwarded %+v", v, of)
-		}
-		b := kmsg.NewPtrOffsetFetchResponse()
-		for _, g := range []string{"acme.~g.refused", "acme.~g.billing", "acme.~g.all", "globex.~g.all"} {
-			rg := kmsg.NewOffsetFetchResponseGroup()
-			rg.Group = g
-			if g != "acme.~g.refused" {
-				for _, tp := range brokerTopics() {
-					gt := kmsg.NewOffsetFetchResponseGroupTopic()
-					gt.Topic = tp.Topic
-					gt.Partitions = []kmsg.OffsetFetchResponseGroupTopicPartition{{Offset: 42}}
-					rg.Topics = append(rg.Topics, gt)
-				}
+		offsetFetchBatched(t, v)
+	}
+}
+
+// offsetFetchBrokerTopics: the broker's committed offsets of acme.orders,
+// globex.orders and acme.audit, partition 0 each.
+func offsetFetchBrokerTopics() []kmsg.OffsetFetchResponseTopic {
+	var out []kmsg.OffsetFetchResponseTopic
+	for _, name := range []string{"acme.orders", "globex.orders", "acme.audit"} {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = name
+		rp := kmsg.NewOffsetFetchResponseTopicPartition()
+		rp.Offset, rp.Metadata = 42, kmsg.StringPtr("m")
+		rt.Partitions = append(rt.Partitions, rp)
+		out = append(out, rt)
+	}
+	return out
+}
+
+// offsetFetchCodes: each answered topic's first partition's code, by name.
+func offsetFetchCodes(ts []kmsg.OffsetFetchResponseTopic) map[string]int16 {
+	m := map[string]int16{}
+	for _, tp := range ts {
+		m[tp.Topic] = tp.Partitions[0].ErrorCode
+	}
+	return m
+}
+
+// offsetFetchSingle: a single-group OffsetFetch of version v, topics
+// asked then (from v2) all of them.
+func offsetFetchSingle(t *testing.T, v int16) {
+	s := groupSession(t, true)
+	// Topics asked.
+	r := kmsg.NewPtrOffsetFetchRequest()
+	r.Version, r.Group = v, "billing"
+	r.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "orders", Partitions: []int32{0}}, {Topic: "globex.orders", Partitions: []int32{0, 1}}}
+	out, fw, _, p := groupReq(t, s, r)
+	of := fw.(*kmsg.OffsetFetchRequest)
+	if out != Forward || of.Group != "acme.~g.billing" || len(of.Topics) != 1 || of.Topics[0].Topic != "acme.orders" {
+		t.Fatalf("v%d: forwarded %+v", v, of)
+	}
+	b := kmsg.NewPtrOffsetFetchResponse()
+	b.Topics = offsetFetchBrokerTopics()[:1]
+	a := groupResp(t, s, p, b).(*kmsg.OffsetFetchResponse)
+	if got := offsetFetchCodes(a.Topics); len(got) != 2 || got["orders"] != 0 || got["globex.orders"] != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("v%d: answered %v", v, got)
+	}
+	if v < 2 {
+		return
+	}
+	// All the group's topics.
+	r.Topics = nil
+	out, fw, _, p = groupReq(t, s, r)
+	if out != Forward || fw.(*kmsg.OffsetFetchRequest).Topics != nil {
+		t.Fatalf("v%d: null topics forwarded as %+v", v, fw)
+	}
+	b.Topics = offsetFetchBrokerTopics()
+	a = groupResp(t, s, p, b).(*kmsg.OffsetFetchResponse)
+	if got := offsetFetchCodes(a.Topics); len(got) != 2 || got["orders"] != 0 || got["audit"] != 0 {
+		t.Fatalf("v%d: all topics answered %v", v, got)
+	}
+}
+
+// offsetFetchBatched: a batched OffsetFetch of version v, for a group with
+// topics asked, one with all, one whose only topic is refused; then the
+// refused group alone, answered by the gateway.
+func offsetFetchBatched(t *testing.T, v int16) {
+	s := groupSession(t, true)
+	r := kmsg.NewPtrOffsetFetchRequest()
+	r.Version = v
+	r.Groups = []kmsg.OffsetFetchRequestGroup{
+		{Group: "billing", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "orders", Partitions: []int32{0}}, {Topic: "nosuch", Partitions: []int32{3}}}},
+		{Group: "all"},
+		{Group: "refused", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "payments", Partitions: []int32{1}}}},
+	}
+	out, fw, _, p := groupReq(t, s, r)
+	of := fw.(*kmsg.OffsetFetchRequest)
+	if out != Forward || len(of.Groups) != 3 || of.Groups[0].Group != "acme.~g.billing" || len(of.Groups[0].Topics) != 1 ||
+		of.Groups[0].Topics[0].Topic != "acme.orders" || of.Groups[1].Topics != nil || of.Groups[2].Group != "acme.~g.refused" || len(of.Groups[2].Topics) != 0 {
+		t.Fatalf("v%d: forwarded %+v", v, of)
+	}
+	offsetFetchBatchedAnswer(t, s, p, v)
+	// Every topic refused: answered by the gateway.
+	r.Groups = r.Groups[2:]
+	r.Groups[0].Group = "refused"
+	out, _, ans, _ := groupReq(t, s, r)
+	if out != Answer {
+		t.Fatalf("v%d: outcome %d", v, out)
+	}
+	ag := ans.(*kmsg.OffsetFetchResponse).Groups
+	if len(ag) != 1 || ag[0].Group != "refused" || ag[0].Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("v%d: local answer %+v", v, ag)
+	}
+}
+
+// offsetFetchBatchedAnswer: the broker's answer to the batched request,
+// the other tenant's group among its groups, is answered with the view's
+// topics by short name, and the topics asked that the broker left out
+// UNKNOWN_TOPIC_OR_PARTITION.
+func offsetFetchBatchedAnswer(t *testing.T, s *Session, p *Pending, v int16) {
+	b := kmsg.NewPtrOffsetFetchResponse()
+	for _, g := range []string{"acme.~g.refused", "acme.~g.billing", "acme.~g.all", "globex.~g.all"} {
+		rg := kmsg.NewOffsetFetchResponseGroup()
+		rg.Group = g
+		if g != "acme.~g.refused" {
+			for _, tp := range offsetFetchBrokerTopics() {
+				gt := kmsg.NewOffsetFetchResponseGroupTopic()
+				gt.Topic = tp.Topic
+				gt.Partitions = []kmsg.OffsetFetchResponseGroupTopicPartition{{Offset: 42}}
+				rg.Topics = append(rg.Topics, gt)
 			}
-			b.Groups = append(b.Groups, rg)
 		}
-		a := groupResp(t, s, p, b).(*kmsg.OffsetFetchResponse)
-		got := map[string]map[string]int16{}
-		for _, g := range a.Groups {
-			got[g.Group] = map[string]int16{}
-			for _, tp := range g.Topics {
-				got[g.Group][tp.Topic] = tp.Partitions[0].ErrorCode
+		b.Groups = append(b.Groups, rg)
+	}
+	a := groupResp(t, s, p, b).(*kmsg.OffsetFetchResponse)
+	got := map[string]map[string]int16{}
+	for _, g := range a.Groups {
+		got[g.Group] = map[string]int16{}
+		for _, tp := range g.Topics {
+			got[g.Group][tp.Topic] = tp.Partitions[0].ErrorCode
+		}
+	}
+	want := map[string]map[string]int16{
+		"billing": {"orders": 0, "audit": 0, "nosuch": kerr.UnknownTopicOrPartition.Code},
+		"all":     {"orders": 0, "audit": 0},
+		"refused": {"payments": kerr.UnknownTopicOrPartition.Code},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("v%d: groups answered %v", v, got)
+	}
+	for g, ts := range want {
+		for tp, c := range ts {
+			if gc, ok := got[g][tp]; !ok || gc != c {
+				t.Fatalf("v%d: group %s topic %s: %v", v, g, tp, got)
 			}
-		}
-		want := map[string]map[string]int16{
-			"billing": {"orders": 0, "audit": 0, "nosuch": kerr.UnknownTopicOrPartition.Code},
-			"all":     {"orders": 0, "audit": 0},
-			"refused": {"payments": kerr.UnknownTopicOrPartition.Code},
-		}
-		if len(got) != len(want) {
-			t.Fatalf("v%d: groups answered %v", v, got)
-		}
-		for g, ts := range want {
-			for tp, c := range ts {
-				if gc, ok := got[g][tp]; !ok || gc != c {
-					t.Fatalf("v%d: group %s topic %s: %v", v, g, tp, got)
-				}
-			}
-		}
-		// Every topic refused: answered by the gateway.
-		r.Groups = r.Groups[2:]
-		r.Groups[0].Group = "refused"
-		out, _, ans, _ := groupReq(t, s, r)
-		if out != Answer {
-			t.Fatalf("v%d: outcome %d", v, out)
-		}
-		ag := ans.(*kmsg.OffsetFetchResponse).Groups
-		if len(ag) != 1 || ag[0].Group != "refused" || ag[0].Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
-			t.Fatalf("v%d: local answer %+v", v, ag)
 		}
 	}
 }

@@ -134,55 +134,11 @@ var brokerWords = kmsg.StringPtr("broker words")
 func TestFindCoordinatorGroups(t *testing.T) {
 	s := groupSession(t, true)
 	for _, v := range []int16{0, 1, 3} {
-		r := kmsg.NewPtrFindCoordinatorRequest()
-		r.Version, r.CoordinatorKey = v, "billing"
-		out, fw, _, p := groupReq(t, s, r)
-		if out != Forward || fw.(*kmsg.FindCoordinatorRequest).CoordinatorKey != "acme.~g.billing" {
-			t.Fatalf("v%d: outcome %d, forwarded %+v", v, out, fw)
-		}
-		b := kmsg.NewPtrFindCoordinatorResponse()
-		b.NodeID, b.Host, b.Port, b.ErrorMessage = 2, "10.9.8.7", 9999, brokerWords
-		a := groupResp(t, s, p, b).(*kmsg.FindCoordinatorResponse)
-		if a.NodeID != 2 || a.Host != "gw.example" || a.Port != 9092 || a.ErrorMessage != nil {
-			t.Fatalf("v%d: coordinator %d %s:%d %v", v, a.NodeID, a.Host, a.Port, a.ErrorMessage)
-		}
-		// An error: no coordinator, no broker address.
-		b = kmsg.NewPtrFindCoordinatorResponse()
-		b.ErrorCode, b.NodeID, b.Host, b.Port = kerr.CoordinatorNotAvailable.Code, 1, "10.9.8.7", 1
-		a = groupResp(t, s, p, b).(*kmsg.FindCoordinatorResponse)
-		if a.NodeID != -1 || a.Host != "" || a.Port != -1 {
-			t.Fatalf("v%d: coordinator on error %d %s:%d", v, a.NodeID, a.Host, a.Port)
-		}
+		findCoordinatorSingle(t, s, v)
 	}
 	for _, v := range []int16{4, 6} {
 		for _, typ := range []int8{0, 1} {
-			s := groupSession(t, true)
-			s.View.Transactions = true
-			r := kmsg.NewPtrFindCoordinatorRequest()
-			r.Version, r.CoordinatorType, r.CoordinatorKeys = v, typ, []string{"billing", "globex.~g.x"}
-			out, fw, _, p := groupReq(t, s, r)
-			ns := "acme.~g."
-			if typ == 1 {
-				ns = "acme.~t."
-			}
-			if got := fw.(*kmsg.FindCoordinatorRequest).CoordinatorKeys; out != Forward || !slices.Equal(got, []string{ns + "billing", ns + "globex.~g.x"}) {
-				t.Fatalf("v%d type %d: forwarded %q", v, typ, got)
-			}
-			b := kmsg.NewPtrFindCoordinatorResponse()
-			for i, k := range []string{ns + "billing", ns + "globex.~g.x", "globex.~g.billing"} {
-				c := kmsg.NewFindCoordinatorResponseCoordinator()
-				c.Key, c.NodeID, c.Host, c.Port, c.ErrorMessage = k, int32(i), "10.9.8.7", 9999, brokerWords
-				b.Coordinators = append(b.Coordinators, c)
-			}
-			a := groupResp(t, s, p, b).(*kmsg.FindCoordinatorResponse)
-			if len(a.Coordinators) != 2 || a.Coordinators[0].Key != "billing" || a.Coordinators[1].Key != "globex.~g.x" {
-				t.Fatalf("v%d: coordinators %+v", v, a.Coordinators)
-			}
-			for _, c := range a.Coordinators {
-				if c.Host != "gw.example" || c.Port != 9092 || c.ErrorMessage != nil {
-					t.Fatalf("coordinator %+v", c)
-				}
-			}
+			findCoordinatorBatched(t, v, typ)
 		}
 	}
 	// Refusals, answered by the gateway for every key.
@@ -196,26 +152,92 @@ func TestFindCoordinatorGroups(t *testing.T) {
 		{true, true, 2, kerr.InvalidRequest}, // share groups: never served
 	}
 	for _, c := range cases {
-		for _, v := range []int16{1, 3, 4, 6} {
-			s := groupSession(t, c.recv)
-			s.View.Transactions = c.txn
-			r := kmsg.NewPtrFindCoordinatorRequest()
-			r.Version, r.CoordinatorType, r.CoordinatorKey, r.CoordinatorKeys = v, c.typ, "billing", []string{"billing", "other"}
-			out, _, a, _ := groupReq(t, s, r)
-			if out != Answer {
-				t.Fatalf("type %d v%d: outcome %d", c.typ, v, out)
-			}
-			resp := a.(*kmsg.FindCoordinatorResponse)
-			if v < 4 {
-				wantCode(t, "FindCoordinator", resp.ErrorCode, c.want)
-				continue
-			}
-			if len(resp.Coordinators) != 2 || resp.Coordinators[1].Key != "other" {
-				t.Fatalf("coordinators %+v", resp.Coordinators)
-			}
-			for _, co := range resp.Coordinators {
-				wantCode(t, "FindCoordinator "+co.Key, co.ErrorCode, c.want)
-			}
+		findCoordinatorRefused(t, c.recv, c.txn, c.typ, c.want)
+	}
+}
+
+// findCoordinatorSingle: a single-key FindCoordinator of version v is
+// forwarded with the tenant's group; the coordinator is answered as the
+// gateway, without broker words, and on an error as none.
+func findCoordinatorSingle(t *testing.T, s *Session, v int16) {
+	r := kmsg.NewPtrFindCoordinatorRequest()
+	r.Version, r.CoordinatorKey = v, "billing"
+	out, fw, _, p := groupReq(t, s, r)
+	if out != Forward || fw.(*kmsg.FindCoordinatorRequest).CoordinatorKey != "acme.~g.billing" {
+		t.Fatalf("v%d: outcome %d, forwarded %+v", v, out, fw)
+	}
+	b := kmsg.NewPtrFindCoordinatorResponse()
+	b.NodeID, b.Host, b.Port, b.ErrorMessage = 2, "10.9.8.7", 9999, brokerWords
+	a := groupResp(t, s, p, b).(*kmsg.FindCoordinatorResponse)
+	if a.NodeID != 2 || a.Host != "gw.example" || a.Port != 9092 || a.ErrorMessage != nil {
+		t.Fatalf("v%d: coordinator %d %s:%d %v", v, a.NodeID, a.Host, a.Port, a.ErrorMessage)
+	}
+	// An error: no coordinator, no broker address.
+	b = kmsg.NewPtrFindCoordinatorResponse()
+	b.ErrorCode, b.NodeID, b.Host, b.Port = kerr.CoordinatorNotAvailable.Code, 1, "10.9.8.7", 1
+	a = groupResp(t, s, p, b).(*kmsg.FindCoordinatorResponse)
+	if a.NodeID != -1 || a.Host != "" || a.Port != -1 {
+		t.Fatalf("v%d: coordinator on error %d %s:%d", v, a.NodeID, a.Host, a.Port)
+	}
+}
+
+// findCoordinatorBatched: a batched FindCoordinator of version v, for
+// groups (typ 0) or transactions (typ 1), is forwarded with the keys in the
+// tenant's namespace; the answer holds only those keys, by short name, each
+// coordinator the gateway, without broker words.
+func findCoordinatorBatched(t *testing.T, v int16, typ int8) {
+	s := groupSession(t, true)
+	s.View.Transactions = true
+	r := kmsg.NewPtrFindCoordinatorRequest()
+	r.Version, r.CoordinatorType, r.CoordinatorKeys = v, typ, []string{"billing", "globex.~g.x"}
+	out, fw, _, p := groupReq(t, s, r)
+	ns := "acme.~g."
+	if typ == 1 {
+		ns = "acme.~t."
+	}
+	if got := fw.(*kmsg.FindCoordinatorRequest).CoordinatorKeys; out != Forward || !slices.Equal(got, []string{ns + "billing", ns + "globex.~g.x"}) {
+		t.Fatalf("v%d type %d: forwarded %q", v, typ, got)
+	}
+	b := kmsg.NewPtrFindCoordinatorResponse()
+	for i, k := range []string{ns + "billing", ns + "globex.~g.x", "globex.~g.billing"} {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key, c.NodeID, c.Host, c.Port, c.ErrorMessage = k, int32(i), "10.9.8.7", 9999, brokerWords
+		b.Coordinators = append(b.Coordinators, c)
+	}
+	a := groupResp(t, s, p, b).(*kmsg.FindCoordinatorResponse)
+	if len(a.Coordinators) != 2 || a.Coordinators[0].Key != "billing" || a.Coordinators[1].Key != "globex.~g.x" {
+		t.Fatalf("v%d: coordinators %+v", v, a.Coordinators)
+	}
+	for _, c := range a.Coordinators {
+		if c.Host != "gw.example" || c.Port != 9092 || c.ErrorMessage != nil {
+			t.Fatalf("coordinator %+v", c)
+		}
+	}
+}
+
+// findCoordinatorRefused: without receive (groups) or transactions
+// (transactional ids), or for a share group, every key of a FindCoordinator
+// at versions 1, 3, 4 and 6 is answered by the gateway with want.
+func findCoordinatorRefused(t *testing.T, recv, txn bool, typ int8, want *kerr.Error) {
+	for _, v := range []int16{1, 3, 4, 6} {
+		s := groupSession(t, recv)
+		s.View.Transactions = txn
+		r := kmsg.NewPtrFindCoordinatorRequest()
+		r.Version, r.CoordinatorType, r.CoordinatorKey, r.CoordinatorKeys = v, typ, "billing", []string{"billing", "other"}
+		out, _, a, _ := groupReq(t, s, r)
+		if out != Answer {
+			t.Fatalf("type %d v%d: outcome %d", typ, v, out)
+		}
+		resp := a.(*kmsg.FindCoordinatorResponse)
+		if v < 4 {
+			wantCode(t, "FindCoordinator", resp.ErrorCode, want)
+			continue
+		}
+		if len(resp.Coordinators) != 2 || resp.Coordinators[1].Key != "other" {
+			t.Fatalf("coordinators %+v", resp.Coordinators)
+		}
+		for _, co := range resp.Coordinators {
+			wantCode(t, "FindCoordinator "+co.Key, co.ErrorCode, want)
 		}
 	}
 }

@@ -45,19 +45,20 @@ type Session struct {
 	Versions *Versions
 	Brokers  Brokers
 	Limits   Limits
-	// FetchQuota is what the quotas allow the answer of the Fetch being
-	// judged (0: no bound), set by the caller for that one request.
-	FetchQuota int32
-	RW         codec.Rewriter
-	// stream relays a large Fetch answer as it arrives (FetchStream).
-	stream codec.FetchResponseStream
-	// pstream relays a large Produce request as it arrives (ProduceStream).
-	pstream codec.ProduceRequestStream
+	RW       codec.Rewriter
+	// stream relays a large Fetch answer as it arrives (FetchStream);
+	// pstream a large Produce request (ProduceStream). Each is made at its
+	// first use and kept: an idle session holds neither (half a KiB).
+	stream  *codec.FetchResponseStream
+	pstream *codec.ProduceRequestStream
 	// Scratch of the request being judged:
 	hdr     codec.RequestHeader // its header, copied (see Request)
 	cid     []byte              // its client id as the broker sees it
 	bodyLen int                 // the size of its body (answers that echo it)
 	grant   int32               // what the budgets allow its answer to bring back
+	// FetchQuota is what the quotas allow the answer of the Fetch being
+	// judged (0: no bound), set by the caller for that one request.
+	FetchQuota int32
 }
 
 // Pending is what the relay keeps of a forwarded request to rewrite its answer.
@@ -165,10 +166,13 @@ func (s *Session) FetchStream(p *Pending, frameLen int) (*codec.FetchResponseStr
 	if p.Key != codec.KeyFetch {
 		return nil, codec.ErrCodecVersion
 	}
+	if s.stream == nil {
+		s.stream = new(codec.FetchResponseStream)
+	}
 	if err := s.stream.Begin(p.Version, p.ClientCorr, frameLen, p.asked, s.View, &p.Dropped, p.Throttle); err != nil {
 		return nil, err
 	}
-	return &s.stream, nil
+	return s.stream, nil
 }
 
 // ProduceStream judges a Produce request from its first bytes, to relay it
@@ -193,6 +197,9 @@ func (s *Session) ProduceStream(h *codec.RequestHeader, prefix []byte, frameLen 
 		return nil, codec.ErrCodecNotStreamed
 	}
 	s.hdr = *h // as in Request: the caller's header does not escape
+	if s.pstream == nil {
+		s.pstream = new(codec.ProduceRequestStream)
+	}
 	err := s.pstream.Begin(&s.hdr, prefix, frameLen, upCorr, s.cid, s.View)
 	s.hdr = codec.RequestHeader{}
 	if err != nil {
@@ -205,5 +212,5 @@ func (s *Session) ProduceStream(h *codec.RequestHeader, prefix []byte, frameLen 
 	p.Key, p.Version, p.ClientCorr, p.UpCorr = h.Key, h.Version, h.Correlation, upCorr
 	p.NoResponse = s.pstream.Acks() == 0
 	p.Reserve = AnswerReserve
-	return &s.pstream, nil
+	return s.pstream, nil
 }

@@ -80,10 +80,31 @@ func KindOf(key int16) (Kind, string) {
 	return a.kind, a.why
 }
 
-// Name is the API's name, for logs and metrics.
+// Name is the API's name, for logs, metrics and the audit, as Apache
+// Kafka and the seeds spell it (SaslHandshake, InitProducerId): kmsg's own
+// names where they agree, kafkaNames where kmsg writes Go acronyms.
 func Name(key int16) string {
+	if n, ok := kafkaNames[key]; ok {
+		return n
+	}
 	if n := kmsg.NameForKey(key); n != "" {
 		return n
 	}
 	return "Unknown"
+}
+
+// kafkaNames are the APIs Apache Kafka names otherwise than kmsg does
+// (org.apache.kafka.common.protocol.ApiKeys, the seeds' tables).
+var kafkaNames = map[int16]string{
+	4:  "LeaderAndIsr",
+	17: "SaslHandshake",
+	22: "InitProducerId",
+	29: "DescribeAcls",
+	30: "CreateAcls",
+	31: "DeleteAcls",
+	36: "SaslAuthenticate",
+	45: "AlterPartitionReassignments",
+	50: "DescribeUserScramCredentials",
+	51: "AlterUserScramCredentials",
+	67: "AllocateProducerIds",
 }

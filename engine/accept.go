@@ -10,8 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
+
+	"github.com/flexway/flexway/engine/signals"
 )
 
 // The listener ports are the engine's own sockets, not gnet's: gnet accepts
@@ -32,14 +36,14 @@ const acceptWait = 50 * time.Millisecond
 // listenSpec is one listener port: where it binds and what it serves.
 type listenSpec struct {
 	network, addr string // "tcp4", "127.0.0.1:9092"
-	route         portRoute
+	route         session.Route
 	ln            *net.TCPListener // bound in New (port 0: the TLS port of tests), else in Serve
 }
 
 // acceptedConn is the context of a connection the acceptor handed to gnet,
 // until OnOpen makes it a client.
 type acceptedConn struct {
-	route  portRoute
+	route  session.Route
 	opened bool // set by OnOpen, on the loop; read once the enroll reported
 }
 
@@ -52,7 +56,7 @@ type acceptor struct {
 	specs []listenSpec
 	quit  chan struct{}
 	done  chan struct{}
-	log   rateLimiter
+	log   *signals.RateLimiter
 
 	mu               sync.Mutex
 	started, stopped bool
@@ -66,7 +70,7 @@ func newAcceptor(e *Engine, maxConns int) *acceptor {
 		quit:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
-	a.log.perSecond = 1
+	a.log = signals.NewRateLimiter(1)
 	return a
 }
 
@@ -95,7 +99,7 @@ func bind(network, addr string) (*net.TCPListener, error) {
 
 // add declares a listener port; port 0 is bound at once (the test's TLS
 // port), so that its route is known before Serve. It returns the port.
-func (a *acceptor) add(host string, port int, route portRoute) (int, error) {
+func (a *acceptor) add(host string, port int, route session.Route) (int, error) {
 	s := listenSpec{network: listenNetwork(host), addr: net.JoinHostPort(host, strconv.Itoa(port)), route: route}
 	if port == 0 {
 		ln, err := bind(s.network, s.addr)
@@ -241,7 +245,7 @@ func (a *acceptor) run() {
 			// Out of descriptors and the like: the listener stays readable,
 			// so wait before trying again (the queue holds the clients).
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			if ok, _ := a.log.allow(); ok {
+			if ok, _ := a.log.Allow(); ok {
 				a.e.log.Warn("kafka listener accept failed", "address", a.specs[i].addr, "error", err.Error(), "retry_in", backoff.String())
 			}
 			select {
@@ -293,7 +297,7 @@ func (a *acceptor) accept(i int) error {
 		a.free()
 		return err
 	}
-	if a.e.refusedCluster(a.specs[i].route.cluster) { // U3: refused at once
+	if a.e.env.RefusedCluster(a.specs[i].route.Cluster) { // U3: refused at once
 		_ = c.Close()
 		a.free()
 		return nil

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -30,7 +31,7 @@ func gaugePeak(t *testing.T, e *Engine) func() (gauge, places int) {
 		tk := time.NewTicker(time.Millisecond)
 		defer tk.Stop()
 		for {
-			if v := int64(e.m.connections.Get()); v > g.Load() {
+			if v := int64(e.env.Signals.Connections()); v > g.Load() {
 				g.Store(v)
 			}
 			if v := int64(e.acc.open()); v > p.Load() {
@@ -86,8 +87,8 @@ func isTimeout(err error) bool {
 // noRefusal checks that no connection bound refused anything.
 func noRefusal(t *testing.T, e *Engine) {
 	t.Helper()
-	for bound, c := range e.m.refusedBy {
-		if n := c.Get(); n != 0 {
+	for _, bound := range signals.Bounds() {
+		if n := e.env.Signals.RefusedBy(bound); n != 0 {
 			t.Fatalf("%d connections refused by %s", n, bound)
 		}
 	}
@@ -124,22 +125,13 @@ func TestMaxConnectionsQueuesAtBound(t *testing.T) {
 			t.Fatalf("an authenticated connection under the bound: %v", err)
 		}
 	}
-	if g := env.e.m.connections.Get(); g != bound {
+	if g := env.e.env.Signals.Connections(); g != bound {
 		t.Fatalf("flexway_kafka_connections = %d with %d connections open", g, bound)
 	}
 
 	// Past the bound: the TCP connect succeeds (the kernel's queue), the
 	// request waits. Two other ports: one bound for every listener port.
-	var waiting []net.Conn
-	for _, p := range []int{0, 3} {
-		c, err := net.DialTimeout("tcp", port(p), 5*time.Second)
-		if err != nil {
-			t.Fatalf("a connection past max_connections is refused at the TCP level: %v", err)
-		}
-		t.Cleanup(func() { c.Close() })
-		sendApiVersions(t, c)
-		waiting = append(waiting, c)
-	}
+	waiting := []net.Conn{dialWaiting(t, port(0)), dialWaiting(t, port(3))}
 	for i, c := range waiting {
 		if err := answered(c, time.Second); !isTimeout(err) {
 			t.Fatalf("waiting connection %d at the bound: %v, want no answer and no close", i, err)
@@ -154,24 +146,7 @@ func TestMaxConnectionsQueuesAtBound(t *testing.T) {
 	// One place frees: one waiting connection is accepted and answered,
 	// the other still waits.
 	_ = anon[0].Close()
-	first := -1
-	deadline := time.Now().Add(10 * time.Second)
-	for first < 0 && time.Now().Before(deadline) {
-		for i, c := range waiting {
-			err := answered(c, 100*time.Millisecond)
-			if err == nil {
-				first = i
-				break
-			}
-			if !isTimeout(err) {
-				t.Fatalf("waiting connection %d: %v", i, err)
-			}
-		}
-	}
-	if first < 0 {
-		t.Fatal("a place freed and no waiting connection was accepted")
-	}
-	other := waiting[1-first]
+	other := waiting[1-firstAnswered(t, waiting)]
 	if err := answered(other, 500*time.Millisecond); !isTimeout(err) {
 		t.Fatalf("the second waiting connection with no place: %v, want no answer and no close", err)
 	}
@@ -185,6 +160,40 @@ func TestMaxConnectionsQueuesAtBound(t *testing.T) {
 	if g, p := peak(); g > bound || p > bound {
 		t.Fatalf("peak: flexway_kafka_connections %d, places %d; want at most %d", g, p, bound)
 	}
+}
+
+// dialWaiting connects to addr past max_connections and sends an
+// ApiVersions: the TCP connect succeeds (the kernel's queue), the request
+// waits.
+func dialWaiting(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("a connection past max_connections is refused at the TCP level: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	sendApiVersions(t, c)
+	return c
+}
+
+// firstAnswered waits up to 10 s for one of waiting to be answered, and
+// returns its index; a waiting connection closed or reset fails the test.
+func firstAnswered(t *testing.T, waiting []net.Conn) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for i, c := range waiting {
+			err := answered(c, 100*time.Millisecond)
+			if err == nil {
+				return i
+			}
+			if !isTimeout(err) {
+				t.Fatalf("waiting connection %d: %v", i, err)
+			}
+		}
+	}
+	t.Fatal("a place freed and no waiting connection was accepted")
+	return -1
 }
 
 // L3, issue 13.7: the bound holds on the TLS port too. With

@@ -103,6 +103,52 @@ func TestAuditEachRefusalCause(t *testing.T) {
 	// Allowed data: produced, never written.
 	produceN(t, env.client("acme-app"), "orders", 3, "allowed")
 
+	refuseEachAuditCause(t, ctx, env)
+
+	want := map[string]auditLine{
+		"acl":            {Operation: "Produce", Tenant: "acme", Principal: "acme-orders-reader", Topic: audit.HashTopic(auditTestKey, "orders")},
+		"unknown_topic":  {Operation: "Metadata", Tenant: "acme", Principal: "acme-app", Topic: audit.HashTopic(auditTestKey, "secret-plan-x")},
+		"admin_api":      {Operation: "CreateTopics", Tenant: "acme", Principal: "acme-app", Topic: audit.HashTopic(auditTestKey, "orders")},
+		"authentication": {Operation: "SaslAuthenticate", Principal: "acme-app"},
+		"mechanism":      {Operation: "SaslHandshake"},
+		"unsupported":    {Operation: "DescribeAcls", Tenant: "acme", Principal: "acme-app"},
+	}
+	got := auditLinesOf(t, logs, want)
+	for code, w := range want {
+		a, ok := got[code]
+		if !ok {
+			t.Errorf("no audit line with code %s (%s); lines: %+v", code, w.Operation, logs.audits(t))
+			continue
+		}
+		if a.Host != "shop" || a.Method != "KAFKA" || a.Decision != "refused" || a.Tenant != w.Tenant || a.Principal != w.Principal || a.Topic != w.Topic ||
+			(code == "mechanism" && a.Code != "authentication") {
+			t.Errorf("%s: %+v, want host shop, method KAFKA, refused, %+v", code, a, w)
+		}
+	}
+	var prom strings.Builder
+	env.e.Metrics().WritePrometheus(&prom)
+	if !strings.Contains(prom.String(), "flexway_kafka_audit_dropped_total 0") || strings.Contains(prom.String(), "flexway_kafka_audit_records_total 0") {
+		t.Errorf("the audit's series: want records written, none dropped:\n%s", prom.String())
+	}
+	for _, a := range logs.audits(t) {
+		if a.Decision != "refused" {
+			t.Errorf("refusals only, and an allowed request is written: %+v", a)
+		}
+	}
+	for _, l := range logs.all() {
+		if strings.Contains(l, audit.Message) && (strings.Contains(l, `"orders"`) || strings.Contains(l, "secret-plan") ||
+			strings.Contains(l, env.keys["acme-app"]) || strings.Contains(l, "wrong-secret-value")) {
+			t.Errorf("an audit line holds a topic's name or a secret: %s", l)
+		}
+	}
+}
+
+// refuseEachAuditCause has env's gateway refuse a request for each cause
+// the audit writes: acl (a receive-only key produces), unknown_topic (a
+// topic the contract does not declare), admin_api (administration with an
+// API key, no admin_scope), authentication (a wrong key, and a mechanism
+// not served) and unsupported (an API never announced).
+func refuseEachAuditCause(t *testing.T, ctx context.Context, env *testEnv) {
 	// acl: a receive-only key produces.
 	err := env.client("acme-orders-reader", kgo.RequestRetries(0), kgo.DisableIdempotentWrite()).ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("x")}).FirstErr()
 	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
@@ -151,15 +197,12 @@ func TestAuditEachRefusalCause(t *testing.T) {
 	acl := kmsg.NewPtrDescribeACLsRequest()
 	acl.Version = 1
 	r2.send(acl)
+}
 
-	want := map[string]auditLine{
-		"acl":            {Operation: "Produce", Tenant: "acme", Principal: "acme-orders-reader", Topic: audit.HashTopic(auditTestKey, "orders")},
-		"unknown_topic":  {Operation: "Metadata", Tenant: "acme", Principal: "acme-app", Topic: audit.HashTopic(auditTestKey, "secret-plan-x")},
-		"admin_api":      {Operation: "CreateTopics", Tenant: "acme", Principal: "acme-app", Topic: audit.HashTopic(auditTestKey, "orders")},
-		"authentication": {Operation: "SASLAuthenticate", Principal: "acme-app"},
-		"mechanism":      {Operation: "SASLHandshake"},
-		"unsupported":    {Operation: "DescribeACLs", Tenant: "acme", Principal: "acme-app"},
-	}
+// auditLinesOf waits up to 20 s for an audit line of each code of want
+// (of its operation; "mechanism": the authentication refused at the
+// SaslHandshake) and returns those found, by code.
+func auditLinesOf(t *testing.T, logs *jsonLines, want map[string]auditLine) map[string]auditLine {
 	got := map[string]auditLine{}
 	deadline := time.Now().Add(20 * time.Second)
 	for len(got) < len(want) && time.Now().Before(deadline) {
@@ -167,39 +210,13 @@ func TestAuditEachRefusalCause(t *testing.T) {
 			if w, ok := want[a.Code]; ok && a.Operation == w.Operation {
 				got[a.Code] = a
 			}
-			if a.Code == "authentication" && a.Operation == "SASLHandshake" {
+			if a.Code == "authentication" && a.Operation == "SaslHandshake" {
 				got["mechanism"] = a
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	for code, w := range want {
-		a, ok := got[code]
-		if !ok {
-			t.Errorf("no audit line with code %s (%s); lines: %+v", code, w.Operation, logs.audits(t))
-			continue
-		}
-		if a.Host != "shop" || a.Method != "KAFKA" || a.Decision != "refused" || a.Tenant != w.Tenant || a.Principal != w.Principal || a.Topic != w.Topic ||
-			(code == "mechanism" && a.Code != "authentication") {
-			t.Errorf("%s: %+v, want host shop, method KAFKA, refused, %+v", code, a, w)
-		}
-	}
-	var prom strings.Builder
-	env.e.Metrics().WritePrometheus(&prom)
-	if !strings.Contains(prom.String(), "flexway_kafka_audit_dropped_total 0") || strings.Contains(prom.String(), "flexway_kafka_audit_records_total 0") {
-		t.Errorf("the audit's series: want records written, none dropped:\n%s", prom.String())
-	}
-	for _, a := range logs.audits(t) {
-		if a.Decision != "refused" {
-			t.Errorf("refusals only, and an allowed request is written: %+v", a)
-		}
-	}
-	for _, l := range logs.all() {
-		if strings.Contains(l, audit.Message) && (strings.Contains(l, `"orders"`) || strings.Contains(l, "secret-plan") ||
-			strings.Contains(l, env.keys["acme-app"]) || strings.Contains(l, "wrong-secret-value")) {
-			t.Errorf("an audit line holds a topic's name or a secret: %s", l)
-		}
-	}
+	return got
 }
 
 // O3, decisions: all: an administration request allowed is written too,
@@ -224,5 +241,56 @@ func TestAuditAllWritesAdministration(t *testing.T) {
 	}
 	if strings.Contains(line, "=orders ") || strings.HasSuffix(line, "=orders\n") {
 		t.Errorf("the raw topic is written: %s", line)
+	}
+}
+
+// O3 (issue 24.2): the refusals outside decide's verdict are audited too,
+// each once: a tenant's connection bound reached at SaslAuthenticate
+// (code authentication, the user and the tenant named), and a malformed
+// request after authentication (code unsupported, the principal named).
+func TestAuditTenantBoundAndMalformed(t *testing.T) {
+	logs := &jsonLines{}
+	env := newTestEnv(t, "    max_connections_per_tenant: 1\n", WithLogger(slog.New(slog.NewJSONHandler(logs, nil))))
+	withAudit(t, env, "refusals")
+	a := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+
+	// The tenant's bound: a second connection of acme is refused.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.boot), kgo.SASL(plainAuth("acme-orders-reader", env.keys["acme-orders-reader"])), kgo.RequestRetries(0))
+	must(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err = cl.Ping(ctx)
+	cancel()
+	cl.Close()
+	if !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a second acme connection: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+
+	// A malformed request after authentication: an ApiVersions with bytes after its body.
+	a.writeRaw(apiVersionsFrame(3, 9, []byte{2, 'g', 2, '1', 0, 0}))
+	a.closedWithoutAnswer(3 * time.Second)
+
+	want := map[string]auditLine{
+		"authentication": {Operation: "SaslAuthenticate", Tenant: "acme", Principal: "acme-orders-reader"},
+		"unsupported":    {Operation: "ApiVersions", Tenant: "acme", Principal: "acme-app"},
+	}
+	got := auditLinesOf(t, logs, want)
+	// The trail written out: a second line of a cause would be there now.
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	must(t, env.e.Stop(sctx))
+	for code, w := range want {
+		a, ok := got[code]
+		if !ok || a.Decision != "refused" || a.Tenant != w.Tenant || a.Principal != w.Principal || a.Host != "shop" {
+			t.Errorf("%s: %+v, want refused, %+v; lines: %+v", code, a, w, logs.audits(t))
+		}
+		n := 0
+		for _, l := range logs.audits(t) {
+			if l.Code == code && l.Operation == w.Operation {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d audit lines of %s, want exactly one", code, n, w.Operation)
+		}
 	}
 }

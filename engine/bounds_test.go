@@ -314,11 +314,11 @@ func TestConnectionsPerIP(t *testing.T) {
 	}
 	dialRefused(t, env.boot, 5*time.Second) // reset at accept: at connect or at the first read
 	env.waitLog(3*time.Second, "kafka connection refused", "bound=max_connections_per_ip")
-	if n := env.e.m.refusedBy["max_connections_per_ip"].Get(); n != 1 {
+	if n := env.e.env.Signals.RefusedBy("max_connections_per_ip"); n != 1 {
 		t.Fatalf("refusals counted: %d", n)
 	}
 	conns[0].c.Close() // a place is given back, once the gateway saw the close
-	waitUntil(t, 10*time.Second, "the closed connection released", func() bool { return env.e.m.connections.Get() == 2 })
+	waitUntil(t, 10*time.Second, "the closed connection released", func() bool { return env.e.env.Signals.Connections() == 2 })
 	_ = dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 }
 
@@ -373,7 +373,7 @@ func TestConnectionsPerTenant(t *testing.T) {
 	a1.c.Close()
 	// Once the gateway saw the close (and the refused client's): acme's
 	// second connection and globex's are left.
-	waitUntil(t, 10*time.Second, "the closed connection released", func() bool { return env.e.m.connections.Get() == 2 })
+	waitUntil(t, 10*time.Second, "the closed connection released", func() bool { return env.e.env.Signals.Connections() == 2 })
 	_ = dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 }
 

@@ -4,18 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/flexway/flexway/auth"
-	"github.com/flexway/flexway/configs"
-	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/internal/testkit"
 	"github.com/flexway/flexway/quota"
-	"github.com/flexway/flexway/quota/counters"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -28,136 +21,121 @@ import (
 // with another replica's spending already in Redis: the budget is the
 // deployment's, not the replica's.
 func TestProduceQuotaBudget(t *testing.T) {
-	for _, tc := range []struct {
-		window   string
-		limits   string
-		othersIn int64 // spent by "another replica" before the test
-		admitted int
-	}{
+	for _, tc := range []quotaBudgetCase{
 		{"day", "{ day: 5, month: 100 }", 0, 5},
 		{"month", "{ month: 4 }", 1, 3},
 	} {
-		t.Run(tc.window, func(t *testing.T) {
-			srv := testkit.StartRedis(t)
-			t.Setenv("COUNTERS_URL", srv.URL())
-			now := time.Now().UTC()
-			monthKey := "flexway:plans:acme:month:" + now.Format("2006-01")
-			if tc.othersIn > 0 {
-				if _, err := srv.Do("SET", monthKey, fmt.Sprint(tc.othersIn)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			env := newTestEnvWith(t, envConfig{
-				listenerExtra: "    quotas: { quota: plans }\n",
-				extra: "server:\n  counters: { store: \"${COUNTERS_URL}\", sync: 100ms }\n" +
-					"policies:\n  definitions:\n    plans: { type: quota, config: { limits: " + tc.limits + " } }\n",
-			})
-			if env.e.counters == nil {
-				t.Fatal("server.counters configured: the engine opened no store")
-			}
-			month := env.e.counters.Counter("plans:acme", quota.Month)
-			waitUntil(t, 5*time.Second, "the other replica's spending read from redis", func() bool {
-				return month.Total(time.Now()) == tc.othersIn
-			})
-
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			prod := env.client("acme-orders-producer", kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))
-			for i := 0; i < tc.admitted+3; i++ {
-				err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte(fmt.Sprintf("r%d", i))}).FirstErr()
-				switch {
-				case i < tc.admitted && err != nil:
-					t.Fatalf("produce %d within the budget: %v", i, err)
-				case i >= tc.admitted && !errors.Is(err, kerr.PolicyViolation):
-					t.Fatalf("produce %d past the budget of %d: %v, want POLICY_VIOLATION", i, tc.admitted, err)
-				}
-			}
-			line := env.waitLog(5*time.Second, "kafka produce refused: the tenant's quota is spent", "tenant=acme", "window="+tc.window, "policy=plans")
-			t.Log(line)
-
-			// The broker holds exactly the admitted records: read until they
-			// are all there (a new consumer of a real broker can take a few
-			// seconds), then a second more for any record past them.
-			direct := env.directClient(kgo.ConsumeTopics(env.phys("acme", "orders")), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-			got := consumeAll(t, direct, tc.admitted, 15*time.Second)
-			got = append(got, consumeAll(t, direct, 1, time.Second)...)
-			if len(got) != tc.admitted {
-				t.Fatalf("the broker holds %d records, want the %d admitted", len(got), tc.admitted)
-			}
-			seen := map[string]bool{}
-			for _, r := range got {
-				seen[string(r.Value)] = true
-			}
-			for i := 0; i < tc.admitted; i++ {
-				if !seen[fmt.Sprintf("r%d", i)] {
-					t.Fatalf("admitted record r%d is not on the broker: %v", i, seen)
-				}
-			}
-
-			// Redis holds the deployment's count: the admitted ones, plus
-			// the other replica's.
-			key := monthKey
-			if tc.window == "day" {
-				key = "flexway:plans:acme:day:" + now.Format("2006-01-02")
-			}
-			waitUntil(t, 5*time.Second, "redis holds the admitted count", func() bool {
-				v, err := srv.Do("GET", key)
-				return err == nil && v == fmt.Sprint(int64(tc.admitted)+tc.othersIn)
-			})
-
-			// A reload that raises the limit applies at the next Produce;
-			// what was spent is kept.
-			yamlPath := filepath.Join(env.dir, "flexway.yaml")
-			raw, err := os.ReadFile(yamlPath)
-			must(t, err)
-			must(t, os.WriteFile(yamlPath, []byte(strings.Replace(string(raw), "limits: "+tc.limits, "limits: { day: 1000, month: 1000 }", 1)), 0o600))
-			snap, err := configs.Load(yamlPath)
-			must(t, err)
-			must(t, env.e.Reload(ctx, snap))
-			if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("after-reload")}).FirstErr(); err != nil {
-				t.Fatalf("produce after the reload raised the limit: %v", err)
-			}
-			if got := month.Total(time.Now()); got != int64(tc.admitted)+tc.othersIn+1 {
-				t.Fatalf("the month's count after the reload: %d, want %d (what was spent is kept)", got, int64(tc.admitted)+tc.othersIn+1)
-			}
-
-			// Another tenant's budget is its own.
-			other := env.client("globex-app", kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))
-			if err := other.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("g")}).FirstErr(); err != nil {
-				t.Fatalf("globex past acme's budget: %v", err)
-			}
-		})
+		t.Run(tc.window, func(t *testing.T) { produceQuotaBudget(t, tc) })
 	}
 }
 
-// The budget's part of a Produce allocates nothing (the handles are made
-// once per client), and counts one per Produce in the day and the month.
-func TestProduceQuotaAllocatesNothing(t *testing.T) {
-	store := counters.NewLocal()
-	defer store.Close()
-	snap := &configs.Snapshot{
-		Listener: &configs.KafkaListener{Quotas: &configs.Quotas{Quota: "plans"}},
-		File: &configs.File{Policies: configs.Policies{Definitions: map[string]*configs.Policy{
-			"plans": {Type: "quota", Config: configs.PolicyConfig{Limits: &configs.QuotaLimits{Day: 1 << 40}}},
-		}}},
+// quotaBudgetCase is a case of TestProduceQuotaBudget: the window whose
+// budget is spent, the limits of the policy plans, what "another replica"
+// spent of the month before the test, and how many of acme's Produce
+// requests the budget admits.
+type quotaBudgetCase struct {
+	window   string
+	limits   string
+	othersIn int64
+	admitted int
+}
+
+// countersConfig is an env whose listener applies the quota policy plans
+// of limits, counted in the store at $COUNTERS_URL, synced every sync.
+func countersConfig(limits, sync string) envConfig {
+	return envConfig{
+		listenerExtra: "    quotas: { quota: plans }\n",
+		extra: "server:\n  counters: { store: \"${COUNTERS_URL}\", sync: " + sync + " }\n" +
+			"policies:\n  definitions:\n    plans: { type: quota, config: { limits: " + limits + " } }\n",
 	}
-	cl := &client{e: &Engine{counters: store}, snap: snap, ident: &auth.Identity{Tenant: "acme"}}
-	var p decide.Pending
-	if out := cl.produceQuota(nil, nil, &p, decide.Forward); out != decide.Forward {
-		t.Fatalf("within the budget: %v", out)
-	}
-	n := testing.AllocsPerRun(1000, func() {
-		if cl.produceQuota(nil, nil, &p, decide.Forward) != decide.Forward {
-			t.Fatal("refused within the budget")
+}
+
+// produceQuotaBudget runs a case of TestProduceQuotaBudget on a redis of
+// its own: the budget spent and the refusal logged, the admitted records
+// on the broker and counted in redis, the limit raised by a reload, and
+// another tenant producing.
+func produceQuotaBudget(t *testing.T, tc quotaBudgetCase) {
+	srv := testkit.StartRedis(t)
+	t.Setenv("COUNTERS_URL", srv.URL())
+	now := time.Now().UTC()
+	monthKey := "flexway:plans:acme:month:" + now.Format("2006-01")
+	if tc.othersIn > 0 {
+		if _, err := srv.Do("SET", monthKey, fmt.Sprint(tc.othersIn)); err != nil {
+			t.Fatal(err)
 		}
-	})
-	if n != 0 {
-		t.Fatalf("%v allocations per Produce", n)
 	}
-	now := time.Now()
-	day, month := store.Counter("plans:acme", quota.Day).Total(now), store.Counter("plans:acme", quota.Month).Total(now)
-	if day != 1002 || month != 1002 { // AllocsPerRun runs once more to warm up
-		t.Fatalf("counted day %d, month %d, want 1002 each", day, month)
+	env := newTestEnvWith(t, countersConfig(tc.limits, "100ms"))
+	if env.e.env.Quotas.Counters == nil {
+		t.Fatal("server.counters configured: the engine opened no store")
+	}
+	month := env.e.env.Quotas.Counters.Counter("plans:acme", quota.Month)
+	waitUntil(t, 5*time.Second, "the other replica's spending read from redis", func() bool {
+		return month.Total(time.Now()) == tc.othersIn
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	prod := env.client("acme-orders-producer", kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))
+	for i := 0; i < tc.admitted+3; i++ {
+		err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte(fmt.Sprintf("r%d", i))}).FirstErr()
+		switch {
+		case i < tc.admitted && err != nil:
+			t.Fatalf("produce %d within the budget: %v", i, err)
+		case i >= tc.admitted && !errors.Is(err, kerr.PolicyViolation):
+			t.Fatalf("produce %d past the budget of %d: %v, want POLICY_VIOLATION", i, tc.admitted, err)
+		}
+	}
+	line := env.waitLog(5*time.Second, "kafka produce refused: the tenant's quota is spent", "tenant=acme", "window="+tc.window, "policy=plans")
+	t.Log(line)
+	wantAdmittedOnBroker(t, env, tc.admitted)
+
+	// Redis holds the deployment's count: the admitted ones, plus
+	// the other replica's.
+	key := monthKey
+	if tc.window == "day" {
+		key = "flexway:plans:acme:day:" + now.Format("2006-01-02")
+	}
+	waitUntil(t, 5*time.Second, "redis holds the admitted count", func() bool {
+		v, err := srv.Do("GET", key)
+		return err == nil && v == fmt.Sprint(int64(tc.admitted)+tc.othersIn)
+	})
+
+	// A reload that raises the limit applies at the next Produce;
+	// what was spent is kept.
+	reloadReplacing(t, env, "limits: "+tc.limits, "limits: { day: 1000, month: 1000 }")
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("after-reload")}).FirstErr(); err != nil {
+		t.Fatalf("produce after the reload raised the limit: %v", err)
+	}
+	if got := month.Total(time.Now()); got != int64(tc.admitted)+tc.othersIn+1 {
+		t.Fatalf("the month's count after the reload: %d, want %d (what was spent is kept)", got, int64(tc.admitted)+tc.othersIn+1)
+	}
+
+	// Another tenant's budget is its own.
+	other := env.client("globex-app", kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))
+	if err := other.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("g")}).FirstErr(); err != nil {
+		t.Fatalf("globex past acme's budget: %v", err)
+	}
+}
+
+// wantAdmittedOnBroker: the broker holds exactly the admitted records
+// r0..r<admitted-1> of acme's orders. It reads until they are all there
+// (a new consumer of a real broker can take a few seconds), then a second
+// more for any record past them.
+func wantAdmittedOnBroker(t *testing.T, env *testEnv, admitted int) {
+	direct := env.directClient(kgo.ConsumeTopics(env.phys("acme", "orders")), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := consumeAll(t, direct, admitted, 15*time.Second)
+	got = append(got, consumeAll(t, direct, 1, time.Second)...)
+	if len(got) != admitted {
+		t.Fatalf("the broker holds %d records, want the %d admitted", len(got), admitted)
+	}
+	seen := map[string]bool{}
+	for _, r := range got {
+		seen[string(r.Value)] = true
+	}
+	for i := 0; i < admitted; i++ {
+		if !seen[fmt.Sprintf("r%d", i)] {
+			t.Fatalf("admitted record r%d is not on the broker: %v", i, seen)
+		}
 	}
 }
 
@@ -167,11 +145,7 @@ func TestProduceQuotaAllocatesNothing(t *testing.T) {
 func TestProduceQuotaStoreUnreachable(t *testing.T) {
 	port := testkit.FreePort(t) // nothing listens there
 	t.Setenv("COUNTERS_URL", fmt.Sprintf("redis://flexway:s3cret-pw@127.0.0.1:%d/0", port))
-	env := newTestEnvWith(t, envConfig{
-		listenerExtra: "    quotas: { quota: plans }\n",
-		extra: "server:\n  counters: { store: \"${COUNTERS_URL}\", sync: 100ms }\n" +
-			"policies:\n  definitions:\n    plans: { type: quota, config: { limits: { day: 2 } } }\n",
-	})
+	env := newTestEnvWith(t, countersConfig("{ day: 2 }", "100ms"))
 	line := env.waitLog(5*time.Second, "shared counter store unreachable", fmt.Sprintf("store=127.0.0.1:%d", port))
 	if contains(line, "s3cret") {
 		t.Fatalf("the password in the log: %s", line)
@@ -196,11 +170,7 @@ func TestProduceQuotaStoreUnreachable(t *testing.T) {
 func TestProduceQuotaSharedByTwoGateways(t *testing.T) {
 	srv := testkit.StartRedis(t)
 	t.Setenv("COUNTERS_URL", srv.URL())
-	ec := envConfig{
-		listenerExtra: "    quotas: { quota: plans }\n",
-		extra: "server:\n  counters: { store: \"${COUNTERS_URL}\", sync: 100ms }\n" +
-			"policies:\n  definitions:\n    plans: { type: quota, config: { limits: { day: 5 } } }\n",
-	}
+	ec := countersConfig("{ day: 5 }", "100ms")
 	first, second := newTestEnvWith(t, ec), newTestEnvWith(t, ec)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -220,7 +190,7 @@ func TestProduceQuotaSharedByTwoGateways(t *testing.T) {
 	if got := produce(first, 3); got != 3 {
 		t.Fatalf("the first gateway admitted %d of 3 within a budget of 5", got)
 	}
-	day := second.e.counters.Counter("plans:acme", quota.Day)
+	day := second.e.env.Quotas.Counters.Counter("plans:acme", quota.Day)
 	waitUntil(t, 5*time.Second, "the second gateway counts the first's 3", func() bool { return day.Total(time.Now()) == 3 })
 	if got := produce(second, 4); got != 2 {
 		t.Fatalf("the second gateway admitted %d, want the 2 left of the day's 5", got)
@@ -238,13 +208,9 @@ func TestProduceQuotaSharedByTwoGateways(t *testing.T) {
 func TestProduceQuotaBudgetSurvivesRestart(t *testing.T) {
 	srv := testkit.StartRedis(t)
 	t.Setenv("COUNTERS_URL", srv.URL())
-	ec := envConfig{
-		listenerExtra: "    quotas: { quota: plans }\n",
-		// A sync far longer than the test: only the stop's last
-		// reconciliation and the start's first read move counts.
-		extra: "server:\n  counters: { store: \"${COUNTERS_URL}\", sync: 1m }\n" +
-			"policies:\n  definitions:\n    plans: { type: quota, config: { limits: { day: 20 } } }\n",
-	}
+	// A sync far longer than the test: only the stop's last
+	// reconciliation and the start's first read move counts.
+	ec := countersConfig("{ day: 20 }", "1m")
 	// produce sends records one by one until one is refused or n were
 	// sent, and returns the errors. A client may send a record's Produce
 	// more than once (a retry counts as a request), so the budget is spent

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/flexway/flexway/codec"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -100,7 +102,7 @@ func TestTenantShareClose(t *testing.T) {
 		stall(t, env, addr, 200)
 	}
 	env.waitLog(10*time.Second, "kafka connection closed: the tenant's in-flight share is reached", "tenant=acme", "max_tenant_in_flight_bytes=2097152")
-	if env.e.m.budgetClosed.Get() == 0 {
+	if env.e.env.Signals.BudgetClosed() == 0 {
 		t.Fatal("the closure is not counted")
 	}
 	produceN(t, env.client("globex-app"), "orders", 3, "globex") // not disturbed
@@ -121,8 +123,8 @@ func TestTenantShareWait(t *testing.T) {
 	// Sampled for 3 s at least, and until a wait is counted (30 s at most).
 	var peak int64
 	start := time.Now()
-	for time.Since(start) < 30*time.Second && (env.e.m.budgetWaited.Get() == 0 || time.Since(start) < 3*time.Second) {
-		if ten := env.e.tenants.Get("acme"); ten != nil && ten.Share.Used() > peak {
+	for time.Since(start) < 30*time.Second && (env.e.env.Signals.BudgetWaited() == 0 || time.Since(start) < 3*time.Second) {
+		if ten := env.e.env.Bounds.Tenants.Get("acme"); ten != nil && ten.Share.Used() > peak {
 			peak = ten.Share.Used()
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -131,7 +133,7 @@ func TestTenantShareWait(t *testing.T) {
 	if bound := int64(share + conns*(1<<20+256<<10)); peak > bound {
 		t.Fatalf("tenant acme held %d bytes (share %d, bound with answers alone %d)", peak, share, bound)
 	}
-	if env.e.m.budgetWaited.Get() == 0 {
+	if env.e.env.Signals.BudgetWaited() == 0 {
 		t.Fatal("no wait on the tenant's share was counted")
 	}
 	// globex reads and writes while acme waits on its own share.
@@ -152,14 +154,14 @@ func TestTenantShareWait(t *testing.T) {
 func heldListing(t *testing.T, env *testEnv) (held, twice int) {
 	t.Helper()
 	var h, d atomic.Int64
-	onLoops(t, env.e, func(l *loop) {
-		for cl := range l.clients {
-			if cl.held {
+	onLoops(t, env.e, func(l *session.Loop) {
+		for cl := range l.Clients() {
+			if cl.State().Held {
 				h.Add(1)
 			}
 		}
-		seen := map[*client]bool{}
-		for _, cl := range l.held {
+		seen := map[*session.Client]bool{}
+		for _, cl := range l.State().Listed {
 			if seen[cl] {
 				d.Add(1)
 			}
@@ -180,7 +182,7 @@ func TestHeldConnectionListedOnce(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		held, _ := heldListing(t, env)
-		if ten := env.e.tenants.Get("acme"); held > 0 && ten != nil && ten.Share.Used() >= 1<<20-64<<10 {
+		if ten := env.e.env.Bounds.Tenants.Get("acme"); held > 0 && ten != nil && ten.Share.Used() >= 1<<20-64<<10 {
 			break // its bound is reached: it waits for its client
 		}
 		if time.Now().After(deadline) {

@@ -5,18 +5,19 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/quota/counters"
 )
 
 // openCounters opens server.counters' shared store (issue 8 item 4, Q3),
-// or takes the one WithCounters gave (tests). Without either, e.counters
+// or takes the one WithCounters gave (tests). Without either, e.env.Quotas.Counters
 // stays nil: no quota policy loads without server.counters. The store is
 // start-only (configs.StartOnlyDiff): its counts live as long as the
 // process.
 func (e *Engine) openCounters(snap *configs.Snapshot) error {
-	e.quotaLog.perSecond = 10
+	e.env.Quotas.Log = signals.NewRateLimiter(10)
 	if e.opts.Counters != nil {
-		e.counters = e.opts.Counters
+		e.env.Quotas.Counters = e.opts.Counters
 		return nil
 	}
 	c := snap.File.Server.Counters
@@ -27,7 +28,7 @@ func (e *Engine) openCounters(snap *configs.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrEngineConfig, err)
 	}
-	e.counters, e.ownCounters = r, true
+	e.env.Quotas.Counters, e.env.Quotas.Own = r, true
 	e.log.Info("shared counter store", "store", r.Host(), "sync", time.Duration(c.Sync).String())
 	return nil
 }
@@ -35,7 +36,7 @@ func (e *Engine) openCounters(snap *configs.Snapshot) error {
 // closeCounters closes the store the engine opened (a last reconciliation,
 // bounded); one a test gave is the test's.
 func (e *Engine) closeCounters() {
-	if e.ownCounters && e.counters != nil {
-		e.counters.Close()
+	if e.env.Quotas.Own && e.env.Quotas.Counters != nil {
+		e.env.Quotas.Counters.Close()
 	}
 }

@@ -20,7 +20,7 @@ import (
 func TestBrokerUnreachableClosesClient(t *testing.T) {
 	env := newTestEnv(t, "")
 	node := env.nodes()[0]
-	up := env.e.upstreams["events"]
+	up := env.e.env.Upstreams["events"]
 	own, ok := up.Addr(node)
 	if !ok {
 		t.Fatalf("node %d unknown to the upstream", node)
@@ -33,13 +33,13 @@ func TestBrokerUnreachableClosesClient(t *testing.T) {
 	ln.Close() // nothing listens there now
 	up.Learn(node, "127.0.0.1", int32(gone))
 
-	failed := env.e.m.upErr.Get()
+	failed := env.e.env.Signals.UpstreamFailed()
 	addr := fmt.Sprintf("127.0.0.1:%d", env.nodePort(node))
 	r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
 	metadataOrders(r)
 	r.resetWithoutAnswer(5 * time.Second)
 	env.waitLog(5*time.Second, "kafka connection closed: broker unreachable", "broker="+strconv.Itoa(int(node)))
-	if n := env.e.m.upErr.Get(); n != failed+1 {
+	if n := env.e.env.Signals.UpstreamFailed(); n != failed+1 {
 		t.Fatalf("failed upstream connections: %d, want %d", n, failed+1)
 	}
 
@@ -57,12 +57,12 @@ func TestUnknownBrokerClosesClient(t *testing.T) {
 	if slices.Contains(env.nodes(), node) {
 		t.Fatalf("node %d is the upstream's: the range must reach past its brokers", node)
 	}
-	failed := env.e.m.upErr.Get()
+	failed := env.e.env.Signals.UpstreamFailed()
 	r := dialRaw(t, fmt.Sprintf("127.0.0.1:%d", env.nodePort(node)), "acme-app", env.keys["acme-app"])
 	metadataOrders(r)
 	r.resetWithoutAnswer(5 * time.Second)
 	env.waitLog(5*time.Second, "the broker of this port is unknown to the upstream", "node="+strconv.Itoa(int(node)))
-	if n := env.e.m.upErr.Get(); n != failed {
+	if n := env.e.env.Signals.UpstreamFailed(); n != failed {
 		t.Fatalf("failed upstream connections: %d, want %d (no dial)", n, failed)
 	}
 }
@@ -72,12 +72,12 @@ func TestUnknownBrokerClosesClient(t *testing.T) {
 // orderly close before a connection's first answer for a misconfigured
 // listener (ErrFirstReadEOF, "is SASL missing?"; an idempotent producer
 // fails every record it buffers when its InitProducerId meets it). The
-// gateway resets such a connection instead (closeLine.transient), a
+// gateway resets such a connection instead (signals.CloseCause.Transient), a
 // network error franz-go retries; once the broker is back the same
 // request is answered.
 func TestBrokerUnreachableResetsCertSession(t *testing.T) {
 	te := newTLSEnv(t, "")
-	up := te.e.upstreams["events"]
+	up := te.e.env.Upstreams["events"]
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -156,14 +159,14 @@ func TestDrainIdleConsumerPrompt(t *testing.T) {
 	}
 	// Idle now: polling, nothing to read. A Fetch the gateway forwards
 	// from here on is a long-poll under way.
-	fetches := env.e.m.requestCount(int16(kmsg.Fetch), decAllowed)
+	fetches := env.e.env.Signals.RequestCount(int16(kmsg.Fetch), signals.Allowed)
 	go func() {
 		for ctx.Err() == nil {
 			cons.PollFetches(ctx)
 		}
 	}()
 	waitUntil(t, 15*time.Second, "a Fetch long-poll under way", func() bool {
-		return env.e.m.requestCount(int16(kmsg.Fetch), decAllowed) > fetches
+		return env.e.env.Signals.RequestCount(int16(kmsg.Fetch), signals.Allowed) > fetches
 	})
 	took := stopWithin(t, env, 30*time.Second)
 	// Drained, not cut at the bound: every request read was answered
@@ -210,9 +213,9 @@ func TestDrainTakesNoNewRequest(t *testing.T) {
 			t.Fatal("the drain never marked the connections")
 		}
 		var n atomic.Int64 // the loops run at once
-		env.e.onLoops(time.Now().Add(time.Second), func(l *loop) {
-			for cl := range l.clients {
-				if !cl.draining && !cl.closed {
+		env.e.onLoops(time.Now().Add(time.Second), func(l *session.Loop) {
+			for cl := range l.Clients() {
+				if !cl.State().Draining && !cl.State().Gone {
 					n.Add(1)
 				}
 			}
@@ -310,9 +313,9 @@ func (c *stopConn) stopGateway() {
 // liveClients counts the client connections the loops hold.
 func liveClients(env *testEnv) int64 {
 	var n atomic.Int64
-	env.e.onLoops(time.Now().Add(time.Second), func(l *loop) {
-		for cl := range l.clients {
-			if !cl.closed {
+	env.e.onLoops(time.Now().Add(time.Second), func(l *session.Loop) {
+		for cl := range l.Clients() {
+			if !cl.State().Gone {
 				n.Add(1)
 			}
 		}

@@ -101,33 +101,7 @@ func directValues(t *testing.T, env *testEnv, topic string, n int, d time.Durati
 func TestKcatProduceConsume(t *testing.T) {
 	needBin(t, "/usr/bin/kcat")
 	env := newTestEnv(t, "")
-	const n = 20
-	cases := []struct {
-		name string
-		args []string
-	}{
-		{"acks-all", []string{"-X", "acks=all"}},
-		{"acks-1", []string{"-X", "acks=1"}},
-		{"gzip", []string{"-z", "gzip"}},
-		{"snappy", []string{"-z", "snappy"}},
-		{"lz4", []string{"-z", "lz4"}},
-		{"zstd", []string{"-z", "zstd"}},
-	}
-	want := map[string]bool{}
-	for _, c := range cases {
-		var in strings.Builder
-		for i := 0; i < n; i++ {
-			// Keyed: one key's records share a partition, so their
-			// sequence numbers must come back increasing.
-			v := fmt.Sprintf("%s-%d", c.name, i)
-			fmt.Fprintf(&in, "k%d:%s\n", i%4, v)
-			want[v] = true
-		}
-		args := env.kcatArgs("acme-app", append([]string{"-P", "-t", "orders", "-K", ":", "-X", "message.timeout.ms=15000"}, c.args...)...)
-		if _, stderr, err := runExt(t, 30*time.Second, in.String(), "/usr/bin/kcat", args...); err != nil {
-			t.Fatalf("kcat produce %s: %v\nstderr:\n%s", c.name, err, stderr)
-		}
-	}
+	want := kcatProduceCases(t, env, 20)
 	total := len(want)
 
 	// N1: the broker holds them under the physical name.
@@ -154,6 +128,46 @@ func TestKcatProduceConsume(t *testing.T) {
 	if len(lines) != total {
 		t.Fatalf("kcat consumed %d records, want %d\nstdout:\n%s\nstderr:\n%s", len(lines), total, stdout, stderr)
 	}
+	checkKcatConsumed(t, lines, want)
+}
+
+// kcatProduceCases has kcat produce n keyed records "<case>-<i>" to orders
+// as acme-app in each case: acks=all, acks=1, and each compression codec.
+// It returns the values produced.
+func kcatProduceCases(t *testing.T, env *testEnv, n int) map[string]bool {
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"acks-all", []string{"-X", "acks=all"}},
+		{"acks-1", []string{"-X", "acks=1"}},
+		{"gzip", []string{"-z", "gzip"}},
+		{"snappy", []string{"-z", "snappy"}},
+		{"lz4", []string{"-z", "lz4"}},
+		{"zstd", []string{"-z", "zstd"}},
+	}
+	want := map[string]bool{}
+	for _, c := range cases {
+		var in strings.Builder
+		for i := 0; i < n; i++ {
+			// Keyed: one key's records share a partition, so their
+			// sequence numbers must come back increasing.
+			v := fmt.Sprintf("%s-%d", c.name, i)
+			fmt.Fprintf(&in, "k%d:%s\n", i%4, v)
+			want[v] = true
+		}
+		args := env.kcatArgs("acme-app", append([]string{"-P", "-t", "orders", "-K", ":", "-X", "message.timeout.ms=15000"}, c.args...)...)
+		if _, stderr, err := runExt(t, 30*time.Second, in.String(), "/usr/bin/kcat", args...); err != nil {
+			t.Fatalf("kcat produce %s: %v\nstderr:\n%s", c.name, err, stderr)
+		}
+	}
+	return want
+}
+
+// checkKcatConsumed checks the lines kcat consumed ("%t %p %o %k %s"):
+// each under the short name orders, each of want once, the offsets of a
+// partition increasing, and so the sequence numbers of each case's key.
+func checkKcatConsumed(t *testing.T, lines []string, want map[string]bool) {
 	seen := map[string]bool{}
 	lastOff := map[string]int64{}
 	lastSeq := map[string]int{} // case/key -> last sequence number

@@ -282,11 +282,46 @@ func TestFranzGroupTransactSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close()
+	seen, copies := copyInTransactions(t, sess, len(src))
+	if len(seen) != len(src) {
+		t.Fatalf("the session read %d of %d records", len(seen), len(src))
+	}
+	sess.Close()
+
+	// The broker holds the group's offsets, committed in the transaction,
+	// under acme.~g.ctp, and the transactional id as acme.~t.tx-ctp.
+	checkBrokerTxn(t, env, "tx-ctp")
+	actx, acancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer acancel()
+	physGroup, physOrders := env.group("acme", "ctp"), env.phys("acme", "orders")
+	offs, err := kadm.NewClient(env.directClient()).FetchOffsets(actx, physGroup)
+	if err != nil {
+		t.Fatalf("fetch offsets of %s on the broker: %v", physGroup, err)
+	}
+	var sum int64
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Topic != physOrders {
+			t.Errorf("offset committed for topic %q", o.Topic)
+		}
+		sum += o.At
+	})
+	if sum < int64(len(src)) {
+		t.Fatalf("offsets committed for %s sum to %d, want at least %d", physGroup, sum, len(src))
+	}
+	if got := txnValues(t, env, len(src)+len(copies), txnReadCommitted()); !slices.Equal(got, txnSorted(src, copies)) {
+		t.Fatalf("read_committed after the session: %q", got)
+	}
+}
+
+// copyInTransactions runs sess for up to 25 s, until it has read n
+// records: each batch it polls is copied ("copy-<value>") to orders in a
+// transaction of the session, which commits the group's offsets with it.
+// It returns the values read and their copies.
+func copyInTransactions(t *testing.T, sess *kgo.GroupTransactSession, n int) (seen map[string]bool, copies []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
-	seen := map[string]bool{}
-	var copies []string
-	for len(seen) < len(src) && ctx.Err() == nil {
+	seen = map[string]bool{}
+	for len(seen) < n && ctx.Err() == nil {
 		fs := sess.PollFetches(ctx)
 		fs.EachError(func(topic string, p int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) {
@@ -318,34 +353,7 @@ func TestFranzGroupTransactSession(t *testing.T) {
 			t.Fatalf("end: committed %v, %v", committed, err)
 		}
 	}
-	if len(seen) != len(src) {
-		t.Fatalf("the session read %d of %d records", len(seen), len(src))
-	}
-	sess.Close()
-
-	// The broker holds the group's offsets, committed in the transaction,
-	// under acme.~g.ctp, and the transactional id as acme.~t.tx-ctp.
-	checkBrokerTxn(t, env, "tx-ctp")
-	actx, acancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer acancel()
-	physGroup, physOrders := env.group("acme", "ctp"), env.phys("acme", "orders")
-	offs, err := kadm.NewClient(env.directClient()).FetchOffsets(actx, physGroup)
-	if err != nil {
-		t.Fatalf("fetch offsets of %s on the broker: %v", physGroup, err)
-	}
-	var sum int64
-	offs.Each(func(o kadm.OffsetResponse) {
-		if o.Topic != physOrders {
-			t.Errorf("offset committed for topic %q", o.Topic)
-		}
-		sum += o.At
-	})
-	if sum < int64(len(src)) {
-		t.Fatalf("offsets committed for %s sum to %d, want at least %d", physGroup, sum, len(src))
-	}
-	if got := txnValues(t, env, len(src)+len(copies), txnReadCommitted()); !slices.Equal(got, txnSorted(src, copies)) {
-		t.Fatalf("read_committed after the session: %q", got)
-	}
+	return seen, copies
 }
 
 // kcat's transactional producer (librdkafka: InitProducerId,

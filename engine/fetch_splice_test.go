@@ -8,6 +8,8 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
+
+	"github.com/flexway/flexway/engine/session"
 )
 
 // Answers of two partitions of 512 KiB records (below spliceMin: no
@@ -25,7 +27,7 @@ func TestSpliceFetchOnLoop(t *testing.T) {
 	fast := dialReader(t, env, "acme-app")
 	slow := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"]) // a 16 KiB window
 	rounds := func(n int) (answers int, spliced int64) {
-		before := fetchSplicedBytes.Load()
+		before := env.e.env.Series.FetchSpliced.Load()
 		for round := 0; round < n; round++ {
 			for _, r := range []*rawConn{fast, slow} {
 				for _, v := range []int16{11, 12} {
@@ -35,40 +37,38 @@ func TestSpliceFetchOnLoop(t *testing.T) {
 				}
 			}
 		}
-		return answers, fetchSplicedBytes.Load() - before
+		return answers, env.e.env.Series.FetchSpliced.Load() - before
 	}
 	// Whether a pass finds the records still in the broker's socket is the
 	// machine's timing (a slow loop may find them read already): rounds go
 	// on until the pass is seen, each answer checked whole; a bounded number.
 	const most = 12
-	sessions, units := spliceRuns.Load(), fetchUnits.Load()
+	series := &env.e.env.Series
+	units := series.FetchUnits.Load()
 	answers, spliced := 0, int64(0)
 	for r := 0; r < most && (r < 3 || spliced < 1<<20); r++ {
 		a, s := rounds(1)
 		answers, spliced = answers+a, spliced+s
 	}
-	t.Logf("%d answers of 2 × 512 KiB records: %d KiB spliced on the loop, %d units from the socket", answers, spliced>>10, fetchUnits.Load()-units)
+	t.Logf("%d answers of 2 × 512 KiB records: %d KiB spliced on the loop, %d units from the socket", answers, spliced>>10, series.FetchUnits.Load()-units)
 	if spliced < 1<<20 {
 		t.Fatalf("%d answers of 2 × 512 KiB records: %d bytes spliced on the loop", answers, spliced)
 	}
-	if n := spliceRuns.Load() - sessions; n != 0 {
-		t.Fatalf("%d splice sessions for partitions below spliceMin", n)
-	}
 
-	testPipeShort.Store(true)
-	outs := fetchPipeOuts.Load()
+	env.e.env.Tune.PipeShort.Store(true)
+	outs := series.FetchPipeOuts.Load()
 	spliced = 0
-	for r := 0; r < most && (r < 2 || fetchPipeOuts.Load() == outs || spliced == 0); r++ {
+	for r := 0; r < most && (r < 2 || series.FetchPipeOuts.Load() == outs || spliced == 0); r++ {
 		_, s := rounds(1)
 		spliced += s
 	}
-	testPipeShort.Store(false)
-	if fetchPipeOuts.Load() == outs || spliced == 0 {
-		t.Fatalf("half of every pass read out: %d passes read out, %d bytes spliced", fetchPipeOuts.Load()-outs, spliced)
+	env.e.env.Tune.PipeShort.Store(false)
+	if series.FetchPipeOuts.Load() == outs || spliced == 0 {
+		t.Fatalf("half of every pass read out: %d passes read out, %d bytes spliced", series.FetchPipeOuts.Load()-outs, spliced)
 	}
 
-	old := fetchSpliceMin.Swap(0)
-	t.Cleanup(func() { fetchSpliceMin.Store(old) })
+	old := env.e.env.Tune.FetchSpliceMin.Swap(0)
+	t.Cleanup(func() { env.e.env.Tune.FetchSpliceMin.Store(old) })
 	if _, spliced = rounds(1); spliced != 0 {
 		t.Fatalf("splicing off: %d bytes spliced", spliced)
 	}
@@ -86,7 +86,7 @@ func TestSpliceFetchOnLoopClientCloses(t *testing.T) {
 	other.fetchOrders(12)
 	other.checkOrders(12, size)
 	fds, pipes := settledFds(t), loopPipes(t, env)
-	spliced := fetchSplicedBytes.Load()
+	spliced := env.e.env.Series.FetchSpliced.Load()
 	for i := 0; i < 4; i++ {
 		r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"]) // a 16 KiB window: the answer waits
 		cl := clientOf(t, env.e, r)
@@ -107,17 +107,22 @@ func TestSpliceFetchOnLoopClientCloses(t *testing.T) {
 	}
 	// A loop's pipe, made at its first pass, stays until the engine stops.
 	waitFds(t, fds+2*(loopPipes(t, env)-pipes), "after four clients closed mid-answer")
-	if fetchSplicedBytes.Load() == spliced {
+	if env.e.env.Series.FetchSpliced.Load() == spliced {
 		t.Fatal("nothing was spliced on the loop")
 	}
 }
 
-// loopPipes counts the loops that have made their pipe (read on each loop).
+// loopPipes counts what the loops made at their first use and keep: a
+// pipe (two descriptors) and a watcher (two more), read on each loop; the
+// descriptors' count is twice it.
 func loopPipes(t *testing.T, env *testEnv) int {
 	t.Helper()
 	var n atomic.Int64
-	onLoops(t, env.e, func(l *loop) {
-		if l.pp != nil {
+	onLoops(t, env.e, func(l *session.Loop) {
+		if l.State().Pipe {
+			n.Add(1)
+		}
+		if l.State().Watching {
 			n.Add(1)
 		}
 	})

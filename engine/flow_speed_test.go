@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -44,7 +46,7 @@ func TestFlowSpeedLargeFetch(t *testing.T) {
 	helds := map[bool][]int64{}
 	for run := 0; run < 6; run++ {
 		off := run%2 == 1
-		setFlowOff(off)
+		setFlowOff(env, off)
 		var peak atomic.Int64
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
@@ -57,11 +59,11 @@ func TestFlowSpeedLargeFetch(t *testing.T) {
 					return
 				case <-time.After(5 * time.Millisecond):
 				}
-				onLoops(t, env.e, func(l *loop) {
-					for cl := range l.clients {
-						n := int64(cl.c.OutboundBuffered())
-						if cl.up != nil && cl.up.c != nil && !cl.up.closed {
-							n += int64(cl.up.c.InboundBuffered())
+				onLoops(t, env.e, func(l *session.Loop) {
+					for cl := range l.Clients() {
+						n := int64(cl.Conn().Queued())
+						if b := cl.State().Broker; b != nil {
+							n += int64(b.Buffered())
 						}
 						for {
 							m := peak.Load()
@@ -75,7 +77,7 @@ func TestFlowSpeedLargeFetch(t *testing.T) {
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 		start, cpu0 := time.Now(), cpuNow()
-		p0, pn0 := flowPauses.Load(), flowPausedNs.Load()
+		p0, pn0 := env.e.env.Series.BrokerPauses.Load(), env.e.env.Series.BrokerPausedNs.Load()
 		bytes := 0
 		for k := 0; k < reads; k++ { // each run reads everything reads times
 			cons := env.client("acme-app",
@@ -101,9 +103,9 @@ func TestFlowSpeedLargeFetch(t *testing.T) {
 		cpus[off] = append(cpus[off], cpu.Seconds()/(mib/1024))
 		helds[off] = append(helds[off], peak.Load())
 		t.Logf("flow off=%v: %.0f MiB in %v: %.0f MiB/s, process CPU %.2f s/GiB, peak held by a connection %d KiB; %d broker pauses, %v paused",
-			off, mib, el.Round(time.Millisecond), mib/el.Seconds(), cpu.Seconds()/(mib/1024), peak.Load()>>10, flowPauses.Load()-p0, time.Duration(flowPausedNs.Load()-pn0).Round(time.Millisecond))
+			off, mib, el.Round(time.Millisecond), mib/el.Seconds(), cpu.Seconds()/(mib/1024), peak.Load()>>10, env.e.env.Series.BrokerPauses.Load()-p0, time.Duration(env.e.env.Series.BrokerPausedNs.Load()-pn0).Round(time.Millisecond))
 	}
-	setFlowOff(false)
+	setFlowOff(env, false)
 	med := func(v []float64) float64 { sort.Float64s(v); return v[len(v)/2] }
 	for _, off := range []bool{false, true} {
 		t.Logf("median, flow off=%v: %.0f MiB/s (runs %.0f), process CPU %.2f s/GiB, peak held %v bytes", off, med(append([]float64(nil), rates[off]...)), rates[off], med(cpus[off]), helds[off])

@@ -4,8 +4,8 @@ package engine
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -18,27 +18,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/engine/conn"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sys/unix"
 )
 
 // setFlowOff turns "the broker is not read until the client reads" off
 // (true) or on again: the speed test compares both.
-func setFlowOff(off bool) {
+func setFlowOff(env *testEnv, off bool) {
 	if off {
-		flowHigh.Store(math.MaxInt64)
+		env.e.env.Tune.FlowHigh.Store(math.MaxInt64)
 		return
 	}
-	flowHigh.Store(1 << 20)
+	env.e.env.Tune.FlowHigh.Store(1 << 20)
 }
 
 // heldBytes is what the gateway holds in memory for the client of r: the
 // client's unsent bytes and what its broker connection buffered. On cl's loop.
-func (cl *client) heldBytes() int64 {
-	n := int64(cl.c.OutboundBuffered())
-	if cl.up != nil && cl.up.c != nil && !cl.up.closed {
-		n += int64(cl.up.c.InboundBuffered())
+func heldBytes(cl *session.Client) int64 {
+	n := int64(cl.Conn().Queued())
+	if b := cl.State().Broker; b != nil {
+		n += int64(b.Buffered())
 	}
 	return n
 }
@@ -69,13 +71,12 @@ func liveHeap() int64 {
 // once the client reads, the whole answer arrives and the broker is read
 // again.
 func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
-	noSplice(t) // the pause's path (a TLS side; the splice's: TestSpliceStalledClient)
-	env := newTestEnv(t, "")
+	env := newTestEnv(t, "", noSplice())  // the pause's path (a TLS side; the splice's: TestSpliceStalledClient)
 	produceDirect(t, env, 0, 24, 256<<10) // 6 MiB on orders/0, in batches of 768 KiB
 	r := dialRaw(t, leaderOf0(t, env), "acme-app", env.keys["acme-app"])
 	cl := clientOf(t, env.e, r)
 	r.fetchMax(8 << 20)
-	bound := flowHigh.Load() + int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
+	bound := env.e.env.Tune.FlowHigh.Load() + int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
 	var peak int64
 	paused := false
 	deadline := time.Now().Add(10 * time.Second)
@@ -83,12 +84,10 @@ func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
 		var held int64
 		var p bool
 		onLoopOf(t, cl, func() {
-			held = cl.heldBytes()
-			if cl.up == nil { // the broker connection is still dialed (TLS, SASL)
-				return
-			}
-			if up, ok := cl.up.socket().(*pausedConn); ok && cl.up.drainHeld {
-				p = up.paused()
+			held = heldBytes(cl)
+			// nil: the broker connection is still dialed (TLS, SASL)
+			if c := cl.State().Broker; c != nil && c.PausedFor(conn.PeerFull) {
+				p = c.Paused()
 			}
 		})
 		peak = max(peak, held)
@@ -116,8 +115,8 @@ func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
 	for {
 		var again bool
 		onLoopOf(t, cl, func() {
-			up, ok := cl.up.socket().(*pausedConn)
-			again = !cl.up.drainHeld && ok && up.st == rpAttached
+			c := cl.State().Broker
+			again = c != nil && !c.PausedFor(conn.PeerFull) && c.Attached()
 		})
 		if again {
 			break
@@ -180,44 +179,9 @@ func TestFlowStalledReadersReleased(t *testing.T) {
 	port, _ := strconv.Atoi(ps)
 	base := liveHeap()
 
-	mine := map[string]bool{}
-	var rs []*rawConn
-	for i := 0; i < conns; i++ {
-		r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
-		mine[r.c.LocalAddr().String()] = true
-		for j := 0; j < fetches; j++ {
-			f := emptyFetch(100)
-			f.ReplicaID = -1
-			f.MaxBytes = 64 << 20
-			f.Topics[0].Partitions[0].PartitionMaxBytes = 64 << 20
-			f.Topics[0].Partitions[0].FetchOffset = int64(j)
-			r.send(f)
-		}
-		rs = append(rs, r)
-	}
+	rs, mine := stalledReaders(t, env, addr, conns, fetches)
 	window := int64(env.e.opts.ReadBufferCap) + codec.MaxStreamUnit
-	var mu sync.Mutex
-	var peakMem, peakBudget int64
-	seen, open := 0, conns
-	deadline := time.Now().Add(20 * time.Second)
-	for open > 0 && time.Now().Before(deadline) {
-		n := 0
-		onLoops(t, env.e, func(l *loop) {
-			mu.Lock()
-			defer mu.Unlock()
-			for cl := range l.clients {
-				if a := cl.c.RemoteAddr(); a == nil || !mine[a.String()] {
-					continue
-				}
-				n++
-				peakMem = max(peakMem, cl.heldBytes())
-				peakBudget = max(peakBudget, cl.budget.Reserved+int64(cl.c.OutboundBuffered()))
-			}
-		})
-		seen = max(seen, n)
-		open = n
-		time.Sleep(20 * time.Millisecond)
-	}
+	seen, open, peakMem, peakBudget := watchStalledReaders(t, env, mine)
 	if seen != conns || open != 0 {
 		t.Fatalf("%d connections seen, %d still open after 20 s", seen, open)
 	}
@@ -228,24 +192,12 @@ func TestFlowStalledReadersReleased(t *testing.T) {
 	if peakBudget > limit+8<<20+256<<10 {
 		t.Fatalf("a stalled connection had %d bytes reserved and unread (bound %d)", peakBudget, limit)
 	}
-	// The client side learns the close: its reads end (reset or end of stream).
-	for _, r := range rs {
-		_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.Copy(io.Discard, r.c); err != nil && os.IsTimeout(err) {
-			t.Fatal("a stalled client was not told of the close")
-		}
-	}
-	states, txq := tcpSockets(t, port)
-	for i, st := range states {
-		if st == "04" && txq[i] > 0 { // FIN_WAIT1
-			t.Fatalf("a socket of the gateway's port %d is in FIN-WAIT-1 with %d bytes queued", port, txq[i])
-		}
-	}
+	checkToldOfClose(t, rs, port)
 	for _, r := range rs {
 		_ = r.c.Close()
 	}
 	var heap int64
-	deadline = time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		heap = liveHeap()
 		if heap-base <= 8<<20 || time.Now().After(deadline) {
@@ -259,6 +211,74 @@ func TestFlowStalledReadersReleased(t *testing.T) {
 	t.Logf("per connection: at most %d KiB held, %d KiB reserved+unread; live heap %+.1f MiB after the close", peakMem>>10, peakBudget>>10, float64(heap-base)/(1<<20))
 }
 
+// stalledReaders opens conns connections to addr as acme-app, each sending
+// fetches Fetches of orders/0 for up to 64 MiB and reading nothing; mine
+// holds their local addresses.
+func stalledReaders(t *testing.T, env *testEnv, addr string, conns, fetches int) (rs []*rawConn, mine map[string]bool) {
+	mine = map[string]bool{}
+	for i := 0; i < conns; i++ {
+		r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
+		mine[r.c.LocalAddr().String()] = true
+		for j := 0; j < fetches; j++ {
+			f := emptyFetch(100)
+			f.ReplicaID = -1
+			f.MaxBytes = 64 << 20
+			f.Topics[0].Partitions[0].PartitionMaxBytes = 64 << 20
+			f.Topics[0].Partitions[0].FetchOffset = int64(j)
+			r.send(f)
+		}
+		rs = append(rs, r)
+	}
+	return rs, mine
+}
+
+// watchStalledReaders watches the gateway's clients of the connections of
+// mine until none is left open, or 20 s: how many it saw at once at the
+// most, how many are still open, and the most one held in memory and had
+// reserved and not read.
+func watchStalledReaders(t *testing.T, env *testEnv, mine map[string]bool) (seen, open int, peakMem, peakBudget int64) {
+	var mu sync.Mutex
+	open = len(mine)
+	deadline := time.Now().Add(20 * time.Second)
+	for open > 0 && time.Now().Before(deadline) {
+		n := 0
+		onLoops(t, env.e, func(l *session.Loop) {
+			mu.Lock()
+			defer mu.Unlock()
+			for cl := range l.Clients() {
+				if a := cl.Conn().RemoteAddr(); a == nil || !mine[a.String()] {
+					continue
+				}
+				n++
+				peakMem = max(peakMem, heldBytes(cl))
+				peakBudget = max(peakBudget, cl.State().Reserved+int64(cl.Conn().Queued()))
+			}
+		})
+		seen = max(seen, n)
+		open = n
+		time.Sleep(20 * time.Millisecond)
+	}
+	return seen, open, peakMem, peakBudget
+}
+
+// checkToldOfClose: the client side of each of rs learns the close (its
+// reads end, reset or end of stream), and no socket of the gateway's port
+// is left in FIN-WAIT-1 with bytes queued.
+func checkToldOfClose(t *testing.T, rs []*rawConn, port int) {
+	for _, r := range rs {
+		_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.Copy(io.Discard, r.c); err != nil && os.IsTimeout(err) {
+			t.Fatal("a stalled client was not told of the close")
+		}
+	}
+	states, txq := tcpSockets(t, port)
+	for i, st := range states {
+		if st == "04" && txq[i] > 0 { // FIN_WAIT1
+			t.Fatalf("a socket of the gateway's port %d is in FIN-WAIT-1 with %d bytes queued", port, txq[i])
+		}
+	}
+}
+
 // Issue 11.3: a client that pipelines Produce requests while its head
 // request is held (its budget taken by an answer it does not read) is not
 // read: its bytes wait in the kernel, the gateway's heap does not grow;
@@ -266,64 +286,28 @@ func TestFlowStalledReadersReleased(t *testing.T) {
 func TestFlowHeldClientPipeliningNotRead(t *testing.T) {
 	const frames, recs, size = 512, 16, 4096 // 32 MiB of Produce requests
 
-	noSplice(t) // the answer must wait in the gateway: not spliced
-	env := newTestEnv(t, "    max_in_flight_bytes: 1MiB\n", WithWriteTimeout(60*time.Second))
+	// noSplice: the answer must wait in the gateway, not spliced.
+	env := newTestEnv(t, "    max_in_flight_bytes: 1MiB\n", WithWriteTimeout(60*time.Second), noSplice())
 	produceDirect(t, env, 0, 24, 256<<10) // 6 MiB on orders/0
 	r := dialRaw(t, leaderOf0(t, env), "acme-app", env.keys["acme-app"])
 	cl := clientOf(t, env.e, r)
 	r.fetchMax(8 << 20) // its answer is not read: the budget is taken
 	fetchCorr := r.corr
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitUntil(t, 10*time.Second, "the Fetch answer does not wait in the gateway", func() bool {
 		var out int
-		onLoopOf(t, cl, func() { out = cl.c.OutboundBuffered() })
-		if out > 512<<10 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Fetch answer does not wait in the gateway")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		onLoopOf(t, cl, func() { out = cl.Conn().Queued() })
+		return out > 512<<10
+	})
 	heap0, rss0 := memNow(t)
 
-	var written atomic.Int64
-	wrote := make(chan error, 1)
-	go func() {
-		var buf []byte
-		for i := 0; i < frames; i++ {
-			buf = appendProduce(buf[:0], int32(1000+i), i*recs, recs, size)
-			_ = r.c.SetWriteDeadline(time.Now().Add(60 * time.Second))
-			if _, err := r.c.Write(buf); err != nil {
-				wrote <- err
-				return
-			}
-			written.Add(int64(len(buf)))
-		}
-		wrote <- nil
-	}()
 	// The writer blocks: its bytes wait in the kernel.
-	var last int64 = -1
-	for stable := 0; stable < 10; time.Sleep(50 * time.Millisecond) {
-		w := written.Load()
-		if w == last {
-			stable++
-		} else {
-			stable = 0
-		}
-		last = w
-		select {
-		case err := <-wrote:
-			t.Fatalf("the client wrote all its %d requests while held (%v)", frames, err)
-		default:
-		}
-	}
+	pr := startRawProducer(r.c, 1000, frames, recs, size, -1)
+	last := pr.blocked(t, fmt.Sprintf("the client wrote all its %d requests while held", frames))
 	var held, in int
 	var paused bool
 	onLoopOf(t, cl, func() {
-		held, in = boolInt(cl.held), cl.c.InboundBuffered()
-		p, ok := cl.c.(*pausedConn)
-		paused = ok && p.paused()
+		held, in = boolInt(cl.State().Held), cl.Conn().Buffered()
+		paused = cl.Conn().Paused()
 	})
 	heap1, rss1 := memNow(t)
 	t.Logf("held client: wrote %.1f MiB of %d MiB then blocked; gateway buffered %d KiB of it; heap %+.1f MiB, RSS %+.1f MiB",
@@ -340,48 +324,17 @@ func TestFlowHeldClientPipeliningNotRead(t *testing.T) {
 
 	// It reads: the Fetch answer, then every Produce answer in order.
 	_ = r.c.(*net.TCPConn).SetReadBuffer(4 << 20)
-	var sz [4]byte
-	buf := make([]byte, 0, 4<<20)
-	for i := -1; i < frames; i++ {
-		_ = r.c.SetReadDeadline(time.Now().Add(60 * time.Second))
-		if _, err := io.ReadFull(r.c, sz[:]); err != nil {
-			t.Fatalf("answer %d: %v", i, err)
-		}
-		n := int(binary.BigEndian.Uint32(sz[:]))
-		if cap(buf) < n {
-			buf = make([]byte, n)
-		}
-		b := buf[:n]
-		if _, err := io.ReadFull(r.c, b); err != nil {
-			t.Fatalf("answer %d: %v", i, err)
-		}
-		corr := int32(binary.BigEndian.Uint32(b))
-		if i < 0 {
-			if corr != fetchCorr {
-				t.Fatalf("first answer has correlation id %d, want the Fetch's %d", corr, fetchCorr)
-			}
-			continue
-		}
-		if corr != int32(1000+i) {
-			t.Fatalf("Produce answer %d has correlation id %d", i, corr)
-		}
-		_, body, err := codec.ParseResponseHeader(b, 0, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp := kmsg.ProduceResponse{Version: 8}
-		if err := resp.ReadFrom(body); err != nil {
-			t.Fatal(err)
-		}
-		for _, tp := range resp.Topics {
-			for _, pp := range tp.Partitions {
-				if pp.ErrorCode != 0 {
-					t.Fatalf("Produce answer %d: error %d", i, pp.ErrorCode)
-				}
-			}
-		}
+	b, err := readFrame(r.c, nil)
+	if err != nil {
+		t.Fatalf("the Fetch answer: %v", err)
 	}
-	if err := <-wrote; err != nil {
+	if corr := int32(binary.BigEndian.Uint32(b)); corr != fetchCorr {
+		t.Fatalf("first answer has correlation id %d, want the Fetch's %d", corr, fetchCorr)
+	}
+	if err := readProduceAnswers(r.c, 1000, frames); err != nil {
+		t.Fatalf("Produce answers: %v", err)
+	}
+	if err := <-pr.wrote; err != nil {
 		t.Fatal(err)
 	}
 }
@@ -391,56 +344,6 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// A stand-in's write that the socket takes allocates nothing (the
-// forward path stays at 0 allocations per frame, invariant 18), and one
-// that it does not take is queued in pooled chunks, in order.
-func TestStandInWriteNoAllocs(t *testing.T) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fds[0])
-	defer unix.Close(fds[1])
-	p := &pausedConn{st: rpPaused, fd: fds[0], wfd: -1}
-	bs := [][]byte{[]byte("head"), bytes.Repeat([]byte("r"), 1000), []byte("tail")}
-	sink := make([]byte, 4096)
-	n := testing.AllocsPerRun(200, func() {
-		if _, err := p.Writev(bs); err != nil {
-			t.Fatal(err)
-		}
-		if m, _ := unix.Read(fds[1], sink); m != 1008 {
-			t.Fatalf("read %d bytes", m)
-		}
-	})
-	if n != 0 {
-		t.Fatalf("%.1f allocations per write", n)
-	}
-	// Queued past what the socket takes, then drained in order.
-	var q outq
-	var want []byte
-	for i := 0; i < 300; i++ {
-		b := bytes.Repeat([]byte{byte(i)}, 1000+i)
-		want = append(want, b...)
-		q.push(b)
-	}
-	var got []byte
-	for q.len() > 0 {
-		if _, err := q.writeTo(fds[0]); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			m, _ := unix.Read(fds[1], sink)
-			if m <= 0 {
-				break
-			}
-			got = append(got, sink[:m]...)
-		}
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%d bytes out of %d, not in order", len(got), len(want))
-	}
 }
 
 // stallListener is a broker's listener whose connections read nothing
@@ -497,26 +400,10 @@ func (c stallConn) Read(b []byte) (int, error) {
 // (plus a read and a batch), not its max_in_flight_bytes (64 MiB): the
 // rest waits in the kernel and the producer's writes block. Once the
 // broker reads again every request is answered and every record is there,
-// in order. Twice: with the light hold (SO_RCVLOWAT; escalated to a pause
-// once the client fills the kernel's mark), and with the pause alone.
+// in order.
 func TestFlowClientNotReadUntilBrokerTakes(t *testing.T) {
 	skipOnRealKafka(t)
-	t.Run("light", func(t *testing.T) {
-		light := upLightHolds.Load()
-		flowClientNotRead(t)
-		if upLightHolds.Load() == light {
-			t.Fatal("the client was never held lightly")
-		}
-	})
-	t.Run("pause", func(t *testing.T) {
-		upLowatOff.Store(true)
-		t.Cleanup(func() { upLowatOff.Store(false) })
-		light := upLightHolds.Load()
-		flowClientNotRead(t)
-		if upLightHolds.Load() != light {
-			t.Fatal("held lightly with the light hold off")
-		}
-	})
+	flowClientNotRead(t)
 }
 
 func flowClientNotRead(t *testing.T) {
@@ -524,17 +411,11 @@ func flowClientNotRead(t *testing.T) {
 	r := leaderConn(t, env)
 	cl := clientOf(t, env.e, r)
 
-	const n, per, size = 64, 3, 256 << 10 // 64 requests of 768 KiB
+	const n, per = 64, 3 // 64 requests of 768 KiB (records of 256 KiB)
 	var vals [][]byte
 	frames := make([][]byte, n+1)
 	for i := range frames {
-		var batch [][]byte
-		for j := 0; j < per; j++ {
-			v := recordValue(i*per+j, size)
-			batch = append(batch, v)
-			vals = append(vals, v)
-		}
-		frames[i] = rawProduceFrame(r, "orders", -1, batchOf(batch...))
+		frames[i] = rawProduceFrame(r, "orders", -1, recordBatch(&vals, i*per, per))
 	}
 	answer := func(i int) { t.Helper(); produceAnswered(t, r, i) }
 	// The first request answered: the broker connection is up.
@@ -544,7 +425,7 @@ func flowClientNotRead(t *testing.T) {
 	answer(0)
 
 	sl.stall(true)
-	pauses := upPauses.Load()
+	pauses := env.e.env.Series.ClientPauses.Load()
 	var written atomic.Int64
 	werr := make(chan error, 1)
 	go func() {
@@ -558,19 +439,18 @@ func flowClientNotRead(t *testing.T) {
 		}
 		werr <- nil
 	}()
-	bound := flowHigh.Load() + 2*int64(env.e.opts.ReadBufferCap) + batchMax
+	bound := env.e.env.Tune.FlowHigh.Load() + 2*int64(env.e.opts.ReadBufferCap) + session.BatchMax
 	var peak int64
 	stable := 0
 	for deadline := time.Now().Add(15 * time.Second); stable < 50 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		var held int64
 		var paused bool
 		onLoopOf(t, cl, func() {
-			held = int64(cl.c.InboundBuffered())
-			if cl.up != nil && cl.up.c != nil {
-				held += int64(cl.up.c.OutboundBuffered())
+			held = int64(cl.Conn().Buffered())
+			if b := cl.State().Broker; b != nil {
+				held += int64(b.Queued())
 			}
-			p, ok := cl.c.(*pausedConn)
-			paused = cl.upFull && (cl.upLight || ok && p.paused()) // held lightly (SO_RCVLOWAT) or paused
+			paused = cl.Conn().PausedFor(conn.PeerFull) && cl.Conn().Paused()
 		})
 		peak = max(peak, held)
 		if paused {
@@ -582,7 +462,7 @@ func flowClientNotRead(t *testing.T) {
 		total += int64(len(f))
 	}
 	if stable < 50 {
-		t.Fatalf("the client was not kept paused while its broker read nothing (pauses %d)", upPauses.Load()-pauses)
+		t.Fatalf("the client was not kept paused while its broker read nothing (pauses %d)", env.e.env.Series.ClientPauses.Load()-pauses)
 	}
 	if w := written.Load(); w >= total {
 		t.Fatalf("the producer wrote all its %d bytes while the broker read nothing: they are not waiting in the kernel", w)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -51,7 +52,7 @@ func (r *rawConn) closedWithoutAnswer(within time.Duration) {
 
 // resetWithoutAnswer: the gateway resets the connection (RST) within
 // within, without a byte of answer: a transient cause before the first
-// answer (closeLine.transient).
+// answer (signals.CloseCause.Transient).
 func (r *rawConn) resetWithoutAnswer(within time.Duration) {
 	r.t.Helper()
 	_ = r.c.SetReadDeadline(time.Now().Add(within))
@@ -208,7 +209,7 @@ func TestTricklingPartialFrameClosedAtIdleTimeout(t *testing.T) {
 		t.Fatalf("closed after %v, before idle_timeout (%v)", d, idle)
 	}
 	env.waitLog(3*time.Second, "kafka connection closed: a request not completed within idle_timeout", "tenant=acme", "idle_timeout=3s")
-	if n := env.e.m.closedBy[closePartialFrame].Get(); n != 1 {
+	if n := env.e.env.Signals.ClosedBy(signals.ClosePartialFrame); n != 1 {
 		t.Fatalf("idle_timeout closes counted: %d", n)
 	}
 }
@@ -317,7 +318,7 @@ func brokerMisbehaves(t *testing.T, env *testEnv, inFlight int, why ...string) {
 	victim.closedWithoutAnswer(5 * time.Second)
 	env.waitLog(5*time.Second, append([]string{"kafka connection closed"}, why...)...)
 	servedOrders(t, other)
-	if n := env.e.m.panics.Get(); n != 0 {
+	if n := env.e.env.Signals.Panics(); n != 0 {
 		t.Fatalf("%d panics", n)
 	}
 }
@@ -326,7 +327,7 @@ func brokerMisbehaves(t *testing.T, env *testEnv, inFlight int, why ...string) {
 // need it (skipped against a real broker).
 func kfakeOf(t *testing.T, env *testEnv) *kfake.Cluster {
 	t.Helper()
-	u := env.e.upstreams["events"]
+	u := env.e.env.Upstreams["events"]
 	if u == nil || u.Embedded() == nil {
 		t.Skip("needs the embedded kfake upstream")
 	}

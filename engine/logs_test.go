@@ -104,8 +104,31 @@ func TestSeedLogLines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	// kafka authentication refused: a wrong key.
 	const wrong = "wrong-secret-value-0042"
+	triggerSeedLines(t, ctx, env, wrong, store, budget, bank)
+	for _, s := range seedLogLines {
+		t.Run(s.msg, func(t *testing.T) { waitSeedLine(t, logs, s.msg, s.level, s.attrs) })
+	}
+	secrets := []string{wrong, sameKey}
+	for _, k := range env.keys {
+		secrets = append(secrets, k)
+	}
+	for _, l := range logs.all() {
+		for _, s := range secrets {
+			if strings.Contains(l, s) {
+				t.Errorf("a log line holds a secret: %s", l)
+			}
+		}
+	}
+}
+
+// triggerSeedLines has env log each of its seed lines: an authentication
+// refused (the key wrong), a request before authentication, a tenant's
+// in-flight share reached, globex's day budget (of the policy plans,
+// counted in store) spent; and has the gateway of bank (its two upstreams
+// on one physical cluster) refuse a connection.
+func triggerSeedLines(t *testing.T, ctx context.Context, env *testEnv, wrong string, store quota.Store, budget int64, bank string) {
+	// kafka authentication refused: a wrong key.
 	bad, err := kgo.NewClient(kgo.SeedBrokers(env.boot), kgo.SASL(plain.Auth{User: "acme-app", Pass: wrong}.AsMechanism()),
 		kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
 	must(t, err)
@@ -131,45 +154,34 @@ func TestSeedLogLines(t *testing.T) {
 	// kafka connection refused: two upstreams reach the same physical
 	// cluster: a connection to cluster bank is closed at accept.
 	sendUnauthenticated(t, bank)
+}
 
-	for _, s := range seedLogLines {
-		t.Run(s.msg, func(t *testing.T) {
-			var seen []string // the lines of s.msg, none of them what s wants
-			deadline := time.Now().Add(15 * time.Second)
-			for {
-				seen = seen[:0]
-				for _, l := range logs.all() {
-					var m map[string]any
-					if json.Unmarshal([]byte(l), &m) != nil || m["msg"] != s.msg {
-						continue
-					}
-					if seedLineHolds(m, s.level, s.attrs) {
-						return
-					}
-					seen = append(seen, l)
-				}
-				if time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
+// waitSeedLine waits up to 15 s for a line of msg in logs at level holding
+// attrs (seedLineHolds); failing, it shows the lines of msg it found.
+func waitSeedLine(t *testing.T, logs *jsonLines, msg, level string, attrs map[string]string) {
+	var seen []string // the lines of msg, none of them what is wanted
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		seen = seen[:0]
+		for _, l := range logs.all() {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) != nil || m["msg"] != msg {
+				continue
 			}
-			if len(seen) == 0 {
-				t.Fatalf("no line %q", s.msg)
+			if seedLineHolds(m, level, attrs) {
+				return
 			}
-			t.Fatalf("no line %q at level %s with %v; its lines:\n%s", s.msg, s.level, s.attrs, strings.Join(seen, "\n"))
-		})
-	}
-	secrets := []string{wrong, sameKey}
-	for _, k := range env.keys {
-		secrets = append(secrets, k)
-	}
-	for _, l := range logs.all() {
-		for _, s := range secrets {
-			if strings.Contains(l, s) {
-				t.Errorf("a log line holds a secret: %s", l)
-			}
+			seen = append(seen, l)
 		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
+	if len(seen) == 0 {
+		t.Fatalf("no line %q", msg)
+	}
+	t.Fatalf("no line %q at level %s with %v; its lines:\n%s", msg, level, attrs, strings.Join(seen, "\n"))
 }
 
 // seedLineHolds reports whether the JSON line m is at level and holds each

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flexway/flexway/configs"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -180,6 +179,27 @@ func expected(t *testing.T, samples []sample) [5][]result {
 	return out
 }
 
+// sampleTotal sums the samples of name that pass keeps (all of them when
+// pass is nil).
+func sampleTotal(samples []sample, name string, pass func(sample) bool) float64 {
+	return sumBy(samples, name, "", pass)[""]
+}
+
+// scrapeMetrics gets url's /metrics and parses it.
+func scrapeMetrics(t *testing.T, url string) []sample {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseExposition(t, string(b))
+}
+
 // O1, issue 10.2: the seed's PromQL runs as written over the series of a
 // real run: refusals of several causes, a connection refused by a tenant
 // bound, a connection closed at auth_timeout, waits for a tenant's share;
@@ -194,37 +214,34 @@ func TestMetricsSeedPromQL(t *testing.T) {
 	env := newTestEnv(t, "    auth_timeout: 1s\n    max_in_flight_bytes: 1MiB\n    max_response_bytes: 2MiB\n    max_tenant_in_flight_bytes: 2MiB\n", WithWriteTimeout(20*time.Second))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { env.e.Metrics().WritePrometheus(w) }))
 	defer srv.Close()
-	scrape := func() []sample {
-		resp, err := http.Get(srv.URL + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return parseExposition(t, string(b))
-	}
-	total := func(samples []sample, name string, pass func(sample) bool) float64 {
-		var n float64
-		for _, s := range samples {
-			if s.name == name && (pass == nil || pass(s)) {
-				n += s.value
-			}
-		}
-		return n
-	}
 
-	// Waits for acme's share: connections that do not read, until a wait
-	// is counted; then they read, and the waits end (observed).
+	waitForTenantShare(t, env, srv.URL)
+	refuseEachCause(t, env)
+	refuseAtTenantBound(t, env)
+
+	var samples []sample
+	waitUntil(t, 10*time.Second, "the closure at auth_timeout and the bound's refusal counted", func() bool {
+		samples = scrapeMetrics(t, srv.URL)
+		return sampleTotal(samples, "flexway_kafka_connections_closed_total", func(s sample) bool { return s.labels["cause"] == "auth_timeout" }) > 0 &&
+			sampleTotal(samples, "flexway_kafka_connections_refused_total", func(s sample) bool { return s.labels["bound"] == "max_connections_per_tenant" }) > 0
+	})
+	checkClosed(t, samples, map[string]bool{"shop": true})
+	exp := expected(t, samples)
+	checkRunShown(t, exp)
+	runSeedQueries(t, tool, queries, samples, exp)
+}
+
+// waitForTenantShare makes acme's connections wait for the tenant's share:
+// connections that do not read, until a wait is counted; then they read,
+// and the waits end, observed in the histogram /metrics (at url) shows.
+func waitForTenantShare(t *testing.T, env *testEnv, url string) {
 	fillOrders(t, env, 40)
 	addr := leaderOf0(t, env)
 	var stalls []*rawConn
 	for i := 0; i < 4; i++ {
 		stalls = append(stalls, stall(t, env, addr, 200))
 	}
-	waitUntil(t, 15*time.Second, "a wait for the tenant's share", func() bool { return env.e.m.budgetWaited.Get() > 0 })
+	waitUntil(t, 15*time.Second, "a wait for the tenant's share", func() bool { return env.e.env.Signals.BudgetWaited() > 0 })
 	for _, r := range stalls {
 		go func(r *rawConn) {
 			_ = r.c.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -232,10 +249,14 @@ func TestMetricsSeedPromQL(t *testing.T) {
 		}(r)
 	}
 	waitUntil(t, 15*time.Second, "a wait observed", func() bool {
-		return total(scrape(), "flexway_kafka_tenant_budget_wait_seconds_count", nil) > 0
+		return sampleTotal(scrapeMetrics(t, url), "flexway_kafka_tenant_budget_wait_seconds_count", nil) > 0
 	})
+}
 
-	// Refusals: unknown topics, a Produce without send (acl), a wrong key.
+// refuseEachCause has requests refused for unknown topics, a Produce
+// without send (acl) and a wrong key, and a connection closed at
+// auth_timeout (1s).
+func refuseEachCause(t *testing.T, env *testEnv) {
 	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 	for i := 0; i < 3; i++ {
 		md := kmsg.NewPtrMetadataRequest()
@@ -258,35 +279,22 @@ func TestMetricsSeedPromQL(t *testing.T) {
 
 	// A connection closed at auth_timeout (1s).
 	dialPlain(t, env.boot).expectClosed(10 * time.Second)
+}
 
-	// A tenant bound: max_connections_per_tenant: 1 (reloaded), globex twice.
-	cfg := filepath.Join(env.dir, "flexway.yaml")
-	b, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	must(t, os.WriteFile(cfg, []byte(strings.Replace(string(b), "  kafka:\n", "  kafka:\n    max_connections_per_tenant: 1\n", 1)), 0o600))
-	snap, err := configs.Load(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := env.e.Reload(context.Background(), snap); err != nil {
-		t.Fatal(err)
-	}
+// refuseAtTenantBound reloads with max_connections_per_tenant: 1 and
+// connects globex twice: the second connection is refused by the bound.
+func refuseAtTenantBound(t *testing.T, env *testEnv) {
+	reloadReplacing(t, env, "  kafka:\n", "  kafka:\n    max_connections_per_tenant: 1\n")
 	dialRaw(t, env.boot, "globex-app", env.keys["globex-app"])
 	second := dialPlain(t, env.boot)
 	second.saslPlain("globex-app", env.keys["globex-app"])
 	second.expectClosed(5 * time.Second)
+}
 
-	var samples []sample
-	waitUntil(t, 10*time.Second, "the closure at auth_timeout and the bound's refusal counted", func() bool {
-		samples = scrape()
-		return total(samples, "flexway_kafka_connections_closed_total", func(s sample) bool { return s.labels["cause"] == "auth_timeout" }) > 0 &&
-			total(samples, "flexway_kafka_connections_refused_total", func(s sample) bool { return s.labels["bound"] == "max_connections_per_tenant" }) > 0
-	})
-	checkClosed(t, samples, map[string]bool{"shop": true})
-	exp := expected(t, samples)
-	// What the run must have shown, before PromQL is asked.
+// checkRunShown checks what the run must have shown, before PromQL is
+// asked: refusals of unknown_topic, acl and authentication, and a budget
+// wait histogram.
+func checkRunShown(t *testing.T, exp [5][]result) {
 	causes := map[string]bool{}
 	for _, r := range exp[1] {
 		if r.value > 0 {
@@ -301,7 +309,11 @@ func TestMetricsSeedPromQL(t *testing.T) {
 	if len(exp[4]) == 0 {
 		t.Error("no budget wait histogram")
 	}
+}
 
+// runSeedQueries has promtool evaluate each of queries over samples (as
+// input series) and compare its result with exp.
+func runSeedQueries(t *testing.T, tool string, queries []string, samples []sample, exp [5][]result) {
 	var y strings.Builder
 	y.WriteString("rule_files: []\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n")
 	y.WriteString(inputSeries(samples))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -139,89 +140,6 @@ func checkClosed(t *testing.T, samples []sample, clusters map[string]bool) {
 	}
 }
 
-// O1: a tenant's series are made once, and the request path finds them
-// without allocating.
-func TestMetricsRequestPathAllocs(t *testing.T) {
-	m := newMetrics()
-	ts := m.forTenant("shop", "acme")
-	if again := m.forTenant("shop", "acme"); again != ts {
-		t.Fatal("a second authentication of the tenant made new series")
-	}
-	if other := m.forTenant("shop", "globex"); other == ts {
-		t.Fatal("two tenants share their series")
-	}
-	ts.request(codec.KeyProduce, decAllowed, causeNone) // made at the first request of its kind
-	ts.request(codec.KeyFetch, decRefused, causeUnknownTopic)
-	ts.throttled(quotaProducerByteRate, scopeTenant, time.Millisecond)
-	allocs := testing.AllocsPerRun(1000, func() {
-		ts.request(codec.KeyProduce, decAllowed, causeNone)
-		ts.request(codec.KeyFetch, decRefused, causeUnknownTopic)
-		ts.produced(1024)
-		ts.fetched(2048)
-		m.tenantBudget(ts, true)
-		m.tenantWait(ts, 3*time.Millisecond)
-		ts.throttled(quotaProducerByteRate, scopeTenant, time.Millisecond)
-		m.closed(closeIdle, ts)
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per request", allocs)
-	}
-	var out bytes.Buffer
-	m.set.WritePrometheus(&out)
-	for _, want := range []string{
-		`flexway_kafka_requests_total{cluster="shop",tenant="acme",api="Produce",decision="allowed",cause="none"} 1002`,
-		`flexway_kafka_requests_total{cluster="shop",tenant="acme",api="Fetch",decision="refused",cause="unknown_topic"} 1002`,
-		`flexway_kafka_bytes_total{cluster="shop",tenant="acme",direction="produce"} 1025024`,
-		`flexway_kafka_tenant_budget_wait_seconds_bucket{cluster="shop",tenant="acme",le="0.005"} 1001`,
-		`flexway_kafka_tenant_budget_wait_seconds_bucket{cluster="shop",tenant="acme",le="0.001"} 0`,
-		`flexway_kafka_throttle_seconds_count{cluster="shop",tenant="acme",quota="producer_byte_rate",scope="tenant"} 1002`,
-		`flexway_kafka_connections_closed_total{cause="idle_timeout",tenant="acme"} 1001`,
-	} {
-		if !strings.Contains(out.String(), want+"\n") {
-			t.Errorf("missing %s", want)
-		}
-	}
-}
-
-// O1: observability.kafka.closures: false counts no normal closure;
-// budget_wait_buckets are the histogram's `le`.
-func TestMetricsObservabilitySettings(t *testing.T) {
-	closures := false
-	snap := &configs.Snapshot{File: &configs.File{Observability: configs.Observability{Kafka: &configs.ObservabilityKafka{
-		BudgetWaitBuckets: []configs.Duration{configs.Duration(100 * time.Microsecond), configs.Duration(time.Millisecond)},
-		Closures:          &closures,
-	}}}}
-	m := newMetricsFor(snap)
-	ts := m.forTenant("shop", "acme")
-	m.closed(closeIdle, ts)
-	m.closed(closeAuthTimeout, nil)
-	m.tenantWait(ts, 500*time.Microsecond)
-	var out bytes.Buffer
-	m.set.WritePrometheus(&out)
-	text := out.String()
-	if sumSeries(text, "flexway_kafka_connections_closed_total{") != 0 {
-		t.Errorf("closures: false, yet counted:\n%s", text)
-	}
-	for _, want := range []string{
-		`flexway_kafka_tenant_budget_wait_seconds_bucket{cluster="shop",tenant="acme",le="0.0001"} 0`,
-		`flexway_kafka_tenant_budget_wait_seconds_bucket{cluster="shop",tenant="acme",le="0.001"} 1`,
-		`flexway_kafka_tenant_budget_wait_seconds_bucket{cluster="shop",tenant="acme",le="+Inf"} 1`,
-	} {
-		if !strings.Contains(text, want+"\n") {
-			t.Errorf("missing %s in\n%s", want, text)
-		}
-	}
-	on := true
-	snap.File.Observability.Kafka.Closures = &on
-	m.setClosures(snap) // a reload
-	m.closed(closeIdle, ts)
-	out.Reset()
-	m.set.WritePrometheus(&out)
-	if !strings.Contains(out.String(), `flexway_kafka_connections_closed_total{cause="idle_timeout",tenant="acme"} 1`+"\n") {
-		t.Errorf("closures back on by reload, not counted:\n%s", out.String())
-	}
-}
-
 // sendAs sends req with the client id cid.
 func (r *rawConn) sendAs(req kmsg.Request, cid string) {
 	r.corr++
@@ -271,6 +189,33 @@ func addTenants(t *testing.T, env *testEnv, n int) (ids, keys []string) {
 func TestMetricsTenantCapAndHostileNames(t *testing.T) {
 	env := newTestEnv(t, "")
 	ids, keys := addTenants(t, env, 250)
+	askHostileNames(t, env, ids, keys)
+
+	text := closedMetrics(env)
+	if n := sumSeries(text, "flexway_kafka_connections{"); n != 0 {
+		t.Errorf("flexway_kafka_connections sums to %v with every connection closed", n)
+	}
+	samples := parseExposition(t, text)
+	checkClosed(t, samples, map[string]bool{"shop": true})
+	checkTenantCap(t, samples)
+	forbidden := []string{"secret-topic", "evil", "hostile", "127.0.0.1", "localhost", ".orders", strconv.Itoa(env.base), keys[0], keys[249]}
+	for _, addr := range env.direct {
+		forbidden = append(forbidden, addr)
+	}
+	for _, f := range forbidden {
+		if strings.Contains(text, f) {
+			t.Errorf("/metrics names %q", f)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", text)
+	}
+}
+
+// askHostileNames has each tenant of ids ask, on a connection of its own
+// with a hostile client id, for a topic of a hostile name (unknown), then
+// has an authentication refused under a hostile user.
+func askHostileNames(t *testing.T, env *testEnv, ids, keys []string) {
 	const hostileTopic = `secret-topic"},evil{x="1`
 	const hostileClient = "evil-client\"}\n# HELP"
 	for i := range ids {
@@ -291,73 +236,57 @@ func TestMetricsTenantCapAndHostileNames(t *testing.T) {
 	bad := dialPlain(t, env.boot)
 	bad.saslPlain("hostile\"user", keys[0])
 	bad.expectClosed(5 * time.Second)
+}
 
-	var text string
+// closedMetrics is the exposition once the connections closed: the gauge
+// back to 0 (wait-until: the loops see the closes asynchronously), or as
+// it is after 10 s.
+func closedMetrics(env *testEnv) string {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var out bytes.Buffer
 		env.e.Metrics().WritePrometheus(&out)
-		text = out.String()
-		// The connections closed: the gauge back to 0 (wait-until: the
-		// loops see the closes asynchronously).
+		text := out.String()
 		if sumSeries(text, "flexway_kafka_connections{") == 0 || time.Now().After(deadline) {
-			break
+			return text
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := sumSeries(text, "flexway_kafka_connections{"); n != 0 {
-		t.Errorf("flexway_kafka_connections sums to %v with every connection closed", n)
-	}
-	samples := parseExposition(t, text)
-	checkClosed(t, samples, map[string]bool{"shop": true})
+}
 
-	tenants := map[string]float64{} // tenant -> SaslAuthenticate allowed
-	for _, s := range samples {
-		if s.name == "flexway_kafka_requests_total" && s.labels["api"] == "SASLAuthenticate" && s.labels["decision"] == "allowed" {
-			tenants[s.labels["tenant"]] += s.value
-		}
-	}
+// checkTenantCap: of the 250 tenants t000..t249, the first signals.MaxTenants
+// authenticated under a series of their own, the 50 others under _other;
+// the 250 unknown topics and the one refused authentication are counted.
+func checkTenantCap(t *testing.T, samples []sample) {
+	tenants := sumBy(samples, "flexway_kafka_requests_total", "tenant", func(s sample) bool {
+		return s.labels["api"] == "SaslAuthenticate" && s.labels["decision"] == "allowed"
+	})
 	named := 0
 	for tn := range tenants {
 		if !strings.HasPrefix(tn, "_") {
 			named++
 		}
 	}
-	if named != maxTenantSeries {
-		t.Errorf("%d tenants have their own series, want %d", named, maxTenantSeries)
+	if named != signals.MaxTenants {
+		t.Errorf("%d tenants have their own series, want %d", named, signals.MaxTenants)
 	}
 	for i := 0; i < 250; i++ {
 		_, own := tenants[fmt.Sprintf("t%03d", i)]
-		if own != (i < maxTenantSeries) {
+		if own != (i < signals.MaxTenants) {
 			t.Errorf("tenant t%03d: own series %v", i, own)
 		}
 	}
-	if tenants[labelOther] != 50 {
-		t.Errorf("_other: %v authentications, want 50", tenants[labelOther])
+	if tenants[signals.LabelOther] != 50 {
+		t.Errorf("_other: %v authentications, want 50", tenants[signals.LabelOther])
 	}
-	var unknown, authRefused float64
-	for _, s := range samples {
-		if s.name == "flexway_kafka_requests_total" && s.labels["api"] == "Metadata" && s.labels["decision"] == "refused" && s.labels["cause"] == "unknown_topic" {
-			unknown += s.value
-		}
-		if s.name == "flexway_kafka_requests_total" && s.labels["cause"] == "authentication" && s.labels["tenant"] == labelAnonymous {
-			authRefused += s.value
-		}
-	}
+	unknown := sampleTotal(samples, "flexway_kafka_requests_total", func(s sample) bool {
+		return s.labels["api"] == "Metadata" && s.labels["decision"] == "refused" && s.labels["cause"] == "unknown_topic"
+	})
+	authRefused := sampleTotal(samples, "flexway_kafka_requests_total", func(s sample) bool {
+		return s.labels["cause"] == "authentication" && s.labels["tenant"] == signals.LabelAnonymous
+	})
 	if unknown != 250 || authRefused != 1 {
 		t.Errorf("Metadata refused unknown_topic %v (want 250), authentication refused %v (want 1)", unknown, authRefused)
-	}
-	forbidden := []string{"secret-topic", "evil", "hostile", "127.0.0.1", "localhost", ".orders", strconv.Itoa(env.base), keys[0], keys[249]}
-	for _, addr := range env.direct {
-		forbidden = append(forbidden, addr)
-	}
-	for _, f := range forbidden {
-		if strings.Contains(text, f) {
-			t.Errorf("/metrics names %q", f)
-		}
-	}
-	if t.Failed() {
-		t.Logf("/metrics:\n%s", text)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
 	"github.com/flexway/flexway/quota"
 )
 
@@ -27,10 +28,41 @@ type Options struct {
 	// Counters, if set, is the shared counter store instead of the one
 	// server.counters names (tests); the engine does not close it.
 	Counters quota.Store
+	// FlowHigh and FlowLow are every connection's write queue marks
+	// (engine/session/flow.go; default 1 MiB and 256 KiB).
+	FlowHigh, FlowLow int
+	// StreamMin: a Fetch answer or a Produce request longer than this that
+	// is not whole in the buffer is relayed as it arrives (invariants 21,
+	// 26; default codec.MaxStreamUnit).
+	StreamMin int
+	// FetchSpliceMin and ProduceSpliceMin: a partition with fewer record
+	// bytes left to come is relayed through the loop's buffer, not spliced
+	// (default 64 KiB each; 0 turns splicing off).
+	FetchSpliceMin, ProduceSpliceMin int
 	// lockLoops locks each event loop to its OS thread (gnet's
 	// WithLockOSThread): the system-call measurement counts a loop's
 	// thread (syscalls_test.go).
 	lockLoops bool
+}
+
+// WithFlowMarks sets the write queues' marks.
+func WithFlowMarks(high, low int) Option {
+	return func(o *Options) { o.FlowHigh, o.FlowLow = high, min(low, high) }
+}
+
+// WithSpliceMin sets the splice passes' bounds (0: off).
+func WithSpliceMin(fetch, produce int) Option {
+	return func(o *Options) { o.FetchSpliceMin, o.ProduceSpliceMin = fetch, produce }
+}
+
+// tune sets the sessions' bounds (session.Tuning) from the options.
+func (o *Options) tune(t *session.Tuning) {
+	t.FlowHigh.Store(int64(o.FlowHigh))
+	t.FlowLow.Store(int64(o.FlowLow))
+	t.StreamMin.Store(int64(o.StreamMin))
+	t.FetchSpliceMin.Store(int64(o.FetchSpliceMin))
+	t.ProduceSpliceMin.Store(int64(o.ProduceSpliceMin))
+	t.RoomBound.Store(true)
 }
 
 // Option sets an option.

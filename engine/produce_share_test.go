@@ -35,8 +35,8 @@ func TestProduceSpliceShare(t *testing.T) {
 	defer prod.Close()
 	val := make([]byte, 1024)
 	n := mib << 10
-	spliced, nexts, units, outs := produceSplicedBytes.Load(), produceNexts.Load(), produceUnits.Load(), producePipeOuts.Load()
-	pauses, light := upPauses.Load(), upLightHolds.Load()
+	spliced, nexts, units, outs := env.e.env.Series.ProduceSpliced.Load(), env.e.env.Series.ProduceNexts.Load(), env.e.env.Series.ProduceUnits.Load(), env.e.env.Series.ProducePipeOuts.Load()
+	pauses := env.e.env.Series.ClientPauses.Load()
 	cpu0, t0 := cpuNow(), time.Now()
 	done := make(chan error, 1)
 	for i := 0; i < n; i++ {
@@ -60,7 +60,7 @@ func TestProduceSpliceShare(t *testing.T) {
 	el, cpu := time.Since(t0), cpuNow()-cpu0
 	total := float64(int64(n) * 1024)
 	t.Logf("%d MiB in %v (%.0f MiB/s), process CPU %.2f s/GiB (gateway and client)", mib, el.Round(time.Millisecond), float64(mib)/el.Seconds(), cpu.Seconds()/(float64(mib)/1024))
-	t.Logf("spliced %.1f %% of the record bytes; requests begun from the socket %d, units taken from it %d, pipe read out %d; producer holds %d (light %d)",
-		100*float64(produceSplicedBytes.Load()-spliced)/total, produceNexts.Load()-nexts, produceUnits.Load()-units, producePipeOuts.Load()-outs,
-		upPauses.Load()-pauses, upLightHolds.Load()-light)
+	t.Logf("spliced %.1f %% of the record bytes; requests begun from the socket %d, units taken from it %d, pipe read out %d; producer holds %d",
+		100*float64(env.e.env.Series.ProduceSpliced.Load()-spliced)/total, env.e.env.Series.ProduceNexts.Load()-nexts, env.e.env.Series.ProduceUnits.Load()-units, env.e.env.Series.ProducePipeOuts.Load()-outs,
+		env.e.env.Series.ClientPauses.Load()-pauses)
 }

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,14 +26,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// watchClients records the most a client connection held at a traffic
-// event. Set before the env starts (its loops read the hook), cleared
-// after it stopped.
-func watchClients(t *testing.T) *atomic.Int64 {
+// watchClients records the most a client connection of env held at a
+// traffic event (session.Hooks).
+func watchClients(t *testing.T, env *testEnv) *atomic.Int64 {
 	var most atomic.Int64
-	t.Cleanup(func() { testHookTraffic = nil })
-	testHookTraffic = func(cl *client) {
-		n := int64(cl.c.InboundBuffered())
+	hook := func(cl *session.Client) {
+		n := int64(cl.Conn().Buffered())
 		for {
 			m := most.Load()
 			if n <= m || most.CompareAndSwap(m, n) {
@@ -39,6 +39,7 @@ func watchClients(t *testing.T) *atomic.Int64 {
 			}
 		}
 	}
+	env.e.env.Hooks.Traffic.Store(&hook)
 	return &most
 }
 
@@ -95,15 +96,15 @@ func produceLargeWith(t *testing.T, prod *kgo.Client, n, size int) {
 // that large.
 func TestStreamLargeProduceNeverHeldWhole(t *testing.T) {
 	skipOnRealKafka(t)
-	most := watchClients(t)
 	env := newTestEnv(t, "")
+	most := watchClients(t, env)
 	bigBatches(t, env)
 	const n, size = 64, 256 << 10
 
-	old := streamMinFrame.Swap(math.MaxInt64)
+	old := env.e.env.Tune.StreamMin.Swap(math.MaxInt64)
 	produceLarge(t, env, n/2, size)
 	whole := most.Load()
-	streamMinFrame.Store(old)
+	env.e.env.Tune.StreamMin.Store(old)
 
 	most.Store(0)
 	produceLarge(t, env, n/2, size)
@@ -207,8 +208,8 @@ func batchOf(values ...[]byte) []byte {
 // comes, answered, its records intact.
 func TestStreamProduceOneByteAtATime(t *testing.T) {
 	skipOnRealKafka(t)
-	most := watchClients(t)
 	env := newTestEnv(t, "")
+	most := watchClients(t, env)
 	r := leaderConn(t, env)
 	vals := [][]byte{recordValue(0, 100<<10), recordValue(1, 100<<10)}
 	frame := rawProduceFrame(r, "orders", -1, batchOf(vals...))
@@ -295,8 +296,8 @@ func TestStreamProduceRefusedTopic(t *testing.T) {
 // answer comes, and the records are there.
 func TestStreamProduceAcksZero(t *testing.T) {
 	skipOnRealKafka(t)
-	most := watchClients(t)
 	env := newTestEnv(t, "")
+	most := watchClients(t, env)
 	r := leaderConn(t, env)
 	vals := [][]byte{recordValue(5, 200<<10), recordValue(6, 200<<10)}
 	frame := rawProduceFrame(r, "orders", 0, batchOf(vals...))
@@ -362,7 +363,7 @@ func TestStreamProduceMalformedMidStream(t *testing.T) {
 		t.Fatalf("answer %+v", resp.Topics)
 	}
 	consumeValues(t, env, vals)
-	if n := env.e.m.panics.Get(); n != 0 {
+	if n := env.e.env.Signals.Panics(); n != 0 {
 		t.Fatalf("%d panics", n)
 	}
 }

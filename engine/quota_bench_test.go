@@ -14,12 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flexway/flexway/auth"
-	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/engine/session"
+
 	"github.com/flexway/flexway/configs"
-	"github.com/flexway/flexway/decide"
-	"github.com/flexway/flexway/internal/testkit"
-	"github.com/flexway/flexway/quota/counters"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -203,94 +200,6 @@ func BenchmarkQuotaThroughput(b *testing.B) {
 	}
 }
 
-// quotaTestClient is a client as the engine holds one after
-// authentication, enough for the quota steps alone.
-func quotaTestClient(t *testing.T, e *Engine) *client {
-	t.Helper()
-	snap := e.snap.Load()
-	return &client{e: e, snap: snap, route: portRoute{cluster: snap.Clusters["shop"]},
-		ident: &auth.Identity{Principal: "acme-app", Tenant: "acme", Mechanism: configs.Mechanism("plain")}}
-}
-
-// redisCounters opens a shared counter store (server.counters) on a
-// redis-server started for the test, closed at its end.
-func redisCounters(tb testing.TB) Option {
-	tb.Helper()
-	srv := testkit.StartRedis(tb)
-	store, err := counters.Open(srv.URL(), time.Second, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { store.Close() })
-	return WithCounters(store)
-}
-
-// Invariant 18 with quotas: a Produce and a Fetch answer spent against
-// quotas configured and not reached allocate nothing, with the tenant's
-// buckets counted in a shared store (server.counters) too.
-func TestQuotaPathAllocs(t *testing.T) {
-	t.Run("local", func(t *testing.T) { quotaPathAllocs(t, quotaGateway(t, quotasNotReached)) })
-	t.Run("redis", func(t *testing.T) { quotaPathAllocs(t, quotaGateway(t, quotasNotReached, redisCounters(t))) })
-}
-
-func quotaPathAllocs(t *testing.T, g *benchGateway) {
-	cl := quotaTestClient(t, g.e)
-	frame := make([]byte, 16<<10)
-	h := codec.RequestHeader{Key: codec.KeyProduce, Version: 9}
-	p := &decide.Pending{Key: codec.KeyFetch}
-	step := func() {
-		cl.quotaHold(h.Key, len(frame))
-		cl.quotaGate(&h, len(frame))
-		cl.quotaPending(p)
-		cl.quotaAnswer(p, 64<<10)
-	}
-	step() // the buckets and series are made at the first request
-	if n := testing.AllocsPerRun(1000, step); n != 0 {
-		t.Errorf("%v allocations per request under quotas", n)
-	}
-	if cl.q == nil || cl.q.p == nil || cl.muted() {
-		t.Fatalf("quota state %+v: want the buckets held, nothing throttled", cl.q)
-	}
-	cl.quotaRelease()
-}
-
-// BenchmarkQuotaRequestPath: what quotas configured and not reached add
-// to one forwarded Produce and one Fetch answer, on the loop (the steps
-// of quota.go alone): compare with the forward path's own cost per
-// request (decide's BenchmarkSession*, codec's rewriters).
-//
-//	go test ./engine -run '^$' -bench QuotaRequestPath -benchmem
-func BenchmarkQuotaRequestPath(b *testing.B) {
-	for _, c := range []struct {
-		name, quotas string
-		redis        bool
-	}{{"off", "", false}, {"on", quotasNotReached, false}, {"on+redis", quotasNotReached, true}} {
-		b.Run(c.name, func(b *testing.B) {
-			var opts []Option
-			if c.redis {
-				opts = append(opts, redisCounters(b))
-			}
-			g := quotaGateway(b, c.quotas, opts...)
-			snap := g.e.snap.Load()
-			cl := &client{e: g.e, snap: snap, route: portRoute{cluster: snap.Clusters["shop"]},
-				ident: &auth.Identity{Principal: "acme-app", Tenant: "acme", Mechanism: configs.Mechanism("plain")}}
-			frame := make([]byte, 16<<10)
-			h := codec.RequestHeader{Key: codec.KeyProduce, Version: 9}
-			p := &decide.Pending{Key: codec.KeyFetch}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				cl.quotaHold(h.Key, len(frame))
-				cl.quotaGate(&h, len(frame))
-				cl.quotaPending(p)
-				cl.quotaAnswer(p, 64<<10)
-			}
-			b.StopTimer()
-			cl.quotaRelease()
-		})
-	}
-}
-
 // Issue 8.7: quotas configured and not reached make no timer and mute
 // nobody. A franz-go producer and consumer run 20,000 records through a
 // gateway with quotas on every rate; then every client connection holds its
@@ -332,20 +241,19 @@ func TestQuotaNotReachedNoTimer(t *testing.T) {
 		got += fs.NumRecords()
 	}
 	var counted, muted, timers, conns int
-	onLoops(t, g.e, func(l *loop) {
-		muted += len(l.muted)
-		for cl := range l.clients {
+	onLoops(t, g.e, func(l *session.Loop) {
+		muted += l.State().Muted
+		for cl := range l.Clients() {
 			conns++
-			if q := cl.q; q != nil {
-				if q.p != nil {
-					counted++
-				}
-				if q.timer != nil || q.wake != nil {
-					timers++
-				}
-				if q.muted || q.listed {
-					muted++
-				}
+			st := cl.State()
+			if st.QuotaCounted {
+				counted++
+			}
+			if st.QuotaTimer {
+				timers++
+			}
+			if st.QuotaMuted {
+				muted++
 			}
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -152,7 +153,7 @@ func TestQuotaLibraryProducerHeldToRate(t *testing.T) {
 			env := quotaEnv(t, seedQuotas)
 			h := &throttleHook{}
 			cl := libraryClient(t, env, "acme-orders-producer", append(c.opts, kgo.WithHooks(h))...)
-			gw, stop := gatewayMeter(env, dirProduce)
+			gw, stop := gatewayMeter(env, signals.DirProduce)
 			m := newMeter()
 			// A request of the library's defaults holds 1 MB a partition:
 			// at 1 MiB/s its acknowledgements come every second or two,
@@ -238,7 +239,7 @@ func (h *produceWriteHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, n int,
 func TestQuotaTenantKeysTogetherHeldToRate(t *testing.T) {
 	t.Parallel()
 	env := quotaEnv(t, "    quotas:\n      client: { producer_byte_rate: 1MiB }\n      tenant: { producer_byte_rate: 1536KiB }\n      max_throttle: 5s\n")
-	gw, stop := gatewayMeter(env, dirProduce)
+	gw, stop := gatewayMeter(env, signals.DirProduce)
 	m := newMeter()
 	ctx, cancel := m.window(17 * time.Second)
 	defer cancel()

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -65,23 +66,23 @@ func prefillNoise(t *testing.T, env *testEnv, n int) {
 }
 
 // gatewayMeter counts, every 20 ms, the bytes the gateway counted for
-// tenant acme in direction dir (dirProduce, dirFetch), until stop.
-func gatewayMeter(env *testEnv, dir int) (m *meter, stop func()) {
-	c := env.e.m.forTenant("shop", "acme").bytes[dir]
+// tenant acme in direction dir (signals.DirProduce, signals.DirFetch), until stop.
+func gatewayMeter(env *testEnv, dir signals.Direction) (m *meter, stop func()) {
+	ts := env.e.env.Signals.Tenant("shop", "acme")
 	m = newMeter()
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
-		last := c.Get()
+		last := ts.Bytes(dir)
 		for {
 			select {
 			case <-quit:
 				return
 			case <-tick.C:
 			}
-			if v := c.Get(); v > last {
+			if v := ts.Bytes(dir); v > last {
 				m.add(int(v - last))
 				last = v
 			}
@@ -194,7 +195,7 @@ func TestQuotaLibsJavaProducer(t *testing.T) {
 	tool := needKafkaTools(t)
 	env := libsEnv(t)
 	props := javaSASLProps(t, env, "acme-orders-producer")
-	gw, stop := gatewayMeter(env, dirProduce)
+	gw, stop := gatewayMeter(env, signals.DirProduce)
 	stdout, stderr, err := runExt(t, 30*time.Second, "", tool, "org.apache.kafka.tools.ProducerPerformance",
 		"--topic", "orders", "--num-records", strconv.Itoa(libsProduceRecords), "--record-size", strconv.Itoa(libsRecordSize),
 		"--throughput", "-1", "--producer.config", props, "--producer-props", "bootstrap.servers="+env.boot)
@@ -249,7 +250,7 @@ func TestQuotaLibsJavaConsumer(t *testing.T) {
 	prefillNoise(t, env, libsConsumeRecords)
 	t.Logf("the partitions' leaders: %v", partitionLeaders(t, env))
 	props := javaSASLProps(t, env, "acme-orders-reader")
-	gw, stop := gatewayMeter(env, dirFetch)
+	gw, stop := gatewayMeter(env, signals.DirFetch)
 	stdout, stderr, err := runExt(t, 30*time.Second, "", tool, "org.apache.kafka.tools.ConsumerPerformance",
 		"--bootstrap-server", env.boot, "--topic", "orders", "--messages", strconv.Itoa(libsConsumeRecords),
 		"--consumer.config", props, "--show-detailed-stats", "--reporting-interval", "1000")
@@ -348,7 +349,7 @@ func TestQuotaLibsKcatConsumer(t *testing.T) {
 	needBin(t, "/usr/bin/kcat")
 	env := libsEnv(t)
 	prefillNoise(t, env, libsConsumeRecords)
-	gw, stop := gatewayMeter(env, dirFetch)
+	gw, stop := gatewayMeter(env, signals.DirFetch)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -508,7 +509,7 @@ func TestQuotaLibsConfluentProducer(t *testing.T) {
 	t.Parallel()
 	needPython(t, "confluent_kafka")
 	env := libsEnv(t)
-	gw, stop := gatewayMeter(env, dirProduce)
+	gw, stop := gatewayMeter(env, signals.DirProduce)
 	m := runPythonRate(t, env, confluentProducerScript, "acme-orders-producer", libsProduceRecords)
 	stop()
 	logGateway(t, env, gw, "produce")
@@ -525,7 +526,7 @@ func TestQuotaLibsConfluentConsumer(t *testing.T) {
 	needPython(t, "confluent_kafka")
 	env := libsEnv(t)
 	prefillNoise(t, env, libsConsumeRecords)
-	gw, stop := gatewayMeter(env, dirFetch)
+	gw, stop := gatewayMeter(env, signals.DirFetch)
 	m := runPythonRate(t, env, confluentConsumerScript, "acme-orders-reader", libsConsumeRecords)
 	stop()
 	logGateway(t, env, gw, "fetch")
@@ -541,7 +542,7 @@ func TestQuotaLibsKafkaPythonProducer(t *testing.T) {
 	t.Parallel()
 	needPython(t, "kafka")
 	env := libsEnv(t)
-	gw, stop := gatewayMeter(env, dirProduce)
+	gw, stop := gatewayMeter(env, signals.DirProduce)
 	m := runPythonRate(t, env, kafkaPythonProducerScript, "acme-orders-producer", libsProduceRecords)
 	stop()
 	logGateway(t, env, gw, "produce")
@@ -558,7 +559,7 @@ func TestQuotaLibsKafkaPythonConsumer(t *testing.T) {
 	needPython(t, "kafka")
 	env := libsEnv(t)
 	prefillNoise(t, env, libsConsumeRecords)
-	gw, stop := gatewayMeter(env, dirFetch)
+	gw, stop := gatewayMeter(env, signals.DirFetch)
 	m := runPythonRate(t, env, kafkaPythonConsumerScript, "acme-orders-reader", libsConsumeRecords)
 	stop()
 	logGateway(t, env, gw, "fetch")

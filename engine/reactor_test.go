@@ -1,41 +1,35 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"io"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/session"
+
+	"github.com/flexway/flexway/engine/conn"
+
 	"github.com/flexway/flexway/codec"
-	"github.com/panjf2000/gnet/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // onLoops runs fn on every loop of the engine and waits for all.
-func onLoops(t *testing.T, e *Engine, fn func(l *loop)) {
+func onLoops(t *testing.T, e *Engine, fn func(l *session.Loop)) {
 	t.Helper()
-	e.loopsMu.Lock()
-	loops := make([]*loop, 0, len(e.loops))
-	for _, l := range e.loops {
-		loops = append(loops, l)
-	}
-	e.loopsMu.Unlock()
 	var wg sync.WaitGroup
-	for _, l := range loops {
+	for _, l := range e.env.Loops() {
 		wg.Add(1)
 		l := l
-		if err := l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		if err := l.Run("test", func() {
 			defer wg.Done()
 			fn(l)
-			return nil
-		})); err != nil {
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,20 +47,21 @@ func TestUpstreamOnClientLoop(t *testing.T) {
 		clients = append(clients, cl)
 	}
 	pairs, same := 0, 0
-	upstreams := map[gnet.Conn]bool{}
+	upstreams := map[*conn.Conn]bool{}
 	var mu sync.Mutex // the loops run fn concurrently
-	onLoops(t, env.e, func(l *loop) {
+	onLoops(t, env.e, func(l *session.Loop) {
 		mu.Lock()
 		defer mu.Unlock()
-		for cl := range l.clients {
-			if cl.up == nil || cl.up.c == nil {
+		for cl := range l.Clients() {
+			b := cl.State().Broker
+			if b == nil {
 				continue
 			}
 			pairs++
-			if cl.up.c.EventLoop() == cl.c.EventLoop() && l.el == cl.c.EventLoop() {
+			if b.EventLoop() == cl.Conn().EventLoop() && cl.Loop() == l {
 				same++
 			}
-			upstreams[cl.up.c] = true
+			upstreams[b] = true
 		}
 	})
 	if pairs < 4 {
@@ -87,12 +82,12 @@ func TestPanicClosesOneConnection(t *testing.T) {
 	acme := env.client("acme-app")
 	produceN(t, acme, "orders", 2, "before")
 	var fired atomic.Bool
-	testHookTraffic = func(cl *client) {
-		if cl.ident != nil && cl.ident.Tenant == "globex" && fired.CompareAndSwap(false, true) {
+	hook := func(cl *session.Client) {
+		if cl.State().Ident != nil && cl.State().Ident.Tenant == "globex" && fired.CompareAndSwap(false, true) {
 			panic("injected by the test")
 		}
 	}
-	defer func() { testHookTraffic = nil }()
+	env.e.env.Hooks.Traffic.Store(&hook)
 	globex := env.client("globex-app", kgo.RequestRetries(0), kgo.RecordRetries(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -213,39 +208,9 @@ func (r *rawConn) recv(resp kmsg.Response) {
 func TestStalledConsumerBoundedThenClosed(t *testing.T) {
 	const limit = 1 << 20
 	env := newTestEnv(t, "    max_in_flight_bytes: 1MiB\n    max_response_bytes: 2MiB\n", WithWriteTimeout(2*time.Second))
-	// 8 MiB of records to read.
-	prod := env.client("acme-app", kgo.ProducerBatchMaxBytes(900<<10), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	big := bytes.Repeat([]byte("r"), 100<<10)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for i := 0; i < 80; i++ {
-		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 0, Value: big}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Find the leader of partition 0 through the gateway and connect to its port.
-	adm := env.client("acme-app")
-	mreq := kmsg.NewPtrMetadataRequest()
-	mreq.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("orders")}}
-	mresp, err := mreq.RequestWith(ctx, adm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var leaderAddr string
-	for _, tp := range mresp.Topics {
-		for _, p := range tp.Partitions {
-			if p.Partition == 0 {
-				for _, b := range mresp.Brokers {
-					if b.NodeID == p.Leader {
-						leaderAddr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-					}
-				}
-			}
-		}
-	}
-	if leaderAddr == "" {
-		t.Fatal("no leader for orders/0")
-	}
+	// 8 MiB of records to read; a connection to the leader of partition 0.
+	fillOrders(t, env, 80)
+	leaderAddr := leaderOf0(t, env)
 	r := dialRaw(t, leaderAddr, "acme-app", env.keys["acme-app"])
 	// 200 Fetches of up to 1 MiB each, never read: well over 40 MiB if
 	// nothing bounded them (more than the kernel's socket buffers hold).
@@ -273,14 +238,14 @@ func TestStalledConsumerBoundedThenClosed(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second) // the write timeout (2 s), and room for a busy machine
 	for time.Now().Before(deadline) && !closed {
 		found := false
-		onLoops(t, env.e, func(l *loop) {
+		onLoops(t, env.e, func(l *session.Loop) {
 			mu.Lock()
 			defer mu.Unlock()
-			for cl := range l.clients {
-				if cl.ident != nil && cl.upCorr > 0 && cl.route.node >= 0 && cl.queue.Len() >= 0 {
-					if string(cl.c.RemoteAddr().String()) == r.c.LocalAddr().String() {
+			for cl := range l.Clients() {
+				if cl.State().Ident != nil && cl.State().Corr > 0 && cl.State().Node >= 0 && cl.State().Requests >= 0 {
+					if string(cl.Conn().RemoteAddr().String()) == r.c.LocalAddr().String() {
 						found = true
-						held := cl.budget.Reserved + int64(cl.c.OutboundBuffered())
+						held := cl.State().Reserved + int64(cl.Conn().Queued())
 						if held > peak {
 							peak = held
 						}

@@ -2,7 +2,7 @@ package engine
 
 // Memory returned after a burst (issue 11.3: "RSS back near its idle level
 // within a minute after they stop"). What a burst of large answers leaves
-// behind is garbage and pooled chunks (flow_out.go's outPool, gnet's
+// behind is garbage and pooled chunks (engine/kernel's write queues, gnet's
 // buffers of closed connections): an idle process allocates nothing, so no
 // collection runs until Go's forced one, two minutes later, and a pool
 // needs two collections to let go. The reclaimer, off the loops, looks at
@@ -48,7 +48,7 @@ func (e *Engine) reclaim(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if e.replica.Used() != 0 {
+		if e.env.Bounds.Replica.Used() != 0 {
 			quiet = 0
 			continue
 		}

@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/configs"
-	"github.com/panjf2000/gnet/v2"
 )
 
 // Reload swaps the configuration in force (S1): the contract, identities,
@@ -21,26 +18,26 @@ import (
 // certificate removed or rebound, is revoked — its connection is closed at
 // its next request, and its reconnection is judged on the new configuration.
 func (e *Engine) Reload(ctx context.Context, snap *configs.Snapshot) error {
-	old := e.snap.Load()
+	old := e.env.Snap.Load()
 	if diff := snap.StartOnlyDiff(old); len(diff) > 0 {
 		return fmt.Errorf("%w: %s", configs.ErrStartOnly, strings.Join(diff, ", "))
 	}
 	for _, cl := range snap.Clusters {
-		u := e.upstreams[cl.Upstream]
+		u := e.env.Upstreams[cl.Upstream]
 		if u == nil {
 			return fmt.Errorf("%w: cluster %s needs upstream %s, which was not started: restart to apply it", configs.ErrStartOnly, cl.Name, cl.Upstream)
 		}
 		if !reflect.DeepEqual(u.Config().Brokers, snap.Upstreams[cl.Upstream].Brokers) {
 			return fmt.Errorf("%w: upstreams.%s.brokers changed: restart to apply it", configs.ErrStartOnly, cl.Upstream)
 		}
-		if e.versions[cl.Name] == nil {
+		if e.env.Versions[cl.Name] == nil {
 			return fmt.Errorf("%w: cluster %s is new: restart to serve it", configs.ErrStartOnly, cl.Name)
 		}
 	}
 	if err := e.updateUpstreams(snap); err != nil {
 		return err
 	}
-	oauth := e.oauth.Load()
+	oauth := e.env.Sec.OAuth.Load()
 	if !reflect.DeepEqual(old.File.Auth.Issuers, snap.File.Auth.Issuers) {
 		oauth = nil
 		if len(snap.File.Auth.Issuers) > 0 {
@@ -51,104 +48,26 @@ func (e *Engine) Reload(ctx context.Context, snap *configs.Snapshot) error {
 			oauth = v
 		}
 	}
-	e.oauth.Store(oauth)
-	e.snap.Store(snap)
-	e.m.setClosures(snap)
-	e.loopsMu.Lock()
-	loops := make([]*loop, 0, len(e.loops))
-	for _, l := range e.loops {
-		loops = append(loops, l)
-	}
-	e.loopsMu.Unlock()
-	// Judge every open session before returning: a request that follows
-	// the reload is judged on it. (Reload never runs on a loop.)
-	var wg sync.WaitGroup
-	for _, l := range loops {
-		l := l
-		wg.Add(1)
-		if err := l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			defer wg.Done()
-			defer e.recoverConn(nil, "reload")
-			for cl := range l.clients {
-				if cl.state == stAuthed && cl.revoked == "" {
-					cl.revoked = auth.Revocation(cl.ident, snap)
-				}
-			}
-			return nil
-		})); err != nil {
-			wg.Done()
-		}
-	}
-	wg.Wait()
-	e.reverifyTokens(ctx, loops, snap, oauth)
+	e.env.Sec.OAuth.Store(oauth)
+	e.env.Snap.Store(snap)
+	e.env.Signals.SetClosures(snap)
+	e.env.Revoke(ctx, snap, oauth)
 	e.log.Info("configuration reloaded", "path", snap.Path)
 	return nil
 }
 
-// reverifyTokens verifies every open OAUTHBEARER session's token again with
-// the issuers in force (S2): an issuer removed, an audience changed, a key
-// withdrawn, another principal behind it — the session is revoked. The
-// checks run off the loops (key fetches may block), then the verdicts are
-// handed back to each session's loop.
-func (e *Engine) reverifyTokens(ctx context.Context, loops []*loop, snap *configs.Snapshot, v *auth.OAuth) {
-	type job struct {
-		l     *loop
-		cl    *client
-		id    *auth.Identity
-		cause string
-	}
-	var mu sync.Mutex
-	var jobs []*job
-	var wg sync.WaitGroup
-	for _, l := range loops {
-		l := l
-		wg.Add(1)
-		if err := l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			defer wg.Done()
-			for cl := range l.clients {
-				if cl.state == stAuthed && cl.ident != nil && cl.ident.Mechanism == configs.MechOAuth && cl.revoked == "" {
-					mu.Lock()
-					jobs = append(jobs, &job{l: l, cl: cl, id: cl.ident})
-					mu.Unlock()
-				}
-			}
-			return nil
-		})); err != nil {
-			wg.Done()
-		}
-	}
-	wg.Wait()
-	if len(jobs) == 0 {
-		return
-	}
-	sem := make(chan struct{}, 16)
-	for _, j := range jobs {
-		j := j
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			j.cause = v.Recheck(vctx, snap, j.id, time.Now())
-			cancel()
-		}()
-	}
-	wg.Wait()
-	for _, j := range jobs {
-		if j.cause == "" {
+// updateUpstreams reads again, at a reload, the TLS files and the SASL
+// password of every upstream started: the next dial and the next renewal
+// use them (configs.Load has read the password's file).
+func (e *Engine) updateUpstreams(snap *configs.Snapshot) error {
+	for name, u := range e.env.Upstreams {
+		cfg := snap.Upstreams[name]
+		if cfg == nil {
 			continue
 		}
-		j := j
-		wg.Add(1)
-		if err := j.l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			defer wg.Done()
-			if !j.cl.closed && j.cl.revoked == "" && j.cl.ident == j.id {
-				j.cl.revoked = j.cause
-			}
-			return nil
-		})); err != nil {
-			wg.Done()
+		if err := u.Update(cfg); err != nil {
+			return fmt.Errorf("%w: %w", ErrEngineConfig, err)
 		}
 	}
-	wg.Wait()
+	return nil
 }

@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"sort"
+
+	"github.com/flexway/flexway/engine/session"
 
 	"github.com/flexway/flexway/configs"
 )
@@ -18,9 +18,6 @@ import (
 // under different prefixes is refused: every connection to a virtual
 // cluster it serves is closed at once (the plaintext ports at accept, the
 // TLS port once SNI names the cluster), with the seed's line, at Error.
-
-// msgSameCluster is the seed's log line.
-const msgSameCluster = "kafka connection refused: two upstreams reach the same physical cluster"
 
 // servedUpstreams lists the upstreams that serve a cluster, by name: the
 // order of their first connections.
@@ -53,25 +50,25 @@ func upstreamPrefixes(snap *configs.Snapshot, name string) map[string]bool {
 // cluster under another prefix refuses the new one (logged once here, and
 // at each refused connection).
 func (e *Engine) checkPhysicalCluster(snap *configs.Snapshot, name string) {
-	id := e.upstreams[name].ClusterID()
+	id := e.env.Upstreams[name].ClusterID()
 	if id == "" {
 		return // Metadata v0, v1: told apart by addresses only (at load)
 	}
 	mine := upstreamPrefixes(snap, name)
 	for _, other := range servedUpstreams(snap) {
-		u := e.upstreams[other]
-		if other == name || u == nil || u.ClusterID() != id || e.sameCluster[other] != "" {
+		u := e.env.Upstreams[other]
+		if other == name || u == nil || u.ClusterID() != id || e.env.SameCluster[other] != "" {
 			continue
 		}
 		theirs := upstreamPrefixes(snap, other)
 		if samePrefixes(mine, theirs) {
 			continue
 		}
-		if e.sameCluster == nil {
-			e.sameCluster = map[string]string{}
+		if e.env.SameCluster == nil {
+			e.env.SameCluster = map[string]string{}
 		}
-		e.sameCluster[name] = other
-		e.log.Error(msgSameCluster, "upstream", name, "same_as", other, "cluster_id", id)
+		e.env.SameCluster[name] = other
+		e.log.Error(session.MsgSameCluster, "upstream", name, "same_as", other, "cluster_id", id)
 		return
 	}
 }
@@ -94,40 +91,19 @@ func samePrefixes(a, b map[string]bool) bool {
 // banner names them instead of a bootstrap nobody can use.
 func (e *Engine) RefusedClusters() map[string]string {
 	out := map[string]string{}
-	if len(e.sameCluster) == 0 {
+	if len(e.env.SameCluster) == 0 {
 		return out
 	}
 	for name, cl := range e.Snapshot().Clusters {
-		other, ok := e.sameCluster[cl.Upstream]
+		other, ok := e.env.SameCluster[cl.Upstream]
 		if !ok {
 			continue
 		}
 		id := ""
-		if u := e.upstreams[cl.Upstream]; u != nil {
+		if u := e.env.Upstreams[cl.Upstream]; u != nil {
 			id = u.ClusterID()
 		}
-		out[name] = fmt.Sprintf("%s (upstream %s reaches cluster id %s, as upstream %s does)", msgSameCluster, cl.Upstream, id, other)
+		out[name] = fmt.Sprintf("%s (upstream %s reaches cluster id %s, as upstream %s does)", session.MsgSameCluster, cl.Upstream, id, other)
 	}
 	return out
-}
-
-// refusedCluster reports whether connections to cluster are refused (U3),
-// logging the refusal (rate-limited with the other refusals before
-// authentication, at Error as the seed says).
-func (e *Engine) refusedCluster(cluster *configs.Cluster) bool {
-	if cluster == nil || len(e.sameCluster) == 0 {
-		return false
-	}
-	other, ok := e.sameCluster[cluster.Upstream]
-	if !ok {
-		return false
-	}
-	if ok, dropped := e.refusedLog.allow(); ok {
-		attrs := []any{"cluster", cluster.Name, "upstream", cluster.Upstream, "same_as", other}
-		if dropped > 0 {
-			attrs = append(attrs, "lines_dropped", dropped)
-		}
-		e.log.Log(context.Background(), slog.LevelError, msgSameCluster, attrs...)
-	}
-	return true
 }

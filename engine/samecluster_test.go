@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine/session"
 	"github.com/flexway/flexway/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -78,9 +79,9 @@ func TestSameClusterTwoUpstreamsRefused(t *testing.T) {
 	_, port, _ := net.SplitHostPort(addr)
 	env, shop, bank := twoUpstreams(t, "127.0.0.1:"+port, "localhost:"+port)
 	key := env.keys["acme-app"]
-	env.waitLog(5*time.Second, "level=ERROR", msgSameCluster, "upstream=b", "same_as=a", "cluster_id=physical-1")
+	env.waitLog(5*time.Second, "level=ERROR", session.MsgSameCluster, "upstream=b", "same_as=a", "cluster_id=physical-1")
 	refused := env.e.RefusedClusters()
-	if len(refused) != 1 || !strings.Contains(refused["bank"], msgSameCluster) || !strings.Contains(refused["bank"], "upstream b") {
+	if len(refused) != 1 || !strings.Contains(refused["bank"], session.MsgSameCluster) || !strings.Contains(refused["bank"], "upstream b") {
 		t.Fatalf("RefusedClusters (what the start banner says) = %q, want bank alone, refused by the seed's line", refused)
 	}
 
@@ -90,7 +91,7 @@ func TestSameClusterTwoUpstreamsRefused(t *testing.T) {
 	if err := produceThrough(t, bank, key, "ledger"); err == nil {
 		t.Fatal("cluster bank (upstream b, the same physical cluster under another prefix) served a Produce")
 	}
-	env.waitLog(5*time.Second, "level=ERROR", msgSameCluster, "cluster=bank", "upstream=b")
+	env.waitLog(5*time.Second, "level=ERROR", session.MsgSameCluster, "cluster=bank", "upstream=b")
 }
 
 // U3, the other side: two physical clusters (two ids) under two prefixes
@@ -112,7 +113,7 @@ func TestTwoClustersTwoUpstreamsServed(t *testing.T) {
 	for {
 		select {
 		case line := <-logs.ch:
-			if contains(line, msgSameCluster) {
+			if contains(line, session.MsgSameCluster) {
 				t.Fatalf("two physical clusters taken for one: %s", line)
 			}
 			continue
@@ -154,5 +155,5 @@ func TestSameClusterRefusedOnTLSPort(t *testing.T) {
 	if err := handshake("bank"); err == nil {
 		t.Fatal("cluster bank (upstream b, the same physical cluster under another prefix): handshake completed")
 	}
-	env.waitLog(5*time.Second, "level=ERROR", msgSameCluster, "cluster=bank", "upstream=b")
+	env.waitLog(5*time.Second, "level=ERROR", session.MsgSameCluster, "cluster=bank", "upstream=b")
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -20,7 +21,7 @@ import (
 // session lifetime; its session goes on across several lifetimes.
 func TestReauthenticationFranzGo(t *testing.T) {
 	env := newTestEnv(t, "", WithSessionLifetime(2*time.Second))
-	before := env.e.m.requestCount(int16(kmsg.SASLAuthenticate), decAllowed)
+	before := env.e.env.Signals.RequestCount(int16(kmsg.SASLAuthenticate), signals.Allowed)
 	prod := env.client("acme-app")
 	// Produce across three lifetimes at least, and until the
 	// re-authentications are counted: one authentication per connection,
@@ -34,7 +35,7 @@ func TestReauthenticationFranzGo(t *testing.T) {
 	for {
 		produceN(t, prod, "orders", 1, "reauth")
 		n++
-		auths = env.e.m.requestCount(int16(kmsg.SASLAuthenticate), decAllowed) - before
+		auths = env.e.env.Signals.RequestCount(int16(kmsg.SASLAuthenticate), signals.Allowed) - before
 		if auths >= 4 && time.Since(start) >= 7*time.Second {
 			break
 		}

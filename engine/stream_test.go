@@ -35,7 +35,7 @@ func recordValue(i, n int) []byte {
 
 // watchUpstream records the most a broker connection held at a traffic
 // event, for the test's duration.
-func watchUpstream(t *testing.T) *atomic.Int64 {
+func watchUpstream(t *testing.T, env *testEnv) *atomic.Int64 {
 	var most atomic.Int64
 	hook := func(n int) {
 		for {
@@ -45,8 +45,7 @@ func watchUpstream(t *testing.T) *atomic.Int64 {
 			}
 		}
 	}
-	testHookUpstreamRead.Store(&hook)
-	t.Cleanup(func() { testHookUpstreamRead.Store(nil) })
+	env.e.env.Hooks.UpstreamRead.Store(&hook)
 	return &most
 }
 
@@ -103,15 +102,15 @@ func TestStreamLargeFetchNeverHeldWhole(t *testing.T) {
 	const n, size = 48, 256 << 10
 	produceDirect(t, env, 0, n, size)
 
-	most := watchUpstream(t)
+	most := watchUpstream(t, env)
 	consumeIntact(t, env, 0, n, size)
 	streamed := most.Load()
 
-	old := streamMinFrame.Swap(math.MaxInt64)
+	old := env.e.env.Tune.StreamMin.Swap(math.MaxInt64)
 	most.Store(0)
 	consumeIntact(t, env, 0, n, size)
 	whole := most.Load()
-	streamMinFrame.Store(old)
+	env.e.env.Tune.StreamMin.Store(old)
 
 	t.Logf("largest broker-side buffer: %d KiB streamed, %d KiB gathered whole", streamed>>10, whole>>10)
 	if whole < 4<<20 {
@@ -147,7 +146,7 @@ func TestStreamClientReadsOneByteAtATime(t *testing.T) {
 		}
 		return oneByteConn{c}, nil
 	}
-	most := watchUpstream(t)
+	most := watchUpstream(t, env)
 	consumeIntact(t, env, 1, n, size, kgo.Dialer(dial))
 	if m := most.Load(); m >= n*size/2 {
 		t.Fatalf("the broker connection held %d bytes: the answers (%d) were not streamed", m, n*size)
@@ -323,7 +322,7 @@ func TestStreamBrokerWritesOneByteAtATime(t *testing.T) {
 		return respFrame(h.Correlation, streamAnswer(req, size))
 	})
 	env := newTestEnvWith(t, envConfig{upstream: f.upstream()})
-	most := watchUpstream(t)
+	most := watchUpstream(t, env)
 	r := dialReader(t, env, "acme-app")
 	for _, v := range []int16{11, 12} {
 		r.fetchOrders(v)
@@ -374,7 +373,7 @@ func TestStreamMalformedMidStream(t *testing.T) {
 
 	other.fetchOrders(11)
 	other.checkOrders(11, size)
-	if n := env.e.m.panics.Get(); n != 0 {
+	if n := env.e.env.Signals.Panics(); n != 0 {
 		t.Fatalf("%d panics", n)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/panjf2000/gnet/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -121,18 +120,10 @@ func (p *produceCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _
 // loopThreads returns the thread id of each event loop (locked to it).
 func loopThreads(t *testing.T, e *Engine) []int {
 	t.Helper()
-	e.loopsMu.Lock()
-	var els []gnet.EventLoop
-	for _, l := range e.loops {
-		els = append(els, l.el)
-	}
-	e.loopsMu.Unlock()
+	els := e.env.Loops()
 	ch := make(chan int, len(els))
-	for _, el := range els {
-		if err := el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			ch <- syscall.Gettid()
-			return nil
-		})); err != nil {
+	for _, l := range els {
+		if err := l.Run("test", func() { ch <- syscall.Gettid() }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/looptls"
+
 	"github.com/flexway/flexway/configs"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -258,7 +260,7 @@ type flakyConn struct {
 func (f *flakyConn) Read(p []byte) (int, error) {
 	f.n++
 	if f.on && f.n%2 == 0 {
-		return 0, errWouldBlock
+		return 0, looptls.ErrWouldBlock
 	}
 	return f.Conn.Read(p)
 }

@@ -5,19 +5,29 @@ import "github.com/flexway/flexway/decide"
 // Queue is the FIFO of a connection's requests that still owe the client
 // an answer: forwarded ones waiting for the broker, and the gateway's own
 // answers waiting behind them (Kafka answers in request order).
-// Pendings are recycled: the steady state allocates nothing.
+// Pendings are recycled through Free: the steady state allocates nothing.
 // Call on the connection's loop only.
 type Queue struct {
 	ring    []*decide.Pending
 	head, n int
-	free    []*decide.Pending
+	// Free is where Pendings are recycled: shared by the queues of one
+	// loop, so that an idle connection holds none (nil: the queue's own).
+	Free *Pendings
 }
+
+// Pendings is a free list of Pendings, for the queues of one goroutine.
+type Pendings struct{ free []*decide.Pending }
 
 // Get returns an empty Pending to fill (recycled when possible).
 func (q *Queue) Get() *decide.Pending {
-	if k := len(q.free); k > 0 {
-		p := q.free[k-1]
-		q.free = q.free[:k-1]
+	if q.Free == nil {
+		q.Free = &Pendings{}
+	}
+	f := q.Free
+	if k := len(f.free); k > 0 {
+		p := f.free[k-1]
+		f.free[k-1] = nil
+		f.free = f.free[:k-1]
 		return p
 	}
 	return &decide.Pending{}
@@ -25,8 +35,11 @@ func (q *Queue) Get() *decide.Pending {
 
 // Put gives back a Pending that was not pushed, or was popped.
 func (q *Queue) Put(p *decide.Pending) {
+	if q.Free == nil {
+		q.Free = &Pendings{}
+	}
 	p.Local = p.Local[:0]
-	q.free = append(q.free, p)
+	q.Free.free = append(q.Free.free, p)
 }
 
 // Push appends p at the tail.

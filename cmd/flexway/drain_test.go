@@ -166,17 +166,53 @@ func TestSIGTERMDrainsProducersNoLossNoDuplicate(t *testing.T) {
 
 	// Producers at full speed: each value once, acknowledgements counted.
 	const producers = 4
-	var (
-		mu       sync.Mutex
-		acked    = map[string]bool{}
-		failed   = map[string]error{}
-		produced int
-	)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var wg sync.WaitGroup
-	clients := make([]*kgo.Client, producers)
-	for p := range clients {
+	p := &drainProducers{acked: map[string]bool{}, failed: map[string]error{}}
+	defer p.close()
+	p.start(t, producers, base, key)
+	p.waitAcked(t, 5000)
+	before := p.ackedCount()
+	gw1.sigterm(ns) // mid-run: the producers keep writing
+	t.Logf("first stop: %d acknowledged before SIGTERM, %d when flexway had exited", before, p.ackedCount())
+
+	gw2 := startUnderSystemd(t, bin, dir, ns)
+	p.waitAcked(t, p.ackedCount()+5000)
+	p.stop(t)
+	gw2.sigterm(ns)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.failed) > 0 {
+		for v, err := range p.failed {
+			t.Fatalf("%d records failed, %s: %v", len(p.failed), v, err)
+		}
+	}
+	if len(p.acked) != p.produced {
+		t.Fatalf("%d records produced, %d acknowledged", p.produced, len(p.acked))
+	}
+	countedOnBroker(t, k, p.acked)
+	t.Logf("%d records acknowledged across a SIGTERM and a restart: each on the broker once", len(p.acked))
+}
+
+// drainProducers are idempotent producers writing through the gateway at
+// full speed, each value once, their acknowledgements and failures kept.
+type drainProducers struct {
+	mu       sync.Mutex
+	acked    map[string]bool
+	failed   map[string]error
+	produced int
+
+	clients []*kgo.Client
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// start opens n producers on the gateway at base, as acme-orders-producer
+// with key, each writing until stop.
+func (p *drainProducers) start(t *testing.T, n, base int, key string) {
+	t.Helper()
+	var ctx context.Context
+	ctx, p.cancel = context.WithCancel(context.Background())
+	for i := 0; i < n; i++ {
 		cl, err := kgo.NewClient(
 			kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", base)),
 			kgo.SASL(plain.Auth{User: "acme-orders-producer", Pass: key}.AsMechanism()),
@@ -187,81 +223,84 @@ func TestSIGTERMDrainsProducersNoLossNoDuplicate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer cl.Close()
-		clients[p] = cl
-		wg.Add(1)
-		go func(p int, cl *kgo.Client) {
-			defer wg.Done()
-			for i := 0; ctx.Err() == nil; i++ {
-				v := fmt.Sprintf("p%d-%08d", p, i)
-				mu.Lock()
-				produced++
-				mu.Unlock()
-				cl.Produce(context.Background(), &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						failed[string(r.Value)] = err
-						return
-					}
-					acked[string(r.Value)] = true
-				})
-			}
-		}(p, cl)
+		p.clients = append(p.clients, cl)
+		p.wg.Add(1)
+		go p.produce(ctx, i, cl)
 	}
-	waitAcked := func(n int) {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			mu.Lock()
-			got := len(acked)
-			mu.Unlock()
-			if got >= n {
+}
+
+// produce writes p<i>-<n> values, n counting up, until ctx ends.
+func (p *drainProducers) produce(ctx context.Context, i int, cl *kgo.Client) {
+	defer p.wg.Done()
+	for n := 0; ctx.Err() == nil; n++ {
+		v := fmt.Sprintf("p%d-%08d", i, n)
+		p.mu.Lock()
+		p.produced++
+		p.mu.Unlock()
+		cl.Produce(context.Background(), &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if err != nil {
+				p.failed[string(r.Value)] = err
 				return
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d records acknowledged, want %d", got, n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			p.acked[string(r.Value)] = true
+		})
 	}
-	waitAcked(5000)
-	mu.Lock()
-	before := len(acked)
-	mu.Unlock()
-	gw1.sigterm(ns) // mid-run: the producers keep writing
-	mu.Lock()
-	t.Logf("first stop: %d acknowledged before SIGTERM, %d when flexway had exited", before, len(acked))
-	mu.Unlock()
+}
 
-	gw2 := startUnderSystemd(t, bin, dir, ns)
-	mu.Lock()
-	now := len(acked)
-	mu.Unlock()
-	waitAcked(now + 5000)
-	cancel()
-	wg.Wait()
+// ackedCount is the number of records acknowledged so far.
+func (p *drainProducers) ackedCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.acked)
+}
+
+// waitAcked waits, a minute at most, until n records are acknowledged.
+func (p *drainProducers) waitAcked(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := p.ackedCount()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d records acknowledged, want %d", got, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop ends the writing and flushes every producer, a minute at most.
+func (p *drainProducers) stop(t *testing.T) {
+	t.Helper()
+	p.cancel()
+	p.wg.Wait()
 	fctx, fcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer fcancel()
-	for _, cl := range clients {
+	for _, cl := range p.clients {
 		if err := cl.Flush(fctx); err != nil {
 			t.Fatalf("flush: %v", err)
 		}
 	}
-	gw2.sigterm(ns)
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(failed) > 0 {
-		for v, err := range failed {
-			t.Fatalf("%d records failed, %s: %v", len(failed), v, err)
-		}
+// close closes the producers and ends their writing, whatever the test's
+// outcome.
+func (p *drainProducers) close() {
+	for i := len(p.clients) - 1; i >= 0; i-- {
+		p.clients[i].Close()
 	}
-	if len(acked) != produced {
-		t.Fatalf("%d records produced, %d acknowledged", produced, len(acked))
+	if p.cancel != nil {
+		p.cancel()
 	}
+}
 
-	// Counted on the broker.
+// countedOnBroker reads acme.orders on kfake cluster k directly: each
+// acknowledged record is there exactly once, and nothing else.
+func countedOnBroker(t *testing.T, k *kfake.Cluster, acked map[string]bool) {
+	t.Helper()
 	direct, err := kgo.NewClient(kgo.SeedBrokers(k.ListenAddrs()...), kgo.ConsumeTopics("acme.orders"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
@@ -306,7 +345,6 @@ func TestSIGTERMDrainsProducersNoLossNoDuplicate(t *testing.T) {
 	if lost > 0 || twice > 0 || total != len(acked) {
 		t.Fatalf("%d acknowledged, %d records on the broker: %d lost, %d written twice", len(acked), total, lost, twice)
 	}
-	t.Logf("%d records acknowledged across a SIGTERM and a restart: each on the broker once", len(acked))
 }
 
 // U4: a second SIGTERM (an operator's impatience, or systemd's final

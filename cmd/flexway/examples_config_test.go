@@ -125,6 +125,8 @@ type identity struct {
 	cert          *tls.Certificate
 }
 
+// describeExample reads a loaded example as the listeners it serves, the
+// bootstrap address of each, and its identities of tenant acme on orders.
 func describeExample(t *testing.T, snap *configs.Snapshot, dir string, issuer *testkit.Issuer) *example {
 	t.Helper()
 	ex := &example{snap: snap, seeds: map[string]string{}, caFile: filepath.Join(dir, "tls", "ca.crt")}
@@ -143,17 +145,33 @@ func describeExample(t *testing.T, snap *configs.Snapshot, dir string, issuer *t
 			ops = append(ops, op)
 		}
 	}
-	opens := func(bound []string, admits func(*configs.Operation) bool) (send, receive bool) {
-		for _, op := range ops {
-			if (bound == nil || slices.Contains(bound, op.ID)) && admits(op) {
-				send = send || op.Action == "send"
-				receive = receive || op.Action == "receive"
-			}
+	ex.keyIdentities(ops)
+	ex.tokenIdentity(t, ops, issuer)
+	ex.certIdentities(t, ops, dir)
+	for _, kind := range []string{kindKey, kindToken, kindCert} {
+		if slices.ContainsFunc(ex.ids, func(id *identity) bool { return id.kind == kind }) {
+			ex.kinds = append(ex.kinds, kind)
 		}
-		return send, receive
 	}
+	return ex
+}
 
-	// API keys with a demo key beside the store.
+// opensOn: whether the operations ops (those on orders) let an identity
+// send and receive, counting those it is bound to (bound nil: any) whose
+// security admits it.
+func opensOn(ops []*configs.Operation, bound []string, admits func(*configs.Operation) bool) (send, receive bool) {
+	for _, op := range ops {
+		if (bound == nil || slices.Contains(bound, op.ID)) && admits(op) {
+			send = send || op.Action == "send"
+			receive = receive || op.Action == "receive"
+		}
+	}
+	return send, receive
+}
+
+// keyIdentities: API keys with a demo key beside the store.
+func (ex *example) keyIdentities(ops []*configs.Operation) {
+	snap := ex.snap
 	ids := make([]string, 0, len(snap.Keys))
 	for id := range snap.Keys {
 		ids = append(ids, id)
@@ -165,53 +183,57 @@ func describeExample(t *testing.T, snap *configs.Snapshot, dir string, issuer *t
 		if k.Tenant != exampleTenant || err != nil || (!k.ExpiresAt.IsZero() && k.ExpiresAt.Before(time.Now())) {
 			continue
 		}
-		s, r := opens(k.Operations, func(op *configs.Operation) bool { return op.Plain })
+		s, r := opensOn(ops, k.Operations, func(op *configs.Operation) bool { return op.Plain })
 		ex.ids = append(ex.ids, &identity{kind: kindKey, name: id, send: s, receive: r,
 			mech: plain.Auth{User: id, Pass: strings.TrimSpace(string(b))}.AsMechanism()})
 	}
+}
 
-	// A token of the example's issuer, carrying the scopes of the operations on orders.
-	if iss := snap.File.Auth.Issuers; len(iss) > 0 {
-		if len(iss) != 1 {
-			t.Fatalf("%d issuers: the test stands in for one", len(iss))
-		}
-		var scopes []string
-		for _, op := range ops {
-			if len(op.OAuthScopes) > 0 {
-				scopes = append(scopes, op.OAuthScopes[0]...)
-			}
-		}
-		claims := func(extra ...string) map[string]any {
-			return map[string]any{"sub": "orders-app", "aud": iss[0].Audience, iss[0].TenantClaim: exampleTenant,
-				"scope": strings.Join(append(slices.Clone(scopes), extra...), " ")}
-		}
-		s, r := opens(nil, func(op *configs.Operation) bool { return len(op.OAuthScopes) > 0 })
-		tok := issuer.Token(t, claims())
-		ex.ids = append(ex.ids, &identity{kind: kindToken, name: "token", send: s, receive: r,
-			mech: oauth.Oauth(func(context.Context) (oauth.Auth, error) { return oauth.Auth{Token: tok}, nil })})
-		for _, op := range ops {
-			if op.AdminScope != "" && len(op.OAuthScopes) > 0 {
-				ex.admin = true
-				ex.adminToken = issuer.Token(t, claims(op.AdminScope))
-			}
+// tokenIdentity: a token of the example's issuer, carrying the scopes of
+// the operations on orders; and, when one of them has an admin_scope, a
+// token carrying it too.
+func (ex *example) tokenIdentity(t *testing.T, ops []*configs.Operation, issuer *testkit.Issuer) {
+	t.Helper()
+	iss := ex.snap.File.Auth.Issuers
+	if len(iss) == 0 {
+		return
+	}
+	if len(iss) != 1 {
+		t.Fatalf("%d issuers: the test stands in for one", len(iss))
+	}
+	var scopes []string
+	for _, op := range ops {
+		if len(op.OAuthScopes) > 0 {
+			scopes = append(scopes, op.OAuthScopes[0]...)
 		}
 	}
+	claims := func(extra ...string) map[string]any {
+		return map[string]any{"sub": "orders-app", "aud": iss[0].Audience, iss[0].TenantClaim: exampleTenant,
+			"scope": strings.Join(append(slices.Clone(scopes), extra...), " ")}
+	}
+	s, r := opensOn(ops, nil, func(op *configs.Operation) bool { return len(op.OAuthScopes) > 0 })
+	tok := issuer.Token(t, claims())
+	ex.ids = append(ex.ids, &identity{kind: kindToken, name: "token", send: s, receive: r,
+		mech: oauth.Oauth(func(context.Context) (oauth.Auth, error) { return oauth.Auth{Token: tok}, nil })})
+	for _, op := range ops {
+		if op.AdminScope != "" && len(op.OAuthScopes) > 0 {
+			ex.admin = true
+			ex.adminToken = issuer.Token(t, claims(op.AdminScope))
+		}
+	}
+}
 
-	// Client certificates, made by make-demo-certs.sh.
-	for _, c := range snap.Clients {
+// certIdentities: client certificates, made by make-demo-certs.sh.
+func (ex *example) certIdentities(t *testing.T, ops []*configs.Operation, dir string) {
+	t.Helper()
+	for _, c := range ex.snap.Clients {
 		if c.Tenant != exampleTenant {
 			continue
 		}
 		cert := testkit.LoadKeyPair(t, filepath.Join(dir, "tls", c.ID+".crt"), filepath.Join(dir, "tls", c.ID+".key"))
-		s, r := opens(c.Operations, func(op *configs.Operation) bool { return op.X509 })
+		s, r := opensOn(ops, c.Operations, func(op *configs.Operation) bool { return op.X509 })
 		ex.ids = append(ex.ids, &identity{kind: kindCert, name: c.ID, send: s, receive: r, cert: &cert})
 	}
-	for _, kind := range []string{kindKey, kindToken, kindCert} {
-		if slices.ContainsFunc(ex.ids, func(id *identity) bool { return id.kind == kind }) {
-			ex.kinds = append(ex.kinds, kind)
-		}
-	}
-	return ex
 }
 
 // checkAgainst fails if the example serves other listeners or identities

@@ -54,31 +54,7 @@ func TestRSSBackNearIdleAfterLargeFetches(t *testing.T) {
 
 	// 96 MiB of 1 KiB records, written straight to the broker.
 	const records, size = 96 << 10, 1 << 10
-	direct, err := kgo.NewClient(kgo.SeedBrokers(k.ListenAddrs()...), kgo.DefaultProduceTopic("acme.orders"),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	val := make([]byte, size)
-	var perr error
-	var pmu sync.Mutex
-	var pw sync.WaitGroup
-	for i := 0; i < records; i++ {
-		pw.Add(1)
-		direct.Produce(context.Background(), &kgo.Record{Value: val}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				pmu.Lock()
-				perr = err
-				pmu.Unlock()
-			}
-			pw.Done()
-		})
-	}
-	pw.Wait()
-	direct.Close()
-	if perr != nil {
-		t.Fatal(perr)
-	}
+	produceDirect(t, k, records, size)
 
 	dir, base, _ := quickstartOn(t, k, "")
 	// Many consumers from one address: the per-address bound opened.
@@ -102,32 +78,7 @@ func TestRSSBackNearIdleAfterLargeFetches(t *testing.T) {
 	idle := procKiB(t, pid, "VmRSS")
 
 	const consumers = 20
-	var wg sync.WaitGroup
-	errs := make(chan error, consumers)
-	for c := 0; c < consumers; c++ {
-		cl := consumerOf(t, base, strings.TrimSpace(string(keyb)), 50<<20, 10<<20)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cl.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			got := 0
-			for got < records {
-				fs := cl.PollFetches(ctx)
-				if err := fs.Err0(); err != nil {
-					errs <- fmt.Errorf("after %d records: %w", got, err)
-					return
-				}
-				got += fs.NumRecords()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	readAllThrough(t, base, strings.TrimSpace(string(keyb)), consumers, records)
 	peak := procKiB(t, pid, "VmHWM")
 	stopped := time.Now()
 
@@ -166,4 +117,69 @@ func consumerOf(t *testing.T, base int, key string, fetchMax, partMax int32) *kg
 		t.Fatal(err)
 	}
 	return cl
+}
+
+// produceDirect writes records values of size bytes to acme.orders on
+// kfake cluster k, straight to the broker, and waits for every
+// acknowledgement.
+func produceDirect(t *testing.T, k *kfake.Cluster, records, size int) {
+	t.Helper()
+	direct, err := kgo.NewClient(kgo.SeedBrokers(k.ListenAddrs()...), kgo.DefaultProduceTopic("acme.orders"),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := make([]byte, size)
+	var perr error
+	var pmu sync.Mutex
+	var pw sync.WaitGroup
+	for i := 0; i < records; i++ {
+		pw.Add(1)
+		direct.Produce(context.Background(), &kgo.Record{Value: val}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				pmu.Lock()
+				perr = err
+				pmu.Unlock()
+			}
+			pw.Done()
+		})
+	}
+	pw.Wait()
+	direct.Close()
+	if perr != nil {
+		t.Fatal(perr)
+	}
+}
+
+// readAllThrough runs consumers consumers of orders at once through the
+// gateway at base, each fetching 50 MiB / 10 MiB per partition until it has
+// read records records, within 90 seconds.
+func readAllThrough(t *testing.T, base int, key string, consumers, records int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, consumers)
+	for c := 0; c < consumers; c++ {
+		cl := consumerOf(t, base, key, 50<<20, 10<<20)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			got := 0
+			for got < records {
+				fs := cl.PollFetches(ctx)
+				if err := fs.Err0(); err != nil {
+					errs <- fmt.Errorf("after %d records: %w", got, err)
+					return
+				}
+				got += fs.NumRecords()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }

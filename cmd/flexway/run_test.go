@@ -97,16 +97,51 @@ func anchorBomb(indent string) string {
 // one should write them, each refused by run with and without -check: exit
 // 1, and stderr names the file and says what is wrong (issue 13.8).
 func TestRunHostileFiles(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		// setup writes the files in dir (a copy of the quickstart) and
-		// returns the flexway.yaml to run.
-		setup func(t *testing.T, dir string) string
-		// want: in stderr, "DIR" standing for the folder.
-		want []string
-		// maxAlloc bounds what run may allocate, in MiB (0: not measured).
-		maxAlloc uint64
-	}{
+	for _, tc := range append(hostileContentCases(), hostileFileCases()...) {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyQuickstart(t)
+			cfg := tc.setup(t, dir)
+			for _, args := range [][]string{{"-check", "-config", cfg}, {"-config", cfg}} {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				r := runFlexway(t, args...)
+				runtime.ReadMemStats(&after)
+				if r.code == 0 {
+					t.Errorf("%q: exit 0, stdout:\n%s", args, r.stdout)
+				}
+				for _, w := range tc.want {
+					if w = strings.ReplaceAll(w, "DIR", dir); !strings.Contains(r.stderr, w) {
+						t.Errorf("%q: stderr lacks %q:\n%s", args, w, r.stderr)
+					}
+				}
+				if strings.Contains(r.stderr, "panic") || strings.Contains(r.stdout, "configuration valid") {
+					t.Errorf("%q: stdout:\n%s\nstderr:\n%s", args, r.stdout, r.stderr)
+				}
+				if alloc := (after.TotalAlloc - before.TotalAlloc) >> 20; tc.maxAlloc > 0 && alloc > tc.maxAlloc {
+					t.Errorf("%q: run allocated %d MiB, want at most %d", args, alloc, tc.maxAlloc)
+				}
+			}
+		})
+	}
+}
+
+// hostileCase is one file as no one should write it, and what run must say.
+type hostileCase struct {
+	name string
+	// setup writes the files in dir (a copy of the quickstart) and
+	// returns the flexway.yaml to run.
+	setup func(t *testing.T, dir string) string
+	// want: in stderr, "DIR" standing for the folder.
+	want []string
+	// maxAlloc bounds what run may allocate, in MiB (0: not measured).
+	maxAlloc uint64
+}
+
+// hostileContentCases: files whose content is hostile: empty, binary, a
+// NUL, YAML bombs of anchors, nesting far past any configuration's.
+func hostileContentCases() []hostileCase {
+	return []hostileCase{
 		{"an empty flexway.yaml", func(t *testing.T, dir string) string {
 			writeTestFile(t, filepath.Join(dir, "flexway.yaml"), nil)
 			return filepath.Join(dir, "flexway.yaml")
@@ -155,6 +190,14 @@ func TestRunHostileFiles(t *testing.T) {
 			writeTestFile(t, filepath.Join(dir, "api-keys.yaml"), []byte(b.String()))
 			return filepath.Join(dir, "flexway.yaml")
 		}, []string{"DIR/api-keys.yaml:", "nested more than 100 levels deep"}, 64},
+	}
+}
+
+// hostileFileCases: files hostile by their size or kind: 100 MiB, a
+// directory, no file, a symlink loop, a named pipe, /dev/zero; and an
+// empty contract and key store.
+func hostileFileCases() []hostileCase {
+	return []hostileCase{
 		{"a 100 MiB flexway.yaml", func(t *testing.T, dir string) string {
 			bigFile(t, filepath.Join(dir, "flexway.yaml"), 100<<20)
 			return filepath.Join(dir, "flexway.yaml")
@@ -212,32 +255,6 @@ func TestRunHostileFiles(t *testing.T) {
 			writeTestFile(t, filepath.Join(dir, "api-keys.yaml"), nil)
 			return filepath.Join(dir, "flexway.yaml")
 		}, []string{"DIR/api-keys.yaml: empty: a store without keys is written keys: []"}, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := copyQuickstart(t)
-			cfg := tc.setup(t, dir)
-			for _, args := range [][]string{{"-check", "-config", cfg}, {"-config", cfg}} {
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				r := runFlexway(t, args...)
-				runtime.ReadMemStats(&after)
-				if r.code == 0 {
-					t.Errorf("%q: exit 0, stdout:\n%s", args, r.stdout)
-				}
-				for _, w := range tc.want {
-					if w = strings.ReplaceAll(w, "DIR", dir); !strings.Contains(r.stderr, w) {
-						t.Errorf("%q: stderr lacks %q:\n%s", args, w, r.stderr)
-					}
-				}
-				if strings.Contains(r.stderr, "panic") || strings.Contains(r.stdout, "configuration valid") {
-					t.Errorf("%q: stdout:\n%s\nstderr:\n%s", args, r.stdout, r.stderr)
-				}
-				if alloc := (after.TotalAlloc - before.TotalAlloc) >> 20; tc.maxAlloc > 0 && alloc > tc.maxAlloc {
-					t.Errorf("%q: run allocated %d MiB, want at most %d", args, alloc, tc.maxAlloc)
-				}
-			}
-		})
 	}
 }
 

@@ -92,17 +92,8 @@ func TestStatusPage(t *testing.T) {
 	srv := httptest.NewServer(adminHandler(e))
 	defer srv.Close()
 
-	client := func(id string) *kgo.Client {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(boot), kgo.SASL(plain.Auth{User: id, Pass: quickstartKey(t, id)}.AsMechanism()),
-			kgo.RequestRetries(0), kgo.RecordRetries(0), kgo.DefaultProduceTopic("orders"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(cl.Close)
-		return cl
-	}
 	// acme produces until the test ends; globex's reader tries to produce (refused: acl).
-	producer := client("acme-app")
+	producer := statusClient(t, boot, "acme-app")
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -113,41 +104,14 @@ func TestStatusPage(t *testing.T) {
 		}
 	}()
 	defer func() { stop(); wg.Wait() }()
-	reader := client("acme-orders-reader")
+	reader := statusClient(t, boot, "acme-orders-reader")
 	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	if err := reader.ProduceSync(rctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err == nil {
 		t.Error("a reader produced")
 	}
 	rcancel()
 
-	get := func() (string, http.Header) {
-		resp, err := http.Get(srv.URL + "/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET /: %s", resp.Status)
-		}
-		return string(b), resp.Header
-	}
-	acmeRow := regexp.MustCompile(`<tr><td class="l">shop</td><td class="l">acme</td><td>([0-9]+)</td><td class="l">([^<]*)</td><td>([0-9]+)</td><td>[0-9]+</td><td[^>]*>([0-9]+)</td><td class="l">([^<]*)</td><td>([0-9]+)</td>`)
-	var page string
-	var hdr http.Header
-	var m []string
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		page, hdr = get()
-		m = acmeRow.FindStringSubmatch(page)
-		if (m != nil && m[1] != "0" && m[3] != "0" && m[4] != "0" && m[6] != "0") || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	page, hdr, m := waitAcmeRow(t, srv.URL)
 	if m == nil {
 		t.Fatalf("no row for shop/acme:\n%s", page)
 	}
@@ -160,6 +124,77 @@ func TestStatusPage(t *testing.T) {
 	if !strings.HasPrefix(hdr.Get("Content-Type"), "text/html") {
 		t.Errorf("Content-Type %q", hdr.Get("Content-Type"))
 	}
+	checkStatusPageContent(t, page)
+	// The endpoint's other paths still answer; an unknown path is 404.
+	for path, code := range map[string]int{"/metrics": 200, "/healthz": 200, "/config": 200, "/nothing": 404} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != code {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, code)
+		}
+	}
+}
+
+// statusClient is a franz-go client of the quickstart's identity id on
+// boot, without retries, producing to orders; closed when the test ends.
+func statusClient(t *testing.T, boot, id string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(boot), kgo.SASL(plain.Auth{User: id, Pass: quickstartKey(t, id)}.AsMechanism()),
+		kgo.RequestRetries(0), kgo.RecordRetries(0), kgo.DefaultProduceTopic("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// getStatusPage reads / at url: the page and its headers, status 200.
+func getStatusPage(t *testing.T, url string) (string, http.Header) {
+	t.Helper()
+	resp, err := http.Get(url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /: %s", resp.Status)
+	}
+	return string(b), resp.Header
+}
+
+// acmeRow is shop/acme's row of the tenants' table: connections,
+// mechanisms, allowed, refused, refusals by cause, produced bytes.
+var acmeRow = regexp.MustCompile(`<tr><td class="l">shop</td><td class="l">acme</td><td>([0-9]+)</td><td class="l">([^<]*)</td><td>([0-9]+)</td><td>[0-9]+</td><td[^>]*>([0-9]+)</td><td class="l">([^<]*)</td><td>([0-9]+)</td>`)
+
+// waitAcmeRow reads the page at url until shop/acme's row shows
+// connections, decisions allowed and refused and bytes produced, 20
+// seconds at most; it returns the last page read, its headers and the row
+// (nil when there is none).
+func waitAcmeRow(t *testing.T, url string) (page string, hdr http.Header, m []string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		page, hdr = getStatusPage(t, url)
+		m = acmeRow.FindStringSubmatch(page)
+		if (m != nil && m[1] != "0" && m[3] != "0" && m[4] != "0" && m[6] != "0") || time.Now().After(deadline) {
+			return page, hdr, m
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkStatusPageContent: the page shows the upstreams' table with a
+// broker of shop, the budget and throttling columns and the bounds; and it
+// is self-contained.
+func checkStatusPageContent(t *testing.T, page string) {
+	t.Helper()
 	for _, want := range []string{"<h2>Upstreams</h2>", `<table id="upstreams">`, "Throttle p95", "Budget wait p95", "max_connections_per_tenant", "auth_timeout"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page does not show %q", want)
@@ -173,17 +208,6 @@ func TestStatusPage(t *testing.T) {
 	for _, bad := range []string{"<script", "<link", "<img", "src=", "http://", "https://", "//"} {
 		if strings.Contains(strings.ReplaceAll(page, "<!DOCTYPE html>", ""), bad) {
 			t.Errorf("the page holds %q", bad)
-		}
-	}
-	// The endpoint's other paths still answer; an unknown path is 404.
-	for path, code := range map[string]int{"/metrics": 200, "/healthz": 200, "/config": 200, "/nothing": 404} {
-		resp, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != code {
-			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, code)
 		}
 	}
 }

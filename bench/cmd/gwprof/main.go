@@ -10,6 +10,7 @@
 //	... load ...
 //	curl -X POST http://127.0.0.1:29465/stop
 //	go tool pprof -top gwprof /tmp/cpu.pprof
+//	curl -X POST 'http://127.0.0.1:29465/heap?file=/tmp/heap.pprof'   # the heap in use now
 package main
 
 import (
@@ -36,7 +37,11 @@ func main() {
 	path := flag.String("config", "flexway.yaml", "the configuration file")
 	prof := flag.String("prof", "127.0.0.1:29465", "address of the profile control endpoint")
 	hz := flag.Int("hz", 1000, "CPU profile sampling rate (Go's default is 100)")
+	memRate := flag.Int("memrate", 0, "heap profile: one sample per this many bytes allocated (0: Go's 512 KiB; 1: every allocation)")
 	flag.Parse()
+	if *memRate > 0 {
+		runtime.MemProfileRate = *memRate
+	}
 	snap, err := configs.Load(*path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -99,6 +104,23 @@ func main() {
 		out.Close()
 		out = nil
 		_, _ = io.WriteString(w, "stopped\n")
+	})
+	mux.HandleFunc("/heap", func(w http.ResponseWriter, r *http.Request) {
+		// What the heap holds now (after a collection): what idle
+		// connections cost, by the code that made it (issue 23.5).
+		f, err := os.Create(r.URL.Query().Get("file"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		defer f.Close()
+		runtime.GC()
+		runtime.GC() // twice: what sync.Pools held is gone too
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_, _ = io.WriteString(w, "written\n")
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {

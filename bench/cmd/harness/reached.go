@@ -1121,6 +1121,10 @@ func (h *harness) neighbour(e *reachedEnv, gw string, pace *nbPace) *neighbourRe
 			rate, secs, len(e.acme), neighbourAStart.Seconds(), aSecs)
 	}
 	bArgs, aArgs := neighbourArgs(boot, pace, rate, secs, aSecs, e.globex.id, ids)
+	var gwBefore map[string]float64
+	if gp := h.quotaGW[gw]; pace == nil && gp != nil {
+		gwBefore = gatewayCounts(gp.admin)
+	}
 	om := h.startOffsetMeter("acme.quota", 1024)
 	var bLines, aLines []timedLine
 	var bErr, aErr error
@@ -1161,7 +1165,48 @@ func (h *harness) neighbour(e *reachedEnv, gw string, pace *nbPace) *neighbourRe
 			w.mib, fmtMS(w.p50), fmtMS(w.p99), fmtMS(w.req))
 	}
 	h.say("noisy neighbour: acme produced %.2f MiB/s, read %.2f MiB/s %s", nb.aProduce, nb.aConsume, nb.err)
+	if gp := h.quotaGW[gw]; gwBefore != nil && gp != nil {
+		h.say("noisy neighbour: the gateway over the run: %s", countsDelta(gwBefore, gatewayCounts(gp.admin)))
+	}
 	return nb
+}
+
+// gatewayCountsOf are the series a neighbour run reads of its gateway (item
+// 7): how long traffic events held the loop, the pauses, globex's waits.
+var gatewayCountsOf = []string{
+	`flexway_engine_loop_event_seconds_count`,
+	`flexway_engine_loop_event_seconds_bucket{le="0.01"}`,
+	`flexway_engine_loop_event_seconds_bucket{le="0.05"}`,
+	`flexway_engine_loop_event_seconds_bucket{le="0.1"}`,
+	`flexway_engine_read_pauses_total`,
+	`flexway_engine_peer_pauses_total`,
+	`flexway_engine_splice_room_outs_total`,
+	`flexway_kafka_tenant_budget_wait_seconds_count`,
+}
+
+// gatewayCounts reads gatewayCountsOf at admin (nil when it cannot).
+func gatewayCounts(admin string) map[string]float64 {
+	out := map[string]float64{}
+	for _, n := range gatewayCountsOf {
+		v, err := metricSum(admin, n)
+		if err != nil {
+			return nil
+		}
+		out[n] = v
+	}
+	return out
+}
+
+// countsDelta says what each series counted between a and b.
+func countsDelta(a, b map[string]float64) string {
+	if a == nil || b == nil {
+		return "unread"
+	}
+	var parts []string
+	for _, n := range gatewayCountsOf {
+		parts = append(parts, fmt.Sprintf("%s +%.0f", n, b[n]-a[n]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // nbFill computes globex's figures in the windows (seconds of its start).

@@ -1,0 +1,384 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+
+	"github.com/flexway/flexway/engine/kernel"
+	"github.com/panjf2000/gnet/v2"
+)
+
+// Reason is why a Conn's reads are paused; reasons add up, and a Conn is
+// read again when the last one is dropped.
+type Reason uint8
+
+const (
+	Budget   Reason = 1 << iota // its head request waits for the budgets (a client)
+	Dial                        // its head request waits for its broker connection (a client)
+	Quota                       // a KIP-219 mute (a client)
+	PeerFull                    // the other side of its pair has more than its high mark unsent
+	Held                        // the bare pause: an owner's own (tests)
+)
+
+// Owner is what a Conn tells: its owner's side of the mechanism. Every
+// call runs on the Conn's loop.
+type Owner interface {
+	Traffic()         // bytes to read (Buffered, Peek, Discard)
+	Closed(err error) // the socket ended: once
+	Above()           // the write queue passed its high mark (or the socket has no room)
+	Below()           // the write queue fell back to its low mark
+	Drained()         // the socket took queued bytes (the watcher, or the tick)
+}
+
+type state uint8
+
+const (
+	attached state = iota // read by gnet
+	detached              // paused: the socket is the Conn's, in no epoll set
+	resuming              // handed to gnet's Enroll; Reattached ends it
+	closed
+)
+
+var errPeerGone = errors.New("conn: the peer reset the connection while paused")
+
+// Conn is one socket's handle, on its loop only (AsyncWrite and Wake
+// excepted).
+type Conn struct {
+	l     *Loop
+	owner Owner
+	live  gnet.Conn // gnet's connection while attached
+	fd    int       // the socket while detached or re-enrolling, -1 otherwise
+
+	in  []byte // read by gnet, not consumed by the owner when detached: read first
+	off int
+
+	q         kernel.Queue // written, not taken by the socket yet
+	high, low int
+
+	local, remote net.Addr
+	one           [1][]byte // Write's vector
+
+	wfd, wgen int32 // the watcher's arming: fd (-1 none) and generation
+
+	st  state
+	why Reason
+
+	above    bool // passed high, not back to low yet
+	full     bool // a pass found no room in the socket (NoRoom): above until it takes more
+	settling bool // in the loop's settle list: a pause to apply
+	tracked  bool // in the loop's tracked set: the tick looks at it
+	hup      bool // the peer closed while detached: read until its close shows
+	notified bool // the owner was told of the end
+	oneBusy  bool // one is in use (a Write inside a Write's callback)
+
+	took uint32 // times the socket took bytes or had room again (Took)
+}
+
+// Open makes the handle of a connection gnet opened (OnOpen), on loop l:
+// it becomes the connection's context. high and low are its write queue's
+// marks.
+func Open(l *Loop, gc gnet.Conn, o Owner, high, low int) *Conn {
+	c := &Conn{l: l, owner: o, live: gc, fd: -1, wfd: -1, high: high, low: low,
+		local: gc.LocalAddr(), remote: gc.RemoteAddr()}
+	gc.SetContext(c)
+	return c
+}
+
+// Owner returns the Conn's owner.
+func (c *Conn) Owner() Owner { return c.owner }
+
+// SetOwner gives the Conn to another owner (a client's broker connection
+// kept after the client went, to drain its last requests).
+func (c *Conn) SetOwner(o Owner) { c.owner = o }
+
+// Loop returns the Conn's loop.
+func (c *Conn) Loop() *Loop { return c.l }
+
+// EventLoop returns gnet's loop of the Conn: the one gnet serves it on
+// while attached, its Loop's otherwise.
+func (c *Conn) EventLoop() gnet.EventLoop {
+	if c.live != nil {
+		return c.live.EventLoop()
+	}
+	return c.l.el
+}
+
+// LocalAddr and RemoteAddr are the socket's, as opened.
+func (c *Conn) LocalAddr() net.Addr  { return c.local }
+func (c *Conn) RemoteAddr() net.Addr { return c.remote }
+
+// Closed reports whether the socket ended.
+func (c *Conn) Closed() bool { return c.st == closed }
+
+// Attached reports whether gnet reads the socket now.
+func (c *Conn) Attached() bool { return c.st == attached && c.live != nil }
+
+// State names the socket's state: attached, detached, resuming or closed.
+func (c *Conn) State() string {
+	return [...]string{"attached", "detached", "resuming", "closed"}[c.st]
+}
+
+// Stashed is what gnet had read and the owner not consumed when the socket
+// was detached, not read yet.
+func (c *Conn) Stashed() int { return c.stashed() }
+
+// Detached reports whether the socket is the Conn's, out of gnet (not
+// re-enrolling): its fd may be read by the owner itself.
+func (c *Conn) Detached() bool { return c.st == detached && c.fd >= 0 }
+
+// Paused reports whether the socket is detached: its bytes wait in the kernel.
+func (c *Conn) Paused() bool { return c.st == detached || c.st == resuming }
+
+// PausedFor reports whether r is one of the Conn's reasons.
+func (c *Conn) PausedFor(r Reason) bool { return c.why&r != 0 }
+
+// Reasons returns the Conn's reasons.
+func (c *Conn) Reasons() Reason { return c.why }
+
+// Fd is the socket's descriptor, -1 once closed.
+func (c *Conn) Fd() int {
+	fd, _ := c.sockFd()
+	return fd
+}
+
+func (c *Conn) sockFd() (int, error) {
+	switch {
+	case c.live != nil:
+		return c.live.Fd(), nil
+	case c.fd >= 0:
+		return c.fd, nil
+	}
+	return -1, net.ErrClosed
+}
+
+// Pause adds r to the Conn's reasons; the socket is detached at the loop's
+// next safe point (Loop.Settle), so that what the caller peeked stays valid
+// until its callback ends.
+func (c *Conn) Pause(r Reason) {
+	if c.why&r != 0 || c.st == closed {
+		c.why |= r
+		return
+	}
+	c.why |= r
+	if c.st == attached {
+		c.l.toSettle(c)
+	}
+}
+
+// Resume drops r; with no reason left the socket is read again (enrolled
+// again, its stash read first).
+func (c *Conn) Resume(r Reason) {
+	if c.why&r == 0 {
+		return
+	}
+	c.why &^= r
+	if c.why == 0 && c.st == detached {
+		c.reenroll()
+	}
+}
+
+// resumeNow reads the socket again whatever its reasons (the peer closed
+// while it was detached: its last bytes and its close take the normal way).
+func (c *Conn) resumeNow() {
+	c.hup = true
+	if c.st == detached {
+		c.reenroll()
+	}
+}
+
+// detach takes the socket from gnet: a dup keeps it open, gnet's close
+// takes it out of gnet's epoll. False when it cannot now (no fd left to
+// dup): the loop tries again at its tick.
+func (c *Conn) detach() bool {
+	gc := c.live
+	fd, err := gc.Dup()
+	if err != nil {
+		return false
+	}
+	if n := gc.InboundBuffered(); n > 0 {
+		b, err := gc.Peek(n)
+		if err != nil {
+			_ = kernel.Close(fd)
+			return false
+		}
+		// Never in place: slices the owner took of the stash stay as they were.
+		c.in = append(c.in[c.off:len(c.in):len(c.in)], b...)
+		c.off = 0
+	}
+	c.live, c.fd, c.st = nil, fd, detached
+	c.disarm()
+	c.l.track(c)
+	c.l.stats.Detaches.Inc()
+	// Synchronous: OnClose(gc) runs now and finds gc is not c.live — a
+	// detach, nothing ends; gnet then takes the fd out of its epoll and
+	// closes it.
+	_ = c.l.el.Close(gc)
+	if c.q.Len() > 0 || c.full {
+		c.arm() // the same socket, by its new fd
+	}
+	return true
+}
+
+func (c *Conn) reenroll() {
+	c.disarm()
+	f := os.NewFile(uintptr(c.fd), "")
+	c.fd = -1
+	nc, err := net.FileConn(f) // its own dup
+	_ = f.Close()
+	if err == nil && nc.RemoteAddr() == nil { // getpeername failed: reset
+		_ = nc.Close()
+		err = errPeerGone
+	}
+	if err != nil {
+		c.closeDetached(err, false)
+		return
+	}
+	c.st = resuming
+	ch, err := c.l.el.Enroll(gnet.NewContext(context.Background(), c), nc)
+	if err != nil {
+		_ = nc.Close()
+		c.closeDetached(err, false)
+		return
+	}
+	go c.watchEnroll(ch)
+}
+
+// watchEnroll reports a failed re-enroll to the loop (off the loop: the
+// result comes only once the loop ran OnOpen).
+func (c *Conn) watchEnroll(ch <-chan gnet.RegisteredResult) {
+	r := <-ch
+	if r.Err == nil && r.Conn != nil {
+		return
+	}
+	err := r.Err
+	if err == nil {
+		err = errors.New("conn: re-enroll failed")
+	}
+	c.l.run("enroll", func() {
+		if c.st == resuming {
+			c.closeDetached(err, true)
+		}
+	})
+}
+
+// Reattached is OnOpen of the re-enrolled socket gc (its context is c).
+func (c *Conn) Reattached(gc gnet.Conn) gnet.Action {
+	if c.st != resuming { // closed while re-enrolling: OnClose(gc) finds gc is not c.live
+		return gnet.Close
+	}
+	c.live, c.st = gc, attached
+	// The addresses of the enrolled socket, as gnet made them anew: the
+	// first ones go with the first gnet connection (an idle pair's bytes).
+	c.local, c.remote = gc.LocalAddr(), gc.RemoteAddr()
+	c.l.stats.Resumes.Inc()
+	if c.q.Len() > 0 { // written while detached or re-enrolling: first
+		n, err := c.q.WriteTo(gc.Fd())
+		if err != nil {
+			return gnet.Close // OnClose(gc) tells the owner
+		}
+		if n > 0 {
+			c.took++
+		}
+		if c.q.Len() > 0 {
+			c.arm()
+		}
+		c.marks() // back to low: the owner is told here, no writable event follows
+	}
+	if c.off < len(c.in) {
+		_ = gc.Wake(nil) // the owner reads its stash even if the peer sends nothing more
+	}
+	if c.why != 0 && !c.hup {
+		// Paused again while re-enrolling: after OnOpen (gnet registers
+		// the socket once it returns), and only if a reason still holds.
+		c.l.run("pause", func() {
+			if c.st == attached && c.why != 0 && !c.hup {
+				c.l.toSettle(c)
+				c.l.Settle()
+			}
+		})
+	}
+	return gnet.None
+}
+
+// Traffic is OnTraffic of the Conn's socket: its owner reads.
+func (c *Conn) Traffic() { c.owner.Traffic() }
+
+// GnetClosed is OnClose of a gnet connection whose context is c: the owner
+// is told if gc is the Conn's connection of the moment; a detach, or a
+// socket re-enrolled after c was closed, ends nothing.
+func (c *Conn) GnetClosed(gc gnet.Conn, err error) {
+	if c.live == nil || c.live != gc {
+		return
+	}
+	c.live, c.st = nil, closed
+	c.q.Reset()
+	c.disarm()
+	c.notify(err)
+}
+
+// closeDetached ends a detached socket: closed once, the owner told as gnet
+// would (at once for a failed write, as gnet does inside Write; later, on
+// the loop, for Close).
+func (c *Conn) closeDetached(err error, now bool) {
+	c.disarm()
+	if c.fd >= 0 {
+		_, _ = c.q.WriteTo(c.fd) // best effort, as gnet's close
+		_ = kernel.Close(c.fd)
+		c.fd = -1
+	}
+	c.q.Reset()
+	c.in, c.off = nil, 0
+	c.st = closed
+	if now {
+		c.notify(err)
+		return
+	}
+	// If the loop no longer runs, the loop's Stop tells the owner.
+	c.l.run("close", func() { c.notify(err) })
+}
+
+func (c *Conn) notify(err error) {
+	if c.notified {
+		return
+	}
+	c.notified = true
+	c.l.untrack(c)
+	c.owner.Closed(err)
+}
+
+// Close closes the connection; the owner's Closed follows later on the
+// loop, as with gnet's Close. What the socket takes now is written (best
+// effort); the rest is dropped.
+func (c *Conn) Close() {
+	switch c.st {
+	case attached:
+		_, _ = c.q.WriteTo(c.live.Fd())
+		c.q.Reset()
+		c.disarm()
+		_ = c.live.Close()
+	case detached, resuming:
+		c.closeDetached(nil, false)
+	}
+}
+
+// AsyncWrite writes b from any goroutine (a TLS handshake's worker): on
+// the loop, in order with the loop's own writes. b is not copied.
+func (c *Conn) AsyncWrite(b []byte) error {
+	return c.l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		_ = c.Write(b)
+		return nil
+	}))
+}
+
+// Wake raises a Traffic for the owner once the socket is attached (its
+// stash is read then); from any goroutine.
+func (c *Conn) Wake() error {
+	return c.l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		if c.live != nil {
+			return c.live.Wake(nil)
+		}
+		return nil
+	}))
+}

@@ -1,0 +1,298 @@
+package conn
+
+import (
+	"io"
+	"net"
+	"os"
+
+	"github.com/flexway/flexway/engine/kernel"
+	"golang.org/x/sys/unix"
+)
+
+// Reading: the stash first, then gnet's buffer. Once both are asked for
+// at once, what gnet holds is moved after the stash (a copy, only while a
+// stash is left after a resume).
+
+func (c *Conn) stashed() int { return len(c.in) - c.off }
+
+// absorb moves what gnet holds after the stash.
+func (c *Conn) absorb() {
+	if c.live == nil || c.live.InboundBuffered() == 0 {
+		return
+	}
+	b, err := c.live.Peek(-1)
+	if err != nil {
+		return
+	}
+	c.in = append(c.in[c.off:len(c.in):len(c.in)], b...)
+	c.off = 0
+	_, _ = c.live.Discard(len(b))
+}
+
+func (c *Conn) dropStash() { c.in, c.off = nil, 0 }
+
+// Buffered is what the owner may read now.
+func (c *Conn) Buffered() int {
+	n := c.stashed()
+	if c.live != nil {
+		n += c.live.InboundBuffered()
+	}
+	return n
+}
+
+// Peek returns the next n bytes without consuming them (all of them for
+// n < 0), valid until the next Discard or the end of the callback;
+// io.ErrShortBuffer when fewer are buffered.
+func (c *Conn) Peek(n int) ([]byte, error) {
+	if c.stashed() == 0 {
+		if c.live != nil {
+			return c.live.Peek(n)
+		}
+		if n > 0 {
+			return nil, io.ErrShortBuffer
+		}
+		return nil, nil
+	}
+	if n <= 0 || n > c.stashed() {
+		c.absorb()
+	}
+	if n <= 0 {
+		n = c.stashed()
+	}
+	if n > c.stashed() {
+		return nil, io.ErrShortBuffer
+	}
+	return c.in[c.off : c.off+n : c.off+n], nil
+}
+
+// Discard consumes n bytes (all of them for n <= 0).
+func (c *Conn) Discard(n int) {
+	s := c.stashed()
+	if s == 0 {
+		if c.live != nil {
+			_, _ = c.live.Discard(n)
+		}
+		return
+	}
+	if n > 0 && n < s {
+		c.off += n
+		return
+	}
+	c.dropStash()
+	if c.live == nil {
+		return
+	}
+	if n <= 0 || n-s >= c.live.InboundBuffered() {
+		_, _ = c.live.Discard(-1)
+		return
+	}
+	if n > s {
+		_, _ = c.live.Discard(n - s)
+	}
+}
+
+// Writing: straight to the socket, attached or not; what it does not take
+// waits in the queue, written when the socket takes more (the watcher).
+// An error closes, as gnet's Write does.
+
+// Write is Writev of one slice, through a vector of the Conn's own (a
+// [][]byte literal would escape). A Write re-entered from a close inside
+// it takes a fresh one.
+func (c *Conn) Write(b []byte) error {
+	if c.oneBusy {
+		return c.Writev([][]byte{b})
+	}
+	c.oneBusy = true
+	c.one[0] = b
+	err := c.Writev(c.one[:])
+	c.one[0] = nil
+	c.oneBusy = false
+	return err
+}
+
+// Writev writes bs in order after what the queue holds.
+func (c *Conn) Writev(bs [][]byte) error {
+	if c.st == closed {
+		return net.ErrClosed
+	}
+	if c.st == resuming || c.q.Len() > 0 {
+		for _, b := range bs {
+			c.q.Push(b)
+		}
+		c.marks()
+		return nil
+	}
+	fd, err := c.sockFd()
+	if err != nil {
+		return err
+	}
+	if err := c.q.WriteDirect(fd, bs); err != nil {
+		err = os.NewSyscallError("writev", err)
+		c.writeFailed(err)
+		return err
+	}
+	if c.q.Len() > 0 {
+		c.arm()
+		c.marks()
+	}
+	return nil
+}
+
+// Queued is what was written and the socket has not taken yet.
+func (c *Conn) Queued() int { return c.q.Len() }
+
+// Full reports whether a pass found no room in the socket (NoRoom) and it
+// has not taken more since: what waits for the peer is in the kernel's
+// send queue (Unsent), not in the Conn's.
+func (c *Conn) Full() bool { return c.full }
+
+// Unsent is what the socket's send queue holds (sent and not acknowledged,
+// or not sent yet), 0 where the kernel does not say.
+func (c *Conn) Unsent() int {
+	fd, err := c.sockFd()
+	if err != nil {
+		return 0
+	}
+	return max(kernel.Unsent(fd), 0)
+}
+
+// Took counts the times the socket took queued bytes or had room again
+// after a NoRoom: a peer that reads moves it, one that reads nothing does
+// not (the write timeout, B3). It wraps; only a change is meaningful.
+func (c *Conn) Took() uint32 { return c.took }
+
+// SetMarks sets the write queue's marks (low <= high) and tells the owner
+// at once if the queue is now on the other side of them.
+func (c *Conn) SetMarks(high, low int) {
+	c.high, c.low = high, min(low, high)
+	c.marks()
+}
+
+// Above reports whether the queue is above its high mark (or the socket
+// has no room), not back to its low mark yet.
+func (c *Conn) Above() bool { return c.above }
+
+// NoRoom says the socket has no room left for what the owner would write
+// by another way (a splice pass bounded by the socket's room): the Conn is
+// above its high mark until the socket takes more, as if its queue held it.
+func (c *Conn) NoRoom() {
+	if c.full || c.st == closed {
+		return
+	}
+	c.full = true
+	c.l.track(c)
+	c.arm()
+	c.marks()
+}
+
+// RoomMin is the room a socket must have for a NoRoom to end: smaller
+// passes would cost their system calls for little.
+const RoomMin = 4 << 10
+
+// marks tells the owner of a crossing: above when the queue passes high
+// (or the socket has no room), below when it is back to low and has room.
+// The state changes before the owner is told: a call it makes back sees it.
+func (c *Conn) marks() {
+	n := c.q.Len()
+	switch {
+	case !c.above && (n > c.high || c.full):
+		c.above = true
+		c.l.stats.Above.Inc()
+		c.owner.Above()
+	case c.above && !c.full && n <= c.low:
+		c.above = false
+		c.owner.Below()
+	}
+}
+
+// flush writes what waits for the socket, and arms the watcher for the rest.
+func (c *Conn) flush() {
+	if c.q.Len() == 0 || c.st == resuming || c.st == closed {
+		return
+	}
+	fd, err := c.sockFd()
+	if err != nil {
+		return
+	}
+	n, err := c.q.WriteTo(fd)
+	if err != nil {
+		c.writeFailed(os.NewSyscallError("writev", err))
+		return
+	}
+	if n > 0 {
+		c.took++
+	}
+	if c.q.Len() > 0 {
+		c.arm()
+	}
+}
+
+// writable: the socket takes more (the watcher fired, or the tick looked).
+// What waits is written, a socket without room that has some again ends
+// its NoRoom, and the owner is told.
+func (c *Conn) writable() {
+	if c.st == closed || c.st == resuming {
+		return
+	}
+	c.flush()
+	if c.st == closed {
+		return
+	}
+	if c.full {
+		if fd, err := c.sockFd(); err != nil || roomBack(fd) {
+			c.full = false
+			c.took++
+		} else {
+			c.arm()
+		}
+	}
+	c.marks()
+	if c.st != closed {
+		c.owner.Drained()
+	}
+}
+
+// roomBack reports whether the socket takes RoomMin bytes or more (or its
+// room cannot be known).
+func roomBack(fd int) bool {
+	r := kernel.Room(fd)
+	return r < 0 || r >= RoomMin
+}
+
+// writeFailed closes the connection after a write error, as gnet's Write
+// does: the owner is told at once.
+func (c *Conn) writeFailed(err error) {
+	c.q.Reset()
+	if c.live != nil {
+		_ = c.l.el.Close(c.live) // synchronous: OnClose(live) tells the owner
+		return
+	}
+	c.closeDetached(err, true)
+}
+
+// arm asks the loop's watcher to say when the socket takes more; without
+// a watcher the tick looks.
+func (c *Conn) arm() {
+	c.l.track(c)
+	fd, err := c.sockFd()
+	if err != nil || c.st == resuming {
+		return
+	}
+	c.l.arm(c, fd)
+}
+
+// disarm forgets the Conn's arming (its socket closes or changes).
+func (c *Conn) disarm() { c.l.disarm(c) }
+
+// SetLinger sets SO_LINGER (0: a close resets the connection).
+func (c *Conn) SetLinger(sec int) error {
+	fd, err := c.sockFd()
+	if err != nil {
+		return err
+	}
+	l := unix.Linger{}
+	if sec >= 0 {
+		l.Onoff, l.Linger = 1, int32(sec)
+	}
+	return os.NewSyscallError("setsockopt", unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &l))
+}

@@ -1,0 +1,17 @@
+// Package kernel is the socket calls the gnet reactor lacks, each small and
+// allocation-free on the hot path: a write queue flushed with writev(2)
+// (Queue), the loop's pipe and splice(2) (Pipe), what a socket's send
+// buffer still takes (Room) and what it holds unsent (Unsent), a socket's dup
+// (Dup, FileTCP), a peek at what a socket holds (Peek), and the watcher
+// that says when a socket takes more (Watcher: the one writable signal).
+//
+// Invariants it owns:
+//   - Nothing here blocks: every socket is non-blocking, EAGAIN and EINTR
+//     are "nothing done", never errors (Queue.WriteTo, Pipe.To).
+//   - A Queue keeps the order of what it was given and no pointer into its
+//     chunks outlives a call (the iovec scratch is cleared after writev).
+//   - Linux-only calls (splice, epoll, SIOCOUTQ) are behind
+//     //go:build linux; elsewhere they report ErrUnsupported (or -1 for
+//     Room: not bounded), so that callers fall back to copying and to the
+//     tick, and the gateway builds and serves on any Unix gnet runs on.
+package kernel

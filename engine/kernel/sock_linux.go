@@ -1,0 +1,49 @@
+//go:build linux
+
+package kernel
+
+import "golang.org/x/sys/unix"
+
+// Room is what the socket fd takes before its send buffer is full, by the
+// kernel's measure: SO_SNDBUF (as autotuning left it) less what is queued
+// (SIOCOUTQ: unsent and unacknowledged), less a thirty-second of it for
+// the buffers' own overhead; -1 when either call fails (not bounded).
+func Room(fd int) int {
+	size, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+	if err != nil {
+		return -1
+	}
+	queued, err := unix.IoctlGetInt(fd, unix.SIOCOUTQ)
+	if err != nil {
+		return -1
+	}
+	return max(0, size-queued-queued>>5)
+}
+
+// Unsent is what the socket fd's send queue holds (SIOCOUTQ: unsent and
+// unacknowledged), -1 when the call fails.
+func Unsent(fd int) int {
+	n, err := unix.IoctlGetInt(fd, unix.SIOCOUTQ)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// PollPeerClosed is what poll(2) is asked to report of a peer that closed
+// its side (POLLRDHUP); POLLHUP and POLLERR are reported whatever is asked.
+const PollPeerClosed = unix.POLLRDHUP
+
+// SetKeepAlive turns TCP keepalive on fd on with its idle time, probe
+// interval and probe count (whole seconds).
+func SetKeepAlive(fd int, idle, intvl, cnt int) error {
+	for _, o := range [][3]int{
+		{unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1}, {unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, idle},
+		{unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, intvl}, {unix.IPPROTO_TCP, unix.TCP_KEEPCNT, cnt},
+	} {
+		if err := unix.SetsockoptInt(fd, o[0], o[1], o[2]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package kernel
+
+// Room is -1 where the kernel does not say what a socket queues: not bounded.
+func Room(fd int) int { return -1 }
+
+// Unsent is -1 where the kernel does not say what a socket queues.
+func Unsent(fd int) int { return -1 }
+
+// PollPeerClosed: no POLLRDHUP; a peer's close shows as POLLHUP or at
+// the next read.
+const PollPeerClosed = 0
+
+// SetKeepAlive with its own times is Linux's here.
+func SetKeepAlive(fd int, idle, intvl, cnt int) error { return ErrUnsupported }

@@ -1,0 +1,130 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/flexway/flexway/audit"
+	"github.com/flexway/flexway/auth"
+	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/signals"
+)
+
+// The audit trail (O3): the hook at the decision point. The loop builds a
+// Record and hands it to the trail's bounded queue (audit.Trail.Add never
+// blocks); the trail's goroutine hashes the topics and writes the line into
+// the engine's log stream (JSON on stderr under systemd: the journal).
+// Allowed data requests are never written: flexway_kafka_requests_total
+// counts them.
+
+// auditQueue is the trail's queue, in records: a few seconds of a
+// refusal storm; beyond, what is dropped is counted
+// (flexway_kafka_audit_dropped_total).
+const auditQueue = 4096
+
+// StartAudit starts the trail, whatever the configuration: a reload may
+// turn audit on. Its two series are the audit's own.
+func (env *Env) StartAudit() {
+	env.Audit = audit.New(env.Log.Handler(), auditQueue,
+		env.Signals.Metrics().NewCounter(`flexway_kafka_audit_dropped_total`),
+		env.Signals.Metrics().NewCounter(`flexway_kafka_audit_records_total`))
+}
+
+// StopAudit writes what is queued (bounded by ctx).
+func (env *Env) StopAudit(ctx context.Context) {
+	if env.Audit != nil {
+		env.Audit.Close(ctx)
+	}
+}
+
+// auditMode is what the snapshot asks the trail to write.
+func auditMode(snap *configs.Snapshot) audit.Mode {
+	if snap == nil || snap.File == nil || snap.File.Audit == nil {
+		return audit.Off
+	}
+	return audit.ParseMode(snap.File.Audit.Decisions)
+}
+
+// auditRequest writes decide's verdict on an authenticated request when
+// the trail asks for it: every refusal (a request refused in part is
+// refused), and with "all" every administration request. frame is the
+// request after its size prefix. Nothing is allocated for an allowed data
+// request.
+func (cl *Client) auditRequest(h *codec.RequestHeader, frame []byte, p *decide.Pending, out decide.Outcome) {
+	mode := auditMode(cl.snap)
+	if mode == audit.Off {
+		return
+	}
+	code, topic := p.Refused()
+	refused := out != decide.Forward || code != 0
+	admin := audit.IsAdmin(h.Key)
+	if !refused && !(admin && mode == audit.All) {
+		return
+	}
+	r := cl.auditRecord(cl.snap, h.Key)
+	if refused {
+		r.Decision = signals.Refused.String()
+		r.Cause = signals.RefusalCause(h.Key, out, code, p.Cause).String()
+	}
+	if admin {
+		r.Admin, r.Key, r.Version = true, h.Key, h.Version
+		r.Body = append([]byte(nil), frame[h.BodyOffset:]...)
+	} else if topic != "" {
+		r.Topics = []string{topic}
+	}
+	cl.env.Audit.Add(r)
+}
+
+// auditAuthRefused writes a SASL authentication refused (the user the
+// credential named, never the credential): a refused request.
+func (cl *Client) auditAuthRefused(res *auth.Result) {
+	tenant := ""
+	if res.ID != nil { // re-authentication as another principal
+		tenant = res.ID.Tenant
+	}
+	cl.auditSASLRefused(codec.KeySASLAuthenticate, res.User, tenant)
+}
+
+// auditSASLRefused writes a SASL request refused (cause authentication):
+// a mechanism not served (SaslHandshake), a credential refused or a
+// tenant's connection bound reached (SaslAuthenticate).
+func (cl *Client) auditSASLRefused(key int16, user, tenant string) {
+	cl.auditRefusal(key, signals.CauseAuthentication, user, tenant)
+}
+
+// auditRefusal writes a request refused outside decide's verdict (no
+// topic): a SASL request, a malformed request (issue 24.2). user and
+// tenant, when given, stand for the connection's own.
+func (cl *Client) auditRefusal(key int16, cause signals.Cause, user, tenant string) {
+	snap := cl.env.Snap.Load() // the configuration in force: a connection's own is the one it authenticated under
+	if auditMode(snap) == audit.Off {
+		return
+	}
+	r := cl.auditRecord(snap, key)
+	r.Decision, r.Cause = signals.Refused.String(), cause.String()
+	if user != "" {
+		r.Principal = user
+	}
+	if tenant != "" {
+		r.Tenant = tenant
+	}
+	cl.env.Audit.Add(r)
+}
+
+// auditRecord is the record of a request of cl, allowed until said otherwise.
+func (cl *Client) auditRecord(snap *configs.Snapshot, key int16) audit.Record {
+	r := audit.Record{Time: time.Now(), API: decide.Name(key), Decision: signals.Allowed.String(), Cause: signals.CauseNone.String(),
+		Mechanism: cl.auth.mech}
+	if c := cl.route.Cluster; c != nil {
+		r.Cluster = c.Name
+	}
+	if id := cl.auth.ident; id != nil {
+		r.Tenant, r.Principal, r.Actors = id.Tenant, id.Principal, id.Actors // the act chain (issue 24.7)
+	}
+	if snap.File.Audit != nil {
+		r.HashKey = snap.File.Audit.TopicKey.Value()
+	}
+	return r
+}

@@ -1,0 +1,547 @@
+package session
+
+import (
+	"net"
+	"time"
+
+	"github.com/flexway/flexway/auth"
+	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/conn"
+	"github.com/flexway/flexway/engine/looptls"
+	"github.com/flexway/flexway/engine/signals"
+	"github.com/flexway/flexway/relay"
+	"github.com/panjf2000/gnet/v2"
+	"github.com/twmb/franz-go/pkg/kbin"
+)
+
+type authState uint8
+
+const (
+	stPreAuth authState = iota
+	stAuthing           // the worker pool holds the credentials; nothing is read
+	stAuthed
+)
+
+type upState uint8
+
+const (
+	upNone upState = iota
+	upDialing
+	upReady
+)
+
+// client is one client connection and everything it owns: its session, its
+// broker connection, its queue of answers and its budget. All of it lives
+// on the connection's loop: no lock.
+type Client struct {
+	env       *Env
+	c         *conn.Conn // its socket (engine/conn): set in OnOpen
+	lp        *Loop
+	closed    bool
+	route     Route
+	ip        string
+	ipCounted bool          // counted against max_connections_per_ip (B1)
+	tenant    *relay.Tenant // from authentication on: its bounds and share
+	// ts: the connection's series (its cluster and tenant; _anonymous
+	// before authentication), connMech its mechanism label (O1).
+	ts       *signals.TenantSeries
+	connMech signals.Mech
+	// throttling: set by the quota's judgement when the request being
+	// handled is throttled; apply counts it "throttled" and clears it.
+	throttling bool
+
+	auth clientAuth // its TLS and its authentication
+	sess *decide.Session
+	snap *configs.Snapshot
+
+	up     clientUp // its broker connection
+	queue  relay.Queue
+	budget relay.Budget
+	wait   budgetWait // held for its budgets (hold, resume)
+
+	// quota: its tenant's day/month budget counters (budget_quota.go)
+	quota tenantQuota
+
+	clock   clientClock // what the sweep's deadlines run from (sweep.go)
+	scratch []byte
+	ps      produceStream // a large Produce relayed as it arrives (produce_stream.go)
+
+	drain clientDrain // what it is still owed at the engine's stop, or owes at its own close
+	// answered: an answer past the handshake (ApiVersions, SASL) was
+	// written. Until then a close of a transient cause is a reset
+	// (signals.CloseCause.Transient, invariant 43).
+	answered bool
+
+	q *quotaConn // the quotas (quota.go); nil until the first request under quotas
+}
+
+// clientAuth is a client's TLS stream and its authentication: the SASL
+// exchange, who it is and until when.
+type clientAuth struct {
+	state      authState
+	tls        *clientTLS  // after the TLS handshake
+	tlsHS      *looptls.IO // during it
+	mech       string      // the mechanism chosen by SaslHandshake
+	legacySASL bool        // SaslHandshake v0: the next frame is a raw SASL token
+	ident      *auth.Identity
+	sessEnd    time.Time // KIP-368: the session's end (I6, S3)
+	reauthing  bool      // a re-authentication is in the worker pool
+	revoked    string    // set by a reload: why the next request closes (S2)
+}
+
+// clientUp is a client's side of its broker connection.
+type clientUp struct {
+	conn *upstreamConn // nil until the first request past authentication dials it
+	// state: upDialing while it is dialed, or its session renewed
+	// (KIP-368 towards the broker): nothing is forwarded meanwhile.
+	state upState
+	// corr: the correlation id the gateway gave the last request it
+	// forwarded (the broker sees the gateway's numbering).
+	corr int32
+}
+
+// budgetWait is a client held until its budgets allow its next request:
+// the bytes in flight (B2), its tenant's budget counters read once
+// (budget_quota.go). The tick asks again (hold, resume).
+type budgetWait struct {
+	held bool
+	// listed: in lp.held, the sweep's list (once: a connection resumed by
+	// an answer and held again is not listed twice)
+	listed bool
+	// since: held for the tenant's share since then (the wait histogram)
+	since time.Time
+}
+
+// clientClock is what the sweep's deadlines (sweep.go) are measured from.
+type clientClock struct {
+	opened     time.Time // auth_timeout runs from here
+	lastActive time.Time // the last bytes read: idle_timeout runs from here
+	// frameSince: bytes of a request not yet whole have waited since then
+	// (zero: none). The sweep closes an authenticated connection whose
+	// request is not whole within idle_timeout: a client that trickles a
+	// frame, one byte at a time, is active but never done.
+	frameSince time.Time
+	// outLast: the client's unread bytes at the last sweep (B3); outSince:
+	// they have not decreased, nor its socket taken any, since then: the
+	// write timeout runs from here.
+	outLast  int
+	outSince time.Time
+	took     uint32 // the socket's Took at the last sweep: it reads if it moved
+}
+
+// clientDrain is what a client is still owed when the engine stops, and
+// what it still owes its broker when it closes first.
+type clientDrain struct {
+	// on: the engine stops (U4, drain.go); left is what the connection may
+	// still take: the bytes of the whole frames it held when the drain
+	// began, the last requests it is owed answers for.
+	on   bool
+	left int
+	// orphan holds the whole frames a client sent before it closed, copied
+	// at its close: what a broker would still handle (see drainOrphans).
+	orphan []byte
+}
+
+// newClient makes the client of a connection gnet opened (nil: refused
+// for a bound); its handle is made in OnOpen, once it is kept.
+func newClient(env *Env, c gnet.Conn, route Route) *Client {
+	now := time.Now()
+	cl := &Client{env: env, route: route, clock: clientClock{opened: now, lastActive: now}}
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		cl.ip = a.IP.String()
+	}
+	snap := env.Snap.Load()
+	l := snap.Listener
+	if max := l.UnauthenticatedConnections(); max > 0 && env.Bounds.Unauth.Load() >= int64(max) {
+		env.Refuse("max_unauthenticated_connections", "")
+		return nil
+	}
+	if !env.Bounds.perIP.takeIP(cl.ip, l.ConnectionsPerIP()) {
+		env.Refuse("max_connections_per_ip", "")
+		return nil
+	}
+	cl.ipCounted = true
+	env.Bounds.Unauth.Add(1)
+	cl.lp = env.loopOf(c.EventLoop())
+	cl.lp.clients[cl] = struct{}{}
+	cl.queue.Free = &cl.lp.pendings
+	cl.snap = snap
+	cl.ts = env.Signals.Tenant(route.clusterName(), "")
+	env.Signals.ConnOpened(cl.ts)
+	return cl
+}
+
+// onTraffic: the client sent bytes.
+func (cl *Client) onTraffic() {
+	cl.clock.lastActive = time.Now()
+	if hook := cl.env.Hooks.Traffic.Load(); hook != nil {
+		(*hook)(cl)
+	}
+	switch {
+	case cl.auth.tls != nil:
+		cl.tlsRead()
+	case cl.auth.tlsHS != nil:
+		// The handshake worker reads these.
+		if b, err := cl.c.Peek(cl.c.Buffered()); err == nil {
+			cl.auth.tlsHS.Feed(b)
+			cl.c.Discard(len(b))
+		}
+		return
+	case cl.route.TLS:
+		if cl.route.Cluster == nil {
+			cl.onTLSHello()
+		}
+		return
+	}
+	if cl.clock.frameSince.IsZero() {
+		// Over TLS a part of a record counts too: it decrypts to nothing yet.
+		cl.clock.frameSince = cl.clock.lastActive
+	}
+	cl.process()
+}
+
+// The client's input: gnet's buffer on a plaintext port, the decrypted
+// buffer on the TLS port. Its output is in client_write.go.
+
+func (cl *Client) inBuffered() int {
+	if cl.auth.tls != nil {
+		return cl.auth.tls.rec.Buffered()
+	}
+	return cl.c.Buffered()
+}
+
+func (cl *Client) peek(n int) ([]byte, error) {
+	if t := cl.auth.tls; t != nil {
+		return t.rec.Peek(n)
+	}
+	return cl.c.Peek(n)
+}
+
+func (cl *Client) discard(n int) {
+	if t := cl.auth.tls; t != nil {
+		t.rec.Discard(n)
+		return
+	}
+	cl.c.Discard(n)
+}
+
+// waitsOnGateway: the frame at the head of the input is whole and waits
+// for the gateway (its budget, its broker connection, a re-authentication).
+func (cl *Client) waitsOnGateway() bool {
+	return cl.wait.held || cl.up.state == upDialing || cl.auth.reauthing || cl.muted() || cl.c.PausedFor(conn.PeerFull)
+}
+
+// process handles every whole frame the connection holds, in order, until
+// it must wait: for the worker pool, for its broker connection, or for its
+// budget. While its head request waits on the gateway (budget, dial) the
+// client is not read (syncReads, flow.go): what it pipelines waits in the
+// kernel.
+func (cl *Client) process() {
+	defer cl.syncReads()
+	for !cl.closed && !cl.wait.held && cl.auth.state != stAuthing && !cl.auth.reauthing && cl.up.state != upDialing && (!cl.muted() || cl.ps.s != nil) {
+		if cl.ps.s != nil {
+			if !cl.feedProduce() {
+				return
+			}
+			continue
+		}
+		n := cl.inBuffered()
+		if n < codec.SizeLen {
+			if n == 0 && cl.ps.ended {
+				cl.spliceOn() // the next request's head may wait in the socket
+			}
+			return
+		}
+		hb, err := cl.peek(codec.SizeLen)
+		if err != nil {
+			return
+		}
+		size := codec.FrameSize(hb)
+		limit := int32(configs.UnauthenticatedMaxRequestBytes)
+		if cl.auth.state == stAuthed {
+			limit = int32(cl.snap.Listener.MaxRequestBytes)
+		}
+		if size < 0 || size > limit {
+			cl.frameTooLarge(size, limit)
+			return
+		}
+		total := codec.SizeLen + int(size)
+		if cl.drain.on && total > cl.drain.left {
+			return // sent after the drain began (U4): never taken, nor streamed
+		}
+		if n < total {
+			if cl.beginProduce(size, n) {
+				continue
+			}
+			return
+		}
+		frame, err := cl.peek(total)
+		if err != nil {
+			return
+		}
+		cl.lp.out.lone = n == total // nothing after it in the buffer: written from its slices
+		ok := cl.handle(frame[codec.SizeLen:])
+		cl.lp.out.lone = false
+		if !ok {
+			cl.clock.frameSince = time.Time{} // whole: the wait is the gateway's
+			return                            // waiting: the frame stays in the buffer
+		}
+		if cl.closed {
+			return
+		}
+		cl.discard(total)
+		cl.ps.gather = false
+		if cl.drain.on {
+			cl.drain.left -= total
+		}
+		if cl.muted() {
+			cl.quotaPause() // a throttle: the client is not read for its time
+		}
+		if cl.inBuffered() == 0 {
+			cl.clock.frameSince = time.Time{}
+		} else {
+			cl.clock.frameSince = cl.clock.lastActive // the next frame came with the last read, or before it
+		}
+	}
+}
+
+func (cl *Client) frameTooLarge(size, limit int32) {
+	if codec.LooksLikeTLS(size) {
+		cl.close(signals.CloseTLSOnPlaintext, "cluster", cl.route.Cluster.Name)
+		return
+	}
+	if cl.auth.state != stAuthed {
+		cl.close(signals.ClosePreAuthTooLarge, "size", size, "max_request_bytes", limit)
+		return
+	}
+	cl.close(signals.CloseTooLarge, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "size", size, "max_request_bytes", limit)
+}
+
+// handle judges one frame, in its steps: what comes before the session,
+// the gateway's own answers, admission, decide's verdict, the verdict
+// applied. It returns false when the frame waits in the buffer (for the
+// budget or the broker connection), true when it is done with (forwarded,
+// answered, dropped, or the connection closed).
+func (cl *Client) handle(frame []byte) bool {
+	if cl.auth.legacySASL {
+		cl.auth.legacySASL = false
+		cl.authenticate(frame, nil)
+		return true
+	}
+	h, err := cl.parseRequest(frame)
+	if err != nil {
+		cl.protocolError(h, err)
+		return true
+	}
+	if cl.auth.state != stAuthed {
+		cl.handlePreAuth(&h, frame)
+		return true
+	}
+	if !cl.checkSession() {
+		return true
+	}
+	if cl.answerLocally(&h, frame) {
+		cl.quotaLocal()
+		return true
+	}
+	if cl.quotaHold(h.Key, len(frame)) {
+		return false // its principal owes: it waits, muted (quota.go)
+	}
+	if cl.budgetWaits(h.Key) {
+		return false // its tenant's budget is not read yet (budget_quota.go)
+	}
+	grant, ok := cl.admit(h.Key)
+	if !ok {
+		return cl.closed // else it waits
+	}
+	if cl.quotaGate(&h, len(frame)) {
+		return true // a Fetch in debt, answered empty
+	}
+	p := cl.queue.Get()
+	out := cl.judge(&h, frame, grant, p)
+	if out == decide.Forward && h.Key == codec.KeyProduce {
+		cl.ts.Produced(len(frame))
+	}
+	cl.quotaPending(p)
+	cl.auditRequest(&h, frame, p, out) // O3, audit.go
+	cl.apply(&h, p, out)
+	return true
+}
+
+// parseRequest reads a request's header, and the body of an ApiVersions
+// the gateway answers itself.
+func (cl *Client) parseRequest(frame []byte) (codec.RequestHeader, error) {
+	h, err := codec.ParseRequestHeader(frame)
+	if err == nil && h.Key == codec.KeyApiVersions && cl.env.Versions[cl.route.Cluster.Name].Has(codec.KeyApiVersions, h.Version) {
+		err = apiVersionsBody(h.Version, frame[h.BodyOffset:])
+	}
+	return h, err
+}
+
+// answerLocally serves what an open session asks of the gateway itself,
+// in order with the broker's answers: ApiVersions and the KIP-368
+// re-authentication. It reports whether it did.
+func (cl *Client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
+	switch h.Key {
+	case codec.KeyApiVersions:
+		cl.scratch = cl.env.Versions[cl.route.Cluster.Name].AppendAnswer(cl.scratch[:0], h)
+		cl.answerLocal(cl.scratch)
+		cl.ts.Request(h.Key, signals.Allowed, signals.CauseNone)
+		return true
+	case codec.KeySASLHandshake, codec.KeySASLAuthenticate:
+		cl.reauthRequest(h, frame)
+		return true
+	}
+	return false
+}
+
+// judge asks decide for its verdict on a request granted grant bytes of
+// answer; p receives what the answer will need.
+func (cl *Client) judge(h *codec.RequestHeader, frame []byte, grant int64, p *decide.Pending) decide.Outcome {
+	out := cl.sess.Request(h, frame, cl.up.corr+1, int32(min(grant, int64(cl.fetchCap()))), p)
+	cl.sess.FetchQuota = 0 // quotaGate's, for this request alone
+	if out == decide.Forward && h.Key == codec.KeyProduce {
+		out = cl.produceQuota(h, frame, p, out) // budget_quota.go
+	}
+	return out
+}
+
+// apply carries out decide's verdict: the request forwarded (its answer
+// owed, its bytes reserved), answered by the gateway, dropped, or the
+// connection closed.
+func (cl *Client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Outcome) {
+	cl.countRequest(h.Key, p, out)
+	switch out {
+	case decide.Forward:
+		cl.up.corr++
+		cl.up.conn.write(cl.sess.RW.Vec.Slices())
+		if h.Key == codec.KeyProduce && cl.ps.large {
+			cl.ps.large = false // a Produce whole in one read
+			cl.syncMarks()
+		}
+		if cl.closed {
+			return
+		}
+		cl.owe(p)
+	case decide.Answer:
+		cl.answerPending(p)
+	case decide.Drop:
+		cl.queue.Put(p)
+	case decide.Disconnect:
+		cause := p.Cause
+		cl.queue.Put(p)
+		cl.close(signals.CloseRefusedAPI, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", cause)
+	}
+}
+
+// admit says whether the request may be forwarded now: its broker
+// connection first (dialed at the first request), then the budgets (B2,
+// relay.Budget.Admit): what the broker may answer must fit, except one
+// answer alone. It returns the bytes granted, or false when the request
+// waits (the dial, or held for the budget) or the connection was closed.
+func (cl *Client) admit(key int16) (int64, bool) {
+	if cl.up.state == upNone {
+		cl.dial()
+		return 0, false
+	}
+	if cl.up.conn.mustRenew() { // KIP-368 towards the broker (upstream_secure.go)
+		return 0, false
+	}
+	ask := relay.Ask{
+		Outbound:      int64(cl.c.Queued()),
+		Want:          decide.AnswerReserve,
+		CloseOnTenant: cl.snap.Listener.OnTenantBudgetExceeded == "close",
+	}
+	if key == codec.KeyFetch {
+		ask.Want, ask.Min = int64(cl.fetchCap()), minFetchGrant
+	}
+	v := cl.budget.Admit(ask)
+	switch v.Kind {
+	case relay.Go:
+		if !cl.wait.since.IsZero() {
+			cl.env.Signals.TenantWait(cl.ts, time.Since(cl.wait.since))
+			cl.wait.since = time.Time{}
+		}
+		return v.Grant, true
+	case relay.Close: // relay.CauseTenantShare, the one cause a budget closes for
+		cl.env.Signals.TenantBudget(cl.ts, false)
+		cl.close(signals.CloseTenantShare, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
+		return 0, false
+	case relay.WaitBytes:
+		if v.By == relay.LevelTenant && cl.wait.since.IsZero() {
+			cl.env.Signals.TenantBudget(cl.ts, true)
+			cl.wait.since = time.Now()
+		}
+	}
+	// WaitBytes and WaitUntil: the frame stays in the buffer; the tick asks again.
+	cl.hold()
+	return 0, false
+}
+
+// apiVersionsBody checks the body of an ApiVersions request of a version
+// the gateway answers: empty before v3; from v3 (KIP-511) the client's
+// software name and version, then tagged fields, then nothing. Kafka
+// closes a connection whose request it cannot read, ApiVersions included;
+// so does the gateway (a hostile probe's tag length of 0xFFFFFFFF used to
+// be answered in full). A version the gateway does not answer is not read:
+// it gets KIP-511's v0 answer with UNSUPPORTED_VERSION.
+func apiVersionsBody(version int16, body []byte) error {
+	r := kbin.Reader{Src: body}
+	if version >= 3 {
+		r.Span(int(r.Uvarint()) - 1) // client_software_name (compact, not null)
+		r.Span(int(r.Uvarint()) - 1) // client_software_version
+		n := r.Uvarint()
+		for i := uint32(0); i < n && r.Ok(); i++ {
+			r.Uvarint()              // tag
+			r.Span(int(r.Uvarint())) // its bytes
+		}
+	}
+	switch {
+	case !r.Ok():
+		return codec.ErrCodecShort
+	case len(r.Src) > 0:
+		return codec.ErrCodecTrailing
+	}
+	return nil
+}
+
+// minFetchGrant: below this, a Fetch waits for the budget rather than ask
+// for crumbs (unless the connection is idle: one answer crosses alone).
+const minFetchGrant = 64 << 10
+
+func (cl *Client) fetchCap() int32 {
+	return int32(min(int64(cl.snap.Listener.MaxResponseBytes)/2, int64(1<<31-1)))
+}
+
+// hold parks the connection until its budget allows the next request.
+func (cl *Client) hold() {
+	if cl.wait.held {
+		return
+	}
+	cl.wait.held = true
+	if !cl.wait.listed {
+		cl.wait.listed = true
+		cl.lp.held = append(cl.lp.held, cl)
+	}
+}
+
+// resume retries a held connection (from the sweep, or when an answer frees bytes).
+func (cl *Client) resume() {
+	if !cl.wait.held || cl.closed {
+		return
+	}
+	cl.wait.held = false
+	cl.process()
+}
+
+func (cl *Client) protocolError(h codec.RequestHeader, err error) {
+	cl.ts.Request(-1, signals.Refused, signals.CauseUnsupported)
+	cl.auditRefusal(h.Key, signals.CauseUnsupported, "", "")
+	if cl.auth.state != stAuthed {
+		cl.close(signals.ClosePreAuthMalformed, "api_key", h.Key, "error", err.Error())
+		return
+	}
+	cl.close(signals.CloseMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", h.Key, "version", h.Version, "error", err.Error())
+}

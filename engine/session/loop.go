@@ -1,0 +1,109 @@
+package session
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/flexway/flexway/engine/conn"
+	"github.com/flexway/flexway/engine/splice"
+	"github.com/flexway/flexway/relay"
+	"github.com/panjf2000/gnet/v2"
+)
+
+// Loop is the sessions' state of one event loop; touched on that loop
+// only, except pending (read by the engine's stop).
+type Loop struct {
+	env     *Env
+	el      gnet.EventLoop
+	fc      *conn.Loop // the flow-control mechanism's state of the loop (flow.go)
+	clients map[*Client]struct{}
+	held    []*Client
+	// draining: broker connections of gone clients, closed once flushed
+	draining []*upstreamConn
+	pending  atomic.Int64
+	lastFull time.Time
+	// pendings: the Pendings its clients' queues recycle (an idle
+	// connection holds none)
+	pendings relay.Pendings
+
+	// muted: clients throttled by a quota until their time (quota.go)
+	muted map[*Client]struct{}
+	// out: the writes of the traffic event under way (coalesce.go)
+	out batches
+	// pp: the pipe the loop splices records through (splice_pass.go),
+	// nil until first used; ppFailed: uses left before making one is
+	// tried again.
+	pp       *splice.Pipe
+	ppFailed int
+}
+
+// loopOf returns the state of a gnet loop (made at its first use).
+func (env *Env) loopOf(el gnet.EventLoop) *Loop {
+	env.loopsMu.Lock()
+	defer env.loopsMu.Unlock()
+	l := env.loops[el]
+	if l == nil {
+		l = &Loop{env: env, el: el, clients: map[*Client]struct{}{}}
+		l.fc = conn.NewLoop(el, env.guard, &env.Flow)
+		env.loops[el] = l
+	}
+	return l
+}
+
+// Loops returns the loops' states.
+func (env *Env) Loops() []*Loop {
+	env.loopsMu.Lock()
+	defer env.loopsMu.Unlock()
+	out := make([]*Loop, 0, len(env.loops))
+	for _, l := range env.loops {
+		out = append(out, l)
+	}
+	return out
+}
+
+// Run runs fn on the loop, guarded as a callback, then applies the pauses
+// it asked (Settle). An error: the loop is gone, fn never runs.
+func (l *Loop) Run(where string, fn func()) error {
+	return l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		defer l.fc.Settle()
+		defer l.env.guard(where)
+		fn()
+		return nil
+	}))
+}
+
+// Traffic runs x's traffic event (a client's or a broker connection's
+// handle): its writes batched and flushed at the end, then the pauses it
+// asked applied (Settle). false: x is no session's.
+func Traffic(x *conn.Conn) bool {
+	lp := OwnerLoop(x.Owner())
+	if lp == nil {
+		return false
+	}
+	start := time.Now()
+	defer lp.env.Series.LoopEvent.UpdateDuration(start) // after the pauses below are applied
+	defer lp.fc.Settle()                                // after the flush below
+	lp.out.begin()
+	defer lp.out.end()
+	x.Traffic()
+	return true
+}
+
+// Tick is the loop's sweep (sweep.go), the unmutes due (quota.go) and the
+// flow mechanism's tick; run on the loop (Run).
+func (l *Loop) Tick(now time.Time) {
+	l.env.sweep(l)
+	l.env.sweepMuted(l)
+	l.fc.Tick(now)
+}
+
+// Pending is the number of requests forwarded and not yet answered.
+func (l *Loop) Pending() int64 { return l.pending.Load() }
+
+// Stop closes what the loop held once gnet's loops returned: the sockets
+// a pause detached (conn.Loop.Stop) and its pipe.
+func (l *Loop) Stop() {
+	l.fc.Stop()
+	l.closePipe()
+}

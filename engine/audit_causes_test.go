@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,5 +127,45 @@ func TestAuditBudgetSpent(t *testing.T) {
 	lines := logs.audits(t)
 	if len(lines) != 1 || lines[0].Operation != "Produce" || lines[0].Code != "quota" || lines[0].Tenant != "acme" || lines[0].Principal != "acme-app" {
 		t.Fatalf("audit lines %+v, want one: Produce refused, code quota, acme's acme-app", lines)
+	}
+}
+
+// O3 (issue 24.2): the bounded administration's POLICY_VIOLATION (seed
+// 002's troubleshooting table: too many partitions, a configuration
+// outside the list or a value outside its bounds) gets its error and
+// exactly one audit line each, with its operation and the cause admin_api.
+func TestAuditAdminBounds(t *testing.T) {
+	oe := newAdminEnv(t)
+	withAudit(t, oe.testEnv, "refusals")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := &adminE2E{ctx: ctx, oe: oe}
+	admin := oe.adminClient("orders:read orders:admin")
+	want := []string{"CreateTopics", "CreateTopics", "IncrementalAlterConfigs"}
+	wantErr(t, "too many partitions", a.createOne(t, admin, adminMaxPartitions+1, nil, "events"), kerr.PolicyViolation)
+	wantErr(t, "unclean.leader.election.enable", a.createOne(t, admin, 2, map[string]*string{"unclean.leader.election.enable": kmsgStr("true")}, "events"), kerr.PolicyViolation)
+	wantErr(t, "retention.ms=-1", a.alterOne(t, admin, "orders", setConfig("retention.ms", "-1")), kerr.PolicyViolation)
+	stop, cancelStop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelStop()
+	must(t, oe.e.Stop(stop)) // the trail written out
+	var got []string
+	for {
+		select {
+		case line := <-oe.logs.ch:
+			if strings.Contains(line, `msg="kafka audit"`) {
+				got = append(got, line)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d audit lines for %d refusals:\n%s", len(got), len(want), strings.Join(got, ""))
+	}
+	for i, line := range got {
+		if !strings.Contains(line, "operation="+want[i]) || !strings.Contains(line, "decision=refused code=admin_api") || !strings.Contains(line, "tenant=acme") {
+			t.Errorf("audit line %d: %s, want %s refused (admin_api) for acme", i, line, want[i])
+		}
 	}
 }

@@ -169,3 +169,39 @@ func TestAuditAdminBounds(t *testing.T) {
 		}
 	}
 }
+
+// O3 (issue 24.2): a tenant's connection rate reached at SaslAuthenticate
+// (max_connection_rate_per_tenant) is audited once per refused connection,
+// code authentication, the tenant named.
+func TestAuditTenantConnectionRate(t *testing.T) {
+	logs := &jsonLines{}
+	env := newTestEnv(t, "    max_connection_rate_per_tenant: 1\n", WithLogger(slog.New(slog.NewJSONHandler(logs, nil))))
+	withAudit(t, env, "refusals")
+	refused := 0
+	// Two connections at once, again until a pair falls in one second.
+	for try := 0; refused == 0 && try < 10; try++ {
+		for i := 0; i < 2; i++ {
+			c := dialPlain(t, env.boot)
+			c.saslPlain("acme-app", env.keys["acme-app"])
+			if c.authAnswer().ErrorCode == kerr.SaslAuthenticationFailed.Code {
+				refused++
+			}
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no connection refused at a rate of 1 a second in 10 pairs")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	must(t, env.e.Stop(ctx)) // the trail written out
+	n := 0
+	for _, a := range logs.audits(t) {
+		if a.Operation != "SaslAuthenticate" || a.Code != "authentication" || a.Decision != "refused" || a.Tenant != "acme" {
+			t.Errorf("audit line %+v, want SaslAuthenticate refused, authentication, acme", a)
+		}
+		n++
+	}
+	if n != refused {
+		t.Fatalf("%d audit lines for %d refused connections", n, refused)
+	}
+}

@@ -19,7 +19,6 @@ package session
 
 import (
 	"github.com/flexway/flexway/codec"
-	"github.com/flexway/flexway/engine/kernel"
 	"github.com/flexway/flexway/engine/signals"
 )
 
@@ -31,8 +30,7 @@ import (
 func (u *upstreamConn) spliceFetch() bool {
 	fs, cl := u.fs, u.cl
 	e := (*fetchEnds)(u)
-	if !e.More(fs.RecordsLeft()) || fs.Pending() > 0 || cl.closed || u.closed ||
-		cl.auth.tls != nil || cl.auth.tlsHS != nil || u.rec != nil || !cl.c.Attached() {
+	if !u.splicesFetch() || fs.Pending() > 0 || cl.closed || u.closed || !cl.c.Attached() {
 		return false
 	}
 	cl.flushOwn(false) // the loop's batches first: they come before
@@ -78,11 +76,18 @@ func (u *upstreamConn) syncFetchMarks() {
 		return
 	}
 	high, low := cl.env.marks()
-	if fs := u.fs; fs != nil && !fs.Done() && (*fetchEnds)(u).More(fs.RecordsLeft()) &&
-		cl.auth.tls == nil && cl.auth.tlsHS == nil && u.rec == nil && cl.env.Tune.RoomBound.Load() {
+	if u.splicesFetch() && cl.env.Tune.RoomBound.Load() {
 		high, low = 0, 0
 	}
 	cl.c.SetMarks(high, low)
+}
+
+// splicesFetch: the streamed answer is inside records a pass splices
+// (Options.FetchSpliceMin or more left), both sides in clear text.
+func (u *upstreamConn) splicesFetch() bool {
+	fs, cl := u.fs, u.cl
+	return fs != nil && !fs.Done() && (*fetchEnds)(u).More(fs.RecordsLeft()) &&
+		cl.auth.tls == nil && cl.auth.tlsHS == nil && u.rec == nil
 }
 
 // fetchEnds is the broker connection's side of a pass (splice.Ends): its
@@ -119,12 +124,7 @@ func (e *fetchEnds) PipeFull(rest int) {
 }
 
 // Room bounds a pass by what the client's socket takes (invariant 42).
-func (e *fetchEnds) Room(dst int) int {
-	if !e.cl.env.Tune.RoomBound.Load() {
-		return -1
-	}
-	return kernel.Room(dst)
-}
+func (e *fetchEnds) Room(dst int) int { return e.cl.env.room(dst) }
 
 // RoomOut: the client's socket is full. The client is above its mark
 // until its socket takes more (conn.NoRoom): its broker is paused, and

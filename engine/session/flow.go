@@ -99,9 +99,10 @@ func (cl *Client) Below() {
 		return
 	}
 	cl.env.Series.pausedFor(time.Since(u.flowSince))
-	if !u.closed && !u.spliceDetached() && !u.closed {
-		u.c.Resume(conn.PeerFull)
+	if u.closed || u.spliceDetached() || u.closed { // the pass may close it
+		return // closed, or held on: the client's socket is full again
 	}
+	u.c.Resume(conn.PeerFull)
 }
 
 // Drained: the client's socket took bytes (the watcher, or the tick):

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
-	"github.com/flexway/flexway/engine/kernel"
 	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/engine/splice"
 )
@@ -177,12 +176,7 @@ func (e *produceEnds) PipeFull(rest int) {
 // Room bounds a pass by what the broker's socket takes (invariant 42), so
 // that nothing is left in the pipe to be read out and copied: the records
 // the broker cannot take yet stay in the client's socket.
-func (e *produceEnds) Room(dst int) int {
-	if !e.env.Tune.RoomBound.Load() {
-		return -1
-	}
-	return kernel.Room(dst)
-}
+func (e *produceEnds) Room(dst int) int { return e.env.room(dst) }
 
 // RoomOut: the broker's socket is full. The broker connection is above its
 // mark until its socket takes more (conn.NoRoom): the client is paused,

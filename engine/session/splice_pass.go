@@ -8,6 +8,7 @@ package session
 // pipe; a pass runs inside the source connection's traffic callback.
 
 import (
+	"github.com/flexway/flexway/engine/kernel"
 	"github.com/flexway/flexway/engine/splice"
 )
 
@@ -39,4 +40,13 @@ func (lp *Loop) closePipe() {
 		p.Close()
 		lp.pp = nil
 	}
+}
+
+// room is what a pass may move to the destination fd: what its socket
+// takes (invariant 42), -1 (not bounded) when tests turn the bound off.
+func (env *Env) room(fd int) int {
+	if !env.Tune.RoomBound.Load() {
+		return -1
+	}
+	return kernel.Room(fd)
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/internal/testkit"
+
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/engine/signals"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -139,7 +141,7 @@ func TestMaxConnectionsQueuesAtBound(t *testing.T) {
 	}
 	var metricsText bytes.Buffer
 	env.e.Metrics().WritePrometheus(&metricsText)
-	if n := sumSeries(metricsText.String(), "flexway_kafka_connections{"); n != float64(bound) {
+	if n := testkit.SumSeries(metricsText.String(), "flexway_kafka_connections{"); n != float64(bound) {
 		t.Fatalf("/metrics at the bound:\n%s", metricsText.String())
 	}
 

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/internal/testkit"
+
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/engine/signals"
@@ -192,7 +194,7 @@ func TestMetricsTenantCapAndHostileNames(t *testing.T) {
 	askHostileNames(t, env, ids, keys)
 
 	text := closedMetrics(env)
-	if n := sumSeries(text, "flexway_kafka_connections{"); n != 0 {
+	if n := testkit.SumSeries(text, "flexway_kafka_connections{"); n != 0 {
 		t.Errorf("flexway_kafka_connections sums to %v with every connection closed", n)
 	}
 	samples := parseExposition(t, text)
@@ -247,7 +249,7 @@ func closedMetrics(env *testEnv) string {
 		var out bytes.Buffer
 		env.e.Metrics().WritePrometheus(&out)
 		text := out.String()
-		if sumSeries(text, "flexway_kafka_connections{") == 0 || time.Now().After(deadline) {
+		if testkit.SumSeries(text, "flexway_kafka_connections{") == 0 || time.Now().After(deadline) {
 			return text
 		}
 		time.Sleep(20 * time.Millisecond)

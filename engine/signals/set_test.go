@@ -2,10 +2,11 @@ package signals
 
 import (
 	"bytes"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flexway/flexway/internal/testkit"
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/configs"
@@ -71,7 +72,7 @@ func TestMetricsObservabilitySettings(t *testing.T) {
 	var out bytes.Buffer
 	m.Metrics().WritePrometheus(&out)
 	text := out.String()
-	if sumSeries(text, "flexway_kafka_connections_closed_total{") != 0 {
+	if testkit.SumSeries(text, "flexway_kafka_connections_closed_total{") != 0 {
 		t.Errorf("closures: false, yet counted:\n%s", text)
 	}
 	for _, want := range []string{
@@ -92,20 +93,4 @@ func TestMetricsObservabilitySettings(t *testing.T) {
 	if !strings.Contains(out.String(), `flexway_kafka_connections_closed_total{cause="idle_timeout",tenant="acme"} 1`+"\n") {
 		t.Errorf("closures back on by reload, not counted:\n%s", out.String())
 	}
-}
-
-// sumSeries sums the samples of the exposition text whose line starts with
-// prefix (a metric name and "{", or a whole series).
-func sumSeries(text, prefix string) float64 {
-	var n float64
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			n += v
-		}
-	}
-	return n
 }

@@ -1,13 +1,13 @@
-package engine
+package testkit
 
 import (
 	"strconv"
 	"strings"
 )
 
-// sumSeries sums the samples of the exposition text whose line starts with
-// prefix (a metric name and "{", or a whole series).
-func sumSeries(text, prefix string) float64 {
+// SumSeries sums the samples of the Prometheus exposition text whose line
+// starts with prefix (a metric name and "{", or a whole series).
+func SumSeries(text, prefix string) float64 {
 	var n float64
 	for _, line := range strings.Split(text, "\n") {
 		if !strings.HasPrefix(line, prefix) {

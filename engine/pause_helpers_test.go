@@ -8,6 +8,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -470,4 +471,21 @@ func readProduceAnswers(c net.Conn, first int32, n int) error {
 		}
 	}
 	return nil
+}
+
+// answerWaitsWhilePaused: with cl's broker connection p paused, a Fetch
+// from r is answered by the broker at once and the answer stays in the
+// gateway's kernel; resumed, it arrives (resp).
+func answerWaitsWhilePaused(t *testing.T, r *rawConn, cl *session.Client, p *conn.Conn, resp *kmsg.FetchResponse) {
+	t.Helper()
+	waitState(t, cl, p, rpPaused)
+	r.send(emptyFetch(0))
+	_ = r.c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	var one [1]byte
+	if _, err := r.c.Read(one[:]); err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("an answer crossed a paused broker connection (%v)", err)
+	}
+	onLoopOf(t, cl, resume(p))
+	waitState(t, cl, p, rpAttached)
+	r.recv(resp)
 }

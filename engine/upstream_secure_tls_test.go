@@ -6,9 +6,7 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -133,16 +131,7 @@ func TestPauseBrokerConnectionTLS(t *testing.T) {
 	if p == nil {
 		t.Fatal("not paused")
 	}
-	waitState(t, cl, p, rpPaused)
-	r.send(emptyFetch(0))
-	_ = r.c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-	var one [1]byte
-	if _, err := r.c.Read(one[:]); err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("an answer crossed a paused broker connection (%v)", err)
-	}
-	onLoopOf(t, cl, resume(p))
-	waitState(t, cl, p, rpAttached)
-	r.recv(&resp)
+	answerWaitsWhilePaused(t, r, cl, p, &resp)
 	if resp.ErrorCode != 0 || len(resp.Topics) != 1 {
 		t.Fatalf("the answer after the resume: %+v", resp)
 	}

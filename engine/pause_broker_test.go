@@ -75,7 +75,7 @@ func TestStopClosesPausedSockets(t *testing.T) {
 }
 
 // Issue 11.2: what the gateway wrote goes out, paused or not: a client's
-// unsent answers are the stand-in's own queue (issue 11.3), not gnet's, so
+// unsent answers are its Conn's own queue (issue 11.3), not gnet's, so
 // the pause does not wait for a flush; what it writes while paused goes
 // out too, past the kernel's buffers (the drain watcher). Answers through
 // the loop's buffer: spliced records wait in the broker's socket instead
@@ -203,9 +203,9 @@ func clearOfRenewal(t *testing.T, cl *session.Client, r *rawConn, d time.Duratio
 	}
 }
 
-// Issue 11.2: a TLS client pauses too: the record layer reads through the
-// stand-in (the adapter's handle is replaced), what gnet had read of a
-// record waits in the stash. A produce blocks while its connections are
+// Issue 11.2: a TLS client pauses too: the record layer reads through its
+// Conn (the handle never changes), what gnet had read of a record waits in
+// the stash. A produce blocks while its connections are
 // paused and completes after the resume.
 func TestPauseTLSClient(t *testing.T) {
 	te := newTLSEnv(t, "")

@@ -261,10 +261,10 @@ func TestCoalescedWritesAllocs(t *testing.T) {
 	}
 }
 
-// A stand-in's write that the socket takes allocates nothing (the
+// A Conn's write that the socket takes allocates nothing (the
 // forward path stays at 0 allocations per frame, invariant 18); what it
 // does not take is queued in order (kernel.TestQueueDirectFull).
-func TestStandInWriteNoAllocs(t *testing.T) {
+func TestConnWriteNoAllocs(t *testing.T) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)

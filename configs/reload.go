@@ -12,15 +12,20 @@ import (
 //	if diff := next.StartOnlyDiff(cur); len(diff) > 0 { refuse, log diff }
 //
 // The keys are listeners.kafka's address, tls, sni_domain, advertised_port,
-// plaintext (the fallback ranges), max_connections, max_total_in_flight_bytes
-// and max_tenant_in_flight_bytes (seed 001 "Rechargement"); then
-// observability.kafka.budget_wait_buckets (seed 001: an histogram's bounds are
-// fixed at its creation; not served by this version, see notServed, so both
-// sides hold the defaults until it is), our own server.admin.address and
-// upstreams.<name>.embedded (a socket bound, a broker started at start), and
-// server.counters (the seeds are silent: the shared store and the counts it
-// holds live as long as the process; a new store would start every tenant's
-// budget again from what it holds).
+// plaintext (the fallback ranges of the clusters both serve: a cluster
+// added brings its range, a cluster removed takes its range away),
+// max_connections, max_total_in_flight_bytes and max_tenant_in_flight_bytes
+// (seed 001 "Rechargement"); then observability.kafka.budget_wait_buckets
+// (seed 001: an histogram's bounds are fixed at its creation; not served by
+// this version, see notServed, so both sides hold the defaults until it
+// is), upstreams.<name>.embedded of an upstream that serves a cluster on
+// both sides (its in-memory brokers and what they hold live as long as the
+// process; an embedded upstream added or removed with its clusters is
+// started or stopped), and server.counters (the seeds are silent: every
+// principal's running buckets and every open session's day and month
+// counters are bound to the store; a new one would split a tenant's
+// spending between two stores for as long as they live).
+// server.admin.address is applied by cmd/flexway, not here.
 // The result is sorted; nil when nothing start-only changed or old is nil.
 func (s *Snapshot) StartOnlyDiff(old *Snapshot) []string {
 	if old == nil || s == nil {
@@ -40,25 +45,19 @@ func (s *Snapshot) StartOnlyDiff(old *Snapshot) []string {
 		differ("listeners.kafka.tls", nk.TLS, ok.TLS)
 		differ("listeners.kafka.sni_domain", nk.SNIDomain, ok.SNIDomain)
 		differ("listeners.kafka.advertised_port", nk.AdvertisedPort, ok.AdvertisedPort)
-		differ("listeners.kafka.plaintext", nk.Plaintext, ok.Plaintext)
+		differ("listeners.kafka.plaintext", keptRanges(nk.Plaintext, s, old), keptRanges(ok.Plaintext, s, old))
 		differ("listeners.kafka.max_connections", nk.MaxConnections, ok.MaxConnections)
 		differ("listeners.kafka.max_total_in_flight_bytes", nk.MaxTotalInFlightBytes, ok.MaxTotalInFlightBytes)
 		differ("listeners.kafka.max_tenant_in_flight_bytes", nk.MaxTenantInFlightBytes, ok.MaxTenantInFlightBytes)
 	}
 	if s.File != nil && old.File != nil {
 		differ("observability.kafka.budget_wait_buckets", budgetBuckets(s.File), budgetBuckets(old.File))
-		differ("server.admin.address", adminAddress(s.File), adminAddress(old.File))
 		differ("server.counters", s.File.Server.Counters, old.File.Server.Counters)
 	}
-	names := map[string]bool{}
 	for n := range s.Upstreams {
-		names[n] = true
-	}
-	for n := range old.Upstreams {
-		names[n] = true
-	}
-	for n := range names {
-		differ("upstreams."+n+".embedded", embeddedOf(s.Upstreams[n]), embeddedOf(old.Upstreams[n]))
+		if s.serves(n) && old.serves(n) {
+			differ("upstreams."+n+".embedded", embeddedOf(s.Upstreams[n]), embeddedOf(old.Upstreams[n]))
+		}
 	}
 	slices.Sort(diff)
 	return diff
@@ -71,11 +70,38 @@ func budgetBuckets(f *File) []Duration {
 	return f.Observability.Kafka.BudgetWaitBuckets
 }
 
-func adminAddress(f *File) string {
-	if f.Server.Admin == nil {
+// AdminAddress is server.admin.address ("" without the endpoint).
+func (s *Snapshot) AdminAddress() string {
+	if s.File == nil || s.File.Server.Admin == nil {
 		return ""
 	}
-	return f.Server.Admin.Address
+	return s.File.Server.Admin.Address
+}
+
+// serves reports whether upstream name serves a cluster of s.
+func (s *Snapshot) serves(name string) bool {
+	for _, cl := range s.Clusters {
+		if cl.Upstream == name {
+			return true
+		}
+	}
+	return false
+}
+
+// keptRanges is p without the fallback ranges of the clusters a or b
+// declares alone: what a reload must keep as it is.
+func keptRanges(p *Plaintext, a, b *Snapshot) *Plaintext {
+	if p == nil {
+		return nil
+	}
+	q := *p
+	q.Clusters = map[string]*PlaintextCluster{}
+	for name, c := range p.Clusters {
+		if a.Clusters[name] != nil && b.Clusters[name] != nil {
+			q.Clusters[name] = c
+		}
+	}
+	return &q
 }
 
 func embeddedOf(u *Upstream) *Embedded {

@@ -28,6 +28,12 @@ import (
 // newcomers until a client connection closes. Each accepted connection is
 // handed to a gnet loop with Engine.Register (EventLoop.Enroll on the least
 // loaded loop); its OnOpen finds its route in the context it carries.
+//
+// A reload adds and retires ports (a cluster added or removed, S1): the
+// new ports are bound before the reload is adopted (a port taken refuses
+// it whole), then handed to the goroutine, which polls them from its next
+// turn; a retired port is closed by the goroutine itself, once it no
+// longer polls it (ports.go).
 
 // acceptWait bounds an accept(2) after poll said a connection was queued:
 // should it have gone meanwhile, the other ports never wait for it.
@@ -37,7 +43,8 @@ const acceptWait = 50 * time.Millisecond
 type listenSpec struct {
 	network, addr string // "tcp4", "127.0.0.1:9092"
 	route         session.Route
-	ln            *net.TCPListener // bound in New (port 0: the TLS port of tests), else in Serve
+	ln            *net.TCPListener // bound in New (port 0: the TLS port of tests), else in Serve; at a reload, before it is adopted
+	retired       bool             // a reload removed its cluster: closed by the accept goroutine (under acceptor.mu)
 }
 
 // acceptedConn is the context of a connection the acceptor handed to gnet,
@@ -53,7 +60,7 @@ type acceptor struct {
 	// slots holds one token per client connection accepted and not yet
 	// closed (its OnClose gives it back): max_connections tokens at most.
 	slots chan struct{}
-	specs []listenSpec
+	specs []*listenSpec // under mu once the goroutine runs
 	quit  chan struct{}
 	done  chan struct{}
 	log   *signals.RateLimiter
@@ -100,7 +107,7 @@ func bind(network, addr string) (*net.TCPListener, error) {
 // add declares a listener port; port 0 is bound at once (the test's TLS
 // port), so that its route is known before Serve. It returns the port.
 func (a *acceptor) add(host string, port int, route session.Route) (int, error) {
-	s := listenSpec{network: listenNetwork(host), addr: net.JoinHostPort(host, strconv.Itoa(port)), route: route}
+	s := &listenSpec{network: listenNetwork(host), addr: net.JoinHostPort(host, strconv.Itoa(port)), route: route}
 	if port == 0 {
 		ln, err := bind(s.network, s.addr)
 		if err != nil {
@@ -122,16 +129,16 @@ func (a *acceptor) listen() error {
 	if a.stopped {
 		return errors.New("engine stopped")
 	}
-	for i := range a.specs {
-		if a.specs[i].ln != nil {
+	for _, s := range a.specs {
+		if s.ln != nil {
 			continue
 		}
-		ln, err := bind(a.specs[i].network, a.specs[i].addr)
+		ln, err := bind(s.network, s.addr)
 		if err != nil {
 			a.closeListeners()
 			return err
 		}
-		a.specs[i].ln = ln
+		s.ln = ln
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -143,10 +150,10 @@ func (a *acceptor) listen() error {
 }
 
 func (a *acceptor) closeListeners() {
-	for i := range a.specs {
-		if a.specs[i].ln != nil {
-			_ = a.specs[i].ln.Close()
-			a.specs[i].ln = nil
+	for _, s := range a.specs {
+		if s.ln != nil {
+			_ = s.ln.Close()
+			s.ln = nil
 		}
 	}
 }
@@ -204,23 +211,13 @@ func (a *acceptor) open() int { return len(a.slots) }
 
 // run is the accept goroutine. A place is taken before the listeners are
 // even polled: at max_connections the goroutine waits on slots, and nothing
-// is accepted, refused or reset.
+// is accepted, refused or reset. A reload's wake makes it poll the ports
+// in force again (ports.go), its place kept.
 func (a *acceptor) run() {
 	defer close(a.done)
-	fds := make([]unix.PollFd, 1+len(a.specs))
-	fds[0] = unix.PollFd{Fd: int32(a.wakeR.Fd()), Events: unix.POLLIN}
-	for i := range a.specs {
-		var fd int
-		rc, err := a.specs[i].ln.SyscallConn()
-		if err == nil {
-			err = rc.Control(func(p uintptr) { fd = int(p) })
-		}
-		if err != nil {
-			a.e.log.Error("kafka listener unusable", "address", a.specs[i].addr, "error", err.Error())
-			return
-		}
-		// The descriptor stays valid: listeners close after this goroutine returns.
-		fds[1+i] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	specs, fds, ok := a.polled()
+	if !ok {
+		return
 	}
 	next, backoff := 0, time.Duration(0)
 	for {
@@ -229,12 +226,20 @@ func (a *acceptor) run() {
 		case <-a.quit:
 			return
 		}
-		i, ok := a.ready(fds, &next)
-		if !ok {
+		i, st := a.ready(fds, &next)
+		for st == pollChanged {
+			if specs, fds, ok = a.polled(); !ok {
+				a.free()
+				return
+			}
+			next = 0
+			i, st = a.ready(fds, &next)
+		}
+		if st == pollStop {
 			a.free()
 			return
 		}
-		switch err := a.accept(i); {
+		switch err := a.accept(specs[i]); {
 		case err == nil:
 			backoff = 0
 		case errors.Is(err, net.ErrClosed), errors.Is(err, errStopping):
@@ -246,7 +251,7 @@ func (a *acceptor) run() {
 			// so wait before trying again (the queue holds the clients).
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			if ok, _ := a.log.Allow(); ok {
-				a.e.log.Warn("kafka listener accept failed", "address", a.specs[i].addr, "error", err.Error(), "retry_in", backoff.String())
+				a.e.log.Warn("kafka listener accept failed", "address", specs[i].addr, "error", err.Error(), "retry_in", backoff.String())
 			}
 			select {
 			case <-time.After(backoff):
@@ -259,9 +264,18 @@ func (a *acceptor) run() {
 
 var errStopping = errors.New("engine stopping")
 
+// pollState is what ready saw.
+type pollState uint8
+
+const (
+	pollReady   pollState = iota // a listener has a queued connection
+	pollChanged                  // a reload added or retired ports (ports.go)
+	pollStop                     // stop woke it
+)
+
 // ready waits until a listener has a queued connection and returns its
-// index, the ports taken in turn; false once stop woke it.
-func (a *acceptor) ready(fds []unix.PollFd, next *int) (int, bool) {
+// index, the ports taken in turn; or a reload's wake, or stop's.
+func (a *acceptor) ready(fds []unix.PollFd, next *int) (int, pollState) {
 	n := len(fds) - 1
 	for {
 		for j := range fds {
@@ -272,16 +286,16 @@ func (a *acceptor) ready(fds []unix.PollFd, next *int) (int, bool) {
 				continue
 			}
 			a.e.log.Error("kafka listeners: poll failed", "error", err.Error())
-			return 0, false
+			return 0, pollStop
 		}
 		if fds[0].Revents != 0 {
-			return 0, false
+			return 0, a.woken()
 		}
 		for k := 0; k < n; k++ {
 			j := (*next + k) % n
 			if fds[1+j].Revents != 0 {
 				*next = j + 1
-				return j, true
+				return j, pollReady
 			}
 		}
 	}
@@ -289,15 +303,15 @@ func (a *acceptor) ready(fds []unix.PollFd, next *int) (int, bool) {
 
 // accept takes the connection queued on listener i (its place is taken)
 // and enrolls it on a loop. On every error the place is given back.
-func (a *acceptor) accept(i int) error {
-	ln := a.specs[i].ln
+func (a *acceptor) accept(spec *listenSpec) error {
+	ln := spec.ln
 	_ = ln.SetDeadline(time.Now().Add(acceptWait))
 	c, err := ln.AcceptTCP()
 	if err != nil {
 		a.free()
 		return err
 	}
-	if a.e.env.RefusedCluster(a.specs[i].route.Cluster) { // U3: refused at once
+	if a.e.env.RefusedCluster(spec.route.Cluster) { // U3: refused at once
 		_ = c.Close()
 		a.free()
 		return nil
@@ -305,7 +319,7 @@ func (a *acceptor) accept(i int) error {
 	// Socket options are the accepted socket's, kept by gnet's dup: Nagle
 	// off (as gnet set it on its listeners), keep-alive off (bind).
 	_ = c.SetNoDelay(true)
-	ac := &acceptedConn{route: a.specs[i].route}
+	ac := &acceptedConn{route: spec.route}
 	ctx := gnet.NewNetConnContext(gnet.NewContext(context.Background(), ac), c)
 	res, err := a.e.eng.Register(ctx)
 	if err != nil {

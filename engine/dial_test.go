@@ -20,7 +20,7 @@ import (
 func TestBrokerUnreachableClosesClient(t *testing.T) {
 	env := newTestEnv(t, "")
 	node := env.nodes()[0]
-	up := env.e.env.Upstreams["events"]
+	up := env.e.env.Upstream("events")
 	own, ok := up.Addr(node)
 	if !ok {
 		t.Fatalf("node %d unknown to the upstream", node)
@@ -77,7 +77,7 @@ func TestUnknownBrokerClosesClient(t *testing.T) {
 // request is answered.
 func TestBrokerUnreachableResetsCertSession(t *testing.T) {
 	te := newTLSEnv(t, "")
-	up := te.e.env.Upstreams["events"]
+	up := te.e.env.Upstream("events")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -61,7 +61,7 @@ func (e *Engine) Loops() int { return e.opts.Loops }
 // EmbeddedBrokers returns, for each embedded upstream, its brokers' addresses.
 func (e *Engine) EmbeddedBrokers() map[string][]string {
 	out := map[string][]string{}
-	for name, u := range e.env.Upstreams {
+	for name, u := range e.env.Fleet().Upstreams {
 		if addrs := u.EmbeddedAddrs(); addrs != nil {
 			out[name] = addrs
 		}
@@ -178,7 +178,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 }
 
 func (e *Engine) closeUpstreams() {
-	for _, u := range e.env.Upstreams {
+	for _, u := range e.env.Fleet().Upstreams {
 		u.Close()
 	}
 }

@@ -18,6 +18,10 @@ func (e *Engine) OnOpen(c gnet.Conn) (out []byte, action gnet.Action) {
 	switch x := c.Context().(type) {
 	case *acceptedConn:
 		x.opened = true
+		if e.env.ClusterGone(x.route) { // accepted on a port a reload is retiring
+			e.env.RefusedLine("kafka connection refused", "cause", "the virtual cluster is no longer declared", "cluster", x.route.Cluster.Name)
+			return nil, gnet.Close
+		}
 		if !e.env.Open(c, x.route) {
 			// Refused for a bound (B1): reset, not closed in order, as a
 			// transient cause before the first answer (invariant 43).

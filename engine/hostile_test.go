@@ -327,7 +327,7 @@ func brokerMisbehaves(t *testing.T, env *testEnv, inFlight int, why ...string) {
 // need it (skipped against a real broker).
 func kfakeOf(t *testing.T, env *testEnv) *kfake.Cluster {
 	t.Helper()
-	u := env.e.env.Upstreams["events"]
+	u := env.e.env.Upstream("events")
 	if u == nil || u.Embedded() == nil {
 		t.Skip("needs the embedded kfake upstream")
 	}

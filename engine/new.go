@@ -143,22 +143,46 @@ func (e *Engine) bound(l *configs.KafkaListener) {
 // of their names (the later of two that reach one physical cluster is
 // refused, U3), and reads each cluster's versions.
 func (e *Engine) startUpstreams(ctx context.Context, snap *configs.Snapshot) error {
+	f := session.NewFleet()
+	defer func() { e.env.SetFleet(f) }() // what started, to be closed should a step fail
 	for _, name := range servedUpstreams(snap) {
-		cfg := snap.Upstreams[name]
-		if cfg == nil {
-			return fmt.Errorf("%w: no upstream %q", ErrEngineConfig, name)
-		}
-		u, err := upstream.Start(ctx, name, cfg, seedTopics(snap, name))
+		u, err := startUpstream(ctx, snap, name)
 		if err != nil {
-			return fmt.Errorf("%w: %w", ErrEngineUpstream, err)
+			return err
 		}
-		e.env.Upstreams[name] = u
-		e.checkPhysicalCluster(snap, name)
+		f.Upstreams[name] = u
+		if other := samePhysicalCluster(snap, f, name); other != "" {
+			f.SameCluster[name] = other
+			e.log.Error(session.MsgSameCluster, "upstream", name, "same_as", other, "cluster_id", u.ClusterID())
+		}
 	}
-	for _, cl := range snap.Clusters {
-		e.env.Versions[cl.Name] = decide.NewVersions(e.env.Upstreams[cl.Upstream].Versions())
-	}
+	setVersions(snap, f)
 	return nil
+}
+
+// startUpstream starts upstream name of snap: its first connection reads
+// its brokers, their versions and the physical cluster's id.
+func startUpstream(ctx context.Context, snap *configs.Snapshot, name string) (*upstream.Upstream, error) {
+	cfg := snap.Upstreams[name]
+	if cfg == nil {
+		return nil, fmt.Errorf("%w: no upstream %q", ErrEngineConfig, name)
+	}
+	u, err := upstream.Start(ctx, name, cfg, seedTopics(snap, name))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEngineUpstream, err)
+	}
+	return u, nil
+}
+
+// setVersions reads, for every cluster of snap, the versions of its
+// upstream in f.
+func setVersions(snap *configs.Snapshot, f *session.Fleet) {
+	clear(f.Versions)
+	for _, cl := range snap.Clusters {
+		if u := f.Upstreams[cl.Upstream]; u != nil {
+			f.Versions[cl.Name] = decide.NewVersions(u.Versions())
+		}
+	}
 }
 
 // seedTopics lists the physical topics the embedded upstream creates: every
@@ -222,37 +246,13 @@ func (e *Engine) addTLSPort(l *configs.KafkaListener) error {
 }
 
 // addClusterPorts declares the plaintext listener ports: the fallback
-// range of each cluster.
+// range of each cluster (ports.go).
 func (e *Engine) addClusterPorts(snap *configs.Snapshot) error {
-	l := snap.Listener
-	if l.Plaintext == nil {
-		return nil
-	}
-	host := "0.0.0.0"
-	if l.Plaintext.BindHost != "" {
-		host = l.Plaintext.BindHost
-	}
-	names := make([]string, 0, len(l.Plaintext.Clusters))
-	for name := range l.Plaintext.Clusters {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		pc := l.Plaintext.Clusters[name]
-		cl := snap.Clusters[name]
-		if cl == nil {
-			continue // refused at load; kept safe here
+	for _, p := range clusterPorts(snap, nil) {
+		if _, err := e.acc.add(p.host, p.port, p.route); err != nil {
+			return err
 		}
-		for port := pc.Ports.From; port <= pc.Ports.To; port++ {
-			node := int32(-1)
-			if port > pc.Ports.From {
-				node = pc.FirstNodeID + int32(port-pc.Ports.From-1)
-			}
-			if _, err := e.acc.add(host, port, session.Route{Cluster: cl, Node: node}); err != nil {
-				return err
-			}
-			e.addrs = append(e.addrs, "tcp://"+net.JoinHostPort(host, strconv.Itoa(port)))
-		}
+		e.addrs = append(e.addrs, "tcp://"+net.JoinHostPort(p.host, strconv.Itoa(p.port)))
 	}
 	return nil
 }

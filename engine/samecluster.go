@@ -45,32 +45,27 @@ func upstreamPrefixes(snap *configs.Snapshot, name string) map[string]bool {
 	return out
 }
 
-// checkPhysicalCluster compares the cluster id of the upstream just
-// started with those started before it; one that names the same physical
-// cluster under another prefix refuses the new one (logged once here, and
-// at each refused connection).
-func (e *Engine) checkPhysicalCluster(snap *configs.Snapshot, name string) {
-	id := e.env.Upstreams[name].ClusterID()
+// samePhysicalCluster compares the cluster id of upstream name in f with
+// those of the other upstreams of f not refused themselves, in the order
+// of their names; it returns the first that names the same physical
+// cluster under other prefixes ("" if none).
+func samePhysicalCluster(snap *configs.Snapshot, f *session.Fleet, name string) string {
+	id := f.Upstreams[name].ClusterID()
 	if id == "" {
-		return // Metadata v0, v1: told apart by addresses only (at load)
+		return "" // Metadata v0, v1: told apart by addresses only (at load)
 	}
 	mine := upstreamPrefixes(snap, name)
 	for _, other := range servedUpstreams(snap) {
-		u := e.env.Upstreams[other]
-		if other == name || u == nil || u.ClusterID() != id || e.env.SameCluster[other] != "" {
+		u := f.Upstreams[other]
+		if other == name || u == nil || u.ClusterID() != id || f.SameCluster[other] != "" {
 			continue
 		}
-		theirs := upstreamPrefixes(snap, other)
-		if samePrefixes(mine, theirs) {
+		if samePrefixes(mine, upstreamPrefixes(snap, other)) {
 			continue
 		}
-		if e.env.SameCluster == nil {
-			e.env.SameCluster = map[string]string{}
-		}
-		e.env.SameCluster[name] = other
-		e.log.Error(session.MsgSameCluster, "upstream", name, "same_as", other, "cluster_id", id)
-		return
+		return other
 	}
+	return ""
 }
 
 func samePrefixes(a, b map[string]bool) bool {
@@ -91,16 +86,17 @@ func samePrefixes(a, b map[string]bool) bool {
 // banner names them instead of a bootstrap nobody can use.
 func (e *Engine) RefusedClusters() map[string]string {
 	out := map[string]string{}
-	if len(e.env.SameCluster) == 0 {
+	f := e.env.Fleet()
+	if len(f.SameCluster) == 0 {
 		return out
 	}
 	for name, cl := range e.Snapshot().Clusters {
-		other, ok := e.env.SameCluster[cl.Upstream]
+		other, ok := f.SameCluster[cl.Upstream]
 		if !ok {
 			continue
 		}
 		id := ""
-		if u := e.env.Upstreams[cl.Upstream]; u != nil {
+		if u := f.Upstreams[cl.Upstream]; u != nil {
 			id = u.ClusterID()
 		}
 		out[name] = fmt.Sprintf("%s (upstream %s reaches cluster id %s, as upstream %s does)", session.MsgSameCluster, cl.Upstream, id, other)

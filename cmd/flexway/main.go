@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -63,9 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "flexway:", err)
 		return 1
 	}
-	if adm := snap.File.Server.Admin; adm != nil && adm.Address != "" {
-		go serveAdmin(adm.Address, e, log)
-	}
+	adm := &admin{e: e, log: log}
+	adm.start(snap.AdminAddress())
 	banner(stdout, snap, len(e.Addrs()), e.EmbeddedBrokers(), e.RefusedClusters(), time.Now())
 	log.Info("flexway started", "listeners", len(e.Addrs()), "loops", e.Loops())
 	// SIGHUP is caught before systemd hears READY=1: a reload asked as soon
@@ -89,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			running = false
 		case <-hup:
 			notify(daemon.SdNotifyReloading)
-			reload(ctx, *path, e, log)
+			reload(ctx, *path, e, adm, log)
 			notify(daemon.SdNotifyReady)
 		}
 	}
@@ -152,24 +150,25 @@ func watchdog(ctx context.Context) (stop func()) {
 	return cancel
 }
 
-// reload applies SIGHUP (S1): a new snapshot, or the old one stays.
-func reload(ctx context.Context, path string, e *engine.Engine, log *slog.Logger) {
+// reload applies SIGHUP (S1): a new snapshot, or the old one stays. A
+// new admin address is bound first (admin.go): taken, the reload is refused.
+func reload(ctx context.Context, path string, e *engine.Engine, adm *admin, log *slog.Logger) {
 	snap, err := configs.Load(path)
 	if err != nil {
 		log.Error("configuration reload refused: the old configuration stays", "path", path, "errors", err.Error())
 		return
 	}
-	if err := e.Reload(ctx, snap); err != nil {
+	ln, err := adm.bind(snap.AdminAddress())
+	if err == nil {
+		if err = e.Reload(ctx, snap); err != nil && ln != nil {
+			ln.Close()
+		}
+	}
+	if err != nil {
 		log.Error("configuration reload refused: the old configuration stays", "path", path, "error", err.Error())
+		return
 	}
-}
-
-// serveAdmin serves the admin endpoint (O4; adminHandler, status.go).
-func serveAdmin(addr string, e *engine.Engine, log *slog.Logger) {
-	srv := &http.Server{Addr: addr, Handler: adminHandler(e), ReadHeaderTimeout: 5 * time.Second}
-	if err := srv.ListenAndServe(); err != nil {
-		log.Error("admin endpoint stopped", "address", addr, "error", err.Error())
-	}
+	adm.move(snap.AdminAddress(), ln)
 }
 
 // boundsInForce is what /config shows (O4): the listener's bounds and

@@ -19,7 +19,7 @@ import (
 func (cl *Client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 	switch h.Key {
 	case codec.KeyApiVersions:
-		cl.scratch = cl.env.Versions[cl.route.Cluster.Name].AppendAnswer(cl.scratch[:0], h)
+		cl.scratch = cl.env.versions(cl.route.Cluster.Name).AppendAnswer(cl.scratch[:0], h)
 		cl.write(cl.scratch)
 	case codec.KeySASLHandshake:
 		cl.saslHandshake(h, frame[h.BodyOffset:])
@@ -196,7 +196,7 @@ func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	cl.budget.Replica = cl.env.Bounds.Replica
 	cl.sess = &decide.Session{
 		View:     view,
-		Versions: cl.env.Versions[cl.route.Cluster.Name],
+		Versions: cl.env.versions(cl.route.Cluster.Name),
 		Brokers:  cl.env.brokers(snap, cl.route.Cluster, cl.route.TLS),
 		Limits: decide.Limits{
 			MaxFetchWaitMs:     int32(snap.Listener.MaxFetchWait.D() / time.Millisecond),
@@ -282,9 +282,8 @@ func (cl *Client) adopt(snap *configs.Snapshot) {
 	cl.sess.Limits.MaxTopicPartitions = int32(snap.Listener.MaxTopicPartitions)
 	cl.sess.Limits.MaxRequestBytes = int64(snap.Listener.MaxRequestBytes)
 	cluster := snap.Clusters[cl.route.Cluster.Name]
-	if cluster == nil {
-		cl.auth.revoked = "the virtual cluster is no longer declared"
-		cl.checkSession()
+	if cluster == nil { // a reload removed it (CloseRemoved closes at once; kept safe here)
+		cl.closeRemoved()
 		return
 	}
 	cl.route.Cluster = cluster

@@ -374,7 +374,7 @@ func (cl *Client) handle(frame []byte) bool {
 // the gateway answers itself.
 func (cl *Client) parseRequest(frame []byte) (codec.RequestHeader, error) {
 	h, err := codec.ParseRequestHeader(frame)
-	if err == nil && h.Key == codec.KeyApiVersions && cl.env.Versions[cl.route.Cluster.Name].Has(codec.KeyApiVersions, h.Version) {
+	if err == nil && h.Key == codec.KeyApiVersions && cl.env.versions(cl.route.Cluster.Name).Has(codec.KeyApiVersions, h.Version) {
 		err = apiVersionsBody(h.Version, frame[h.BodyOffset:])
 	}
 	return h, err
@@ -386,7 +386,7 @@ func (cl *Client) parseRequest(frame []byte) (codec.RequestHeader, error) {
 func (cl *Client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
 	switch h.Key {
 	case codec.KeyApiVersions:
-		cl.scratch = cl.env.Versions[cl.route.Cluster.Name].AppendAnswer(cl.scratch[:0], h)
+		cl.scratch = cl.env.versions(cl.route.Cluster.Name).AppendAnswer(cl.scratch[:0], h)
 		cl.answerLocal(cl.scratch)
 		cl.ts.Request(h.Key, signals.Allowed, signals.CauseNone)
 		return true

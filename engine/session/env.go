@@ -13,12 +13,10 @@ import (
 	"github.com/flexway/flexway/audit"
 	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/configs"
-	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/engine/conn"
 	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/quota"
 	"github.com/flexway/flexway/relay"
-	"github.com/flexway/flexway/upstream"
 	"github.com/panjf2000/ants/v2"
 	"github.com/panjf2000/gnet/v2"
 )
@@ -28,14 +26,11 @@ import (
 // worker pools, the signals, the loops' states. The engine fills it at its
 // start (engine.New); what changes later is atomic or read on the loops.
 type Env struct {
-	Log       *slog.Logger
-	Snap      atomic.Pointer[configs.Snapshot]
-	Upstreams map[string]*upstream.Upstream
-	Versions  map[string]*decide.Versions // by cluster
-	// SameCluster: an upstream refused because an earlier one reaches the
-	// same physical cluster under another prefix (U3) -> that earlier one.
-	// Set at the start, read only after.
-	SameCluster map[string]string
+	Log  *slog.Logger
+	Snap atomic.Pointer[configs.Snapshot]
+	// fleet: the upstreams in force, their versions by cluster, the U3
+	// refusals (fleet.go); replaced whole at a reload.
+	fleet atomic.Pointer[Fleet]
 
 	Signals *signals.Set
 	Series  Series       // the flow's and the splices' series (flowseries.go)
@@ -122,13 +117,13 @@ type Hooks struct {
 
 // NewEnv makes the shared state of an engine; the engine fills the rest.
 func NewEnv(log *slog.Logger) *Env {
-	return &Env{
+	env := &Env{
 		Log:        log,
-		Upstreams:  map[string]*upstream.Upstream{},
-		Versions:   map[string]*decide.Versions{},
 		refusedLog: signals.NewRateLimiter(signals.RefusalsPerSecond),
 		loops:      map[gnet.EventLoop]*Loop{},
 	}
+	env.fleet.Store(NewFleet())
+	return env
 }
 
 // Bound sets the listener's bounds on connections and bytes in flight.
@@ -244,10 +239,11 @@ const MsgSameCluster = "kafka connection refused: two upstreams reach the same p
 // prefixes); its connections are closed, and each is logged
 // (rate-limited).
 func (env *Env) RefusedCluster(cluster *configs.Cluster) bool {
-	if cluster == nil || len(env.SameCluster) == 0 {
+	same := env.Fleet().SameCluster
+	if cluster == nil || len(same) == 0 {
 		return false
 	}
-	other, ok := env.SameCluster[cluster.Upstream]
+	other, ok := same[cluster.Upstream]
 	if !ok {
 		return false
 	}

@@ -50,8 +50,11 @@ const streamPeek = 4 << 10
 // Dial blocks (with the upstream's timeout), then the socket is enrolled on
 // the client's own loop. Frames wait in the client's buffer meanwhile.
 func (cl *Client) dial() {
-	u := cl.env.Upstreams[cl.route.Cluster.Upstream]
-	addr, ok := u.Addr(cl.route.Node)
+	u := cl.env.Upstream(cl.route.Cluster.Upstream)
+	addr, ok := "", false
+	if u != nil { // nil: a reload removed it; its clusters' connections are closing
+		addr, ok = u.Addr(cl.route.Node)
+	}
 	if !ok {
 		cl.close(signals.CloseUnknownBroker, "cluster", cl.route.Cluster.Name, "node", cl.route.Node)
 		return

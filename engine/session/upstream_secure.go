@@ -109,8 +109,11 @@ func (u *upstreamConn) renewIfIdle() {
 	if s == nil || s.renewal != renewWaiting || u.fs != nil || u.cl.queue.Len() > 0 || u.closed {
 		return
 	}
-	up := u.cl.env.Upstreams[u.cl.route.Cluster.Upstream]
-	s.auth = up.NewAuth(s.addr)
+	up := u.cl.env.Upstream(u.cl.route.Cluster.Upstream)
+	s.auth = nil
+	if up != nil { // nil: a reload removed it; its clusters' connections are closing
+		s.auth = up.NewAuth(s.addr)
+	}
 	if s.auth == nil { // SASL removed at a reload: the session stays as it is
 		s.renewBy = time.Time{}
 		u.renewed()
@@ -274,6 +277,6 @@ func (u *upstreamConn) send(bs [][]byte) {
 // upstreamRefused reports whether the brokers of upstream name refuse the
 // gateway's credentials at the moment (upstream.Upstream.Refused).
 func (env *Env) upstreamRefused(name string) bool {
-	u := env.Upstreams[name]
+	u := env.Upstream(name)
 	return u != nil && u.Refused()
 }

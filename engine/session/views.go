@@ -98,7 +98,7 @@ func (env *Env) brokers(snap *configs.Snapshot, cluster *configs.Cluster, tls bo
 	k := brokersKey{cluster.Name, tls}
 	b := vs.names[k]
 	if b == nil {
-		b = &brokerNames{env: env, cluster: cluster, up: env.Upstreams[cluster.Upstream], tls: tls}
+		b = &brokerNames{env: env, cluster: cluster, up: env.Upstream(cluster.Upstream), tls: tls}
 		vs.names[k] = b
 	}
 	return b

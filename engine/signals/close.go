@@ -33,6 +33,7 @@ const (
 	CloseRefusedAPI
 	CloseTenantShare
 	CloseRevoked
+	CloseClusterRemoved // S1: a reload removed the connection's virtual cluster
 	CloseSessionEnded
 	CloseCertSessionEnded
 	CloseReauthMechanism
@@ -110,6 +111,7 @@ var closeCauses = [numCloseCauses]closeLine{
 	CloseRefusedAPI:       {name: "refused api", msg: "kafka connection closed: request refused", level: slog.LevelWarn},
 	CloseTenantShare:      {name: "tenant share", msg: "kafka connection closed: the tenant's in-flight share is reached", level: slog.LevelWarn},
 	CloseRevoked:          {name: "revoked", msg: "kafka connection closed: credential revoked on reload", level: slog.LevelWarn},
+	CloseClusterRemoved:   {name: "cluster removed", msg: connRefused, refused: true, cause: "the virtual cluster is no longer declared"}, // seed 002's troubleshooting row "undeclared cluster"
 	CloseSessionEnded:     {name: "max_session_lifetime", msg: "kafka connection closed: session ended without re-authentication", level: slog.LevelInfo, metric: "max_session_lifetime"},
 	CloseCertSessionEnded: {name: "certificate session ended", msg: "kafka connection closed: session ended", level: slog.LevelInfo, metric: "max_session_lifetime"},
 	CloseReauthMechanism:  {name: "reauth mechanism", msg: "kafka connection closed: re-authentication with another mechanism or framing", level: slog.LevelWarn},

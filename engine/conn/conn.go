@@ -285,6 +285,16 @@ func (c *Conn) Reattached(gc gnet.Conn) gnet.Action {
 			c.arm()
 		}
 		c.marks() // back to low: the owner is told here, no writable event follows
+		if n > 0 {
+			// Nor is it told the socket took bytes (its unread bytes,
+			// counted in its budgets, B2, would stay as they were): told
+			// after OnOpen, as the tick's writable would.
+			c.l.run("drained", func() {
+				if c.st == attached || c.st == detached {
+					c.owner.Drained()
+				}
+			})
+		}
 	}
 	if c.off < len(c.in) {
 		_ = gc.Wake(nil) // the owner reads its stash even if the peer sends nothing more

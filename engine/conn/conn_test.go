@@ -45,6 +45,8 @@ type owner struct {
 	closed chan error
 	above  atomic.Int64
 	below  atomic.Int64
+	// drained: Drained calls (the socket took queued bytes)
+	drained atomic.Int64
 	// onTraffic, when set, runs on the loop at each Traffic before the read.
 	onTraffic func(o *owner)
 	keep      bool // read nothing (Traffic leaves the bytes buffered)
@@ -72,7 +74,7 @@ func (o *owner) Traffic() {
 func (o *owner) Closed(err error) { o.closed <- err }
 func (o *owner) Above()           { o.above.Add(1) }
 func (o *owner) Below()           { o.below.Add(1) }
-func (o *owner) Drained()         {}
+func (o *owner) Drained()         { o.drained.Add(1) }
 
 func (o *owner) bytes() []byte {
 	o.mu.Lock()
@@ -378,8 +380,10 @@ func TestNoRoomUntilTheSocketTakesMore(t *testing.T) {
 
 // What is written while the socket re-enrols is written out at its
 // re-enrolment (Reattached), and the owner is told the queue is back to
-// its low mark there: no writable event follows to tell it later (a client
-// whose marks are 0 inside spliced records kept its broker paused for good).
+// its low mark there, and that the socket took bytes: no writable event
+// follows to tell it later (a client whose marks are 0 inside spliced
+// records kept its broker paused for good; a client's unread bytes stayed
+// counted in its tenant's and the replica's budgets until its next write).
 func TestBelowWhenReattachWritesTheQueue(t *testing.T) {
 	s := startServer(t, 0, 0)
 	nc, o := s.accept(t)
@@ -397,6 +401,8 @@ func TestBelowWhenReattachWritesTheQueue(t *testing.T) {
 		t.Fatalf("above %d after a write queued at marks 0", a)
 	}
 	eventually(t, "Below once the re-enrolment wrote the queue", func() bool { return o.below.Load() == 1 })
+	// And Drained: the owner counts its unread bytes again (B2's budgets).
+	eventually(t, "Drained once the re-enrolment wrote the queue", func() bool { return o.drained.Load() == 1 })
 	buf := make([]byte, 64)
 	_ = nc.SetReadDeadline(time.Now().Add(wait))
 	if n, err := io.ReadAtLeast(nc, buf, len("written-while-re-enrolling")); err != nil || string(buf[:n]) != "written-while-re-enrolling" {

@@ -112,6 +112,8 @@ type budgetWait struct {
 	listed bool
 	// since: held for the tenant's share since then (the wait histogram)
 	since time.Time
+	// replica: held for the replica's budget, the wait counted (ReplicaWaits)
+	replica bool
 }
 
 // clientClock is what the sweep's deadlines (sweep.go) are measured from.
@@ -460,6 +462,7 @@ func (cl *Client) admit(key int16) (int64, bool) {
 	v := cl.budget.Admit(ask)
 	switch v.Kind {
 	case relay.Go:
+		cl.wait.replica = false
 		if !cl.wait.since.IsZero() {
 			cl.env.Signals.TenantWait(cl.ts, time.Since(cl.wait.since))
 			cl.wait.since = time.Time{}
@@ -473,6 +476,10 @@ func (cl *Client) admit(key int16) (int64, bool) {
 		if v.By == relay.LevelTenant && cl.wait.since.IsZero() {
 			cl.env.Signals.TenantBudget(cl.ts, true)
 			cl.wait.since = time.Now()
+		}
+		if v.By == relay.LevelReplica && !cl.wait.replica {
+			cl.wait.replica = true
+			cl.env.Series.ReplicaWaits.Add(1)
 		}
 	}
 	// WaitBytes and WaitUntil: the frame stays in the buffer; the tick asks again.

@@ -137,6 +137,7 @@ func (env *Env) Bound(l *configs.KafkaListener) {
 func (env *Env) StartSignals(snap *configs.Snapshot) {
 	env.Signals = signals.New(snap)
 	env.Series = newFlowSeries(env.Signals.Metrics(), &env.Flow)
+	env.Series.ReplicaWaits = env.budgetSeries(env.Signals.Metrics())
 }
 
 // marks are the write-queue marks of a connection made now.

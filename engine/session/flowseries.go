@@ -37,6 +37,10 @@ type Series struct {
 	ProduceRoomOuts count // passes a full broker socket ended before a splice
 	ProduceDetached count // record bytes spliced from a detached client's socket
 
+	// ReplicaWaits: requests that waited for the replica's in-flight
+	// budget (max_total_in_flight_bytes), once a wait (budget_series.go).
+	ReplicaWaits count
+
 	// LoopEvent: how long each traffic event held its loop (every other
 	// connection of the loop waits meanwhile): a stall shows here.
 	LoopEvent *metrics.PrometheusHistogram

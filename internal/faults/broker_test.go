@@ -71,3 +71,64 @@ func TestWorkloadWithoutFault(t *testing.T) {
 	env := newFaultEnv(t, "")
 	env.run(2*time.Millisecond, 100, func(*workload) {})
 }
+
+// blackholeFor is how long a broker stays blackholed: past every
+// franz-go request timeout (a Produce's 10 s + 10 s, a Fetch's 5 s + 10 s),
+// as the 30 s.
+const blackholeFor = 30 * time.Second
+
+// A broker (the group's coordinator, a partition's leader) whose host
+// stops answering for 30 s, then answers again: the clients time their
+// requests out, close their connections, reconnect, and write and read
+// everything once it is back.
+func TestBrokerBlackholedThenBack(t *testing.T) {
+	t.Parallel()
+	env := newFaultEnv(t, "")
+	env.run(2*time.Millisecond, 100, func(w *workload) {
+		if err := env.c.Blackhole(env.target); err != nil {
+			t.Fatal(err)
+		}
+		acked := w.ackedCount()
+		time.Sleep(blackholeFor) // the fault's length, not a wait for a condition
+		env.c.Heal(env.target)
+		t.Logf("%d records acknowledged while the broker was blackholed", w.ackedCount()-acked)
+	})
+}
+
+// The slow and narrow broker's figures, and the gateway's budgets in the
+// test (B2): 4 MiB per connection, 16 MiB for the replica.
+const (
+	slowFor       = time.Minute
+	slowLatency   = 200 * time.Millisecond
+	slowKiBPerSec = 1024
+	slowBudgets   = "    max_in_flight_bytes: 4MiB\n    max_total_in_flight_bytes: 16MiB\n"
+	slowTotal     = 16 << 20
+)
+
+// B2: a broker at 200 ms latency and 1 MiB/s for a minute under a
+// producer that writes more than that (4 KiB records, 2 MiB/s) and a
+// group that reads it all: the gateway's heap stays within its in-flight
+// budget of the level before, and everything crosses once it is fast again.
+func TestBrokerSlowAndNarrow(t *testing.T) {
+	t.Parallel()
+	env := newFaultEnv(t, slowBudgets)
+	var peak float64
+	env.run(2*time.Millisecond, 4096, func(w *workload) {
+		base := env.gw.gauges().heap
+		if err := env.c.Latency(env.target, slowLatency); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.c.Bandwidth(env.target, slowKiBPerSec); err != nil {
+			t.Fatal(err)
+		}
+		for end := time.Now().Add(slowFor); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+			peak = max(peak, env.gw.gauges().heap)
+			if peak > base+slowTotal+marginHeap {
+				t.Fatalf("heap in use %.0f MiB while the broker is slow: over %.0f MiB before + the 16 MiB budget + margin",
+					peak/(1<<20), base/(1<<20))
+			}
+		}
+		env.c.Heal(env.target)
+		t.Logf("heap in use: %.1f MiB before, %.1f MiB at most while slow", base/(1<<20), peak/(1<<20))
+	})
+}

@@ -49,6 +49,9 @@ func (a announced) Addr() net.Addr { return a.addr }
 // broker; both are closed at the test's end.
 func NewCluster(t testing.TB, opts ...kfake.Opt) *Cluster {
 	t.Helper()
+	// Some toxics log through zerolog's global logger, at trace level:
+	// silenced, as the server's own logger is.
+	zerolog.SetGlobalLevel(zerolog.Disabled)
 	c := &Cluster{server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())}
 	listen := func(network, address string) (net.Listener, error) {
 		ln, err := net.Listen(network, address)

@@ -101,22 +101,26 @@ func (env *faultEnv) run(period time.Duration, size int, fault func(w *workload)
 	t.Helper()
 	w := startWorkload(t, env.gw, period, size)
 	w.waitAcked(300, 30*time.Second)
-	before := env.gw.gauges()
+	gw := env.gw // a fault may start another gateway in its place
+	before := gw.gauges()
 	linesBefore := map[string]int{}
 	for _, l := range brokerLines {
-		linesBefore[l] = env.gw.lines(l)
+		linesBefore[l] = gw.lines(l)
 	}
 	start := time.Now()
 	fault(w)
 	t.Logf("fault over after %v", time.Since(start).Round(time.Millisecond))
 	w.waitAcked(300, time.Minute)
-	t.Logf("clients writing again %v after the fault's end", time.Since(start).Round(time.Millisecond))
+	t.Logf("clients writing again %v after the fault began", time.Since(start).Round(time.Millisecond))
 	env.gw.settles(before)
 	w.finish()
 	w.onBroker(env.c)
 	caused := map[string]int{}
 	for _, l := range brokerLines {
-		caused[l] = env.gw.lines(l) - linesBefore[l]
+		caused[l] = env.gw.lines(l)
+		if env.gw == gw {
+			caused[l] -= linesBefore[l]
+		}
 	}
 	t.Logf("log lines the fault caused: %v", caused)
 	if strings.Contains(env.gw.log.String(), "panic") {

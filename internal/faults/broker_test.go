@@ -132,3 +132,29 @@ func TestBrokerSlowAndNarrow(t *testing.T) {
 		t.Logf("heap in use: %.1f MiB before, %.1f MiB at most while slow", base/(1<<20), peak/(1<<20))
 	})
 }
+
+// downFor is how long a broker stays stopped, refusing connections.
+const downFor = 10 * time.Second
+
+// A broker stopped (its connections closed, new ones refused) for 10 s,
+// then started again: the clients reconnect on their own and everything
+// crosses. The gateway says the broker is unreachable once for the outage
+// (at most once more for the bootstrap route that dialled it), not once per
+// client reconnection: franz-go retries every second or so, a thousand
+// clients would write thousands of lines; every failed dial is still
+// counted in flexway_kafka_upstream_connections_total{outcome="failed"}.
+func TestBrokerDownThenUp(t *testing.T) {
+	t.Parallel()
+	env := newFaultEnv(t, "")
+	caused := env.run(2*time.Millisecond, 100, func(w *workload) {
+		env.c.Down(env.target)
+		time.Sleep(downFor) // the fault's length, not a wait for a condition
+		if err := env.c.Up(env.target); err != nil {
+			t.Fatal(err)
+		}
+	})
+	env.oncePerConnection(caused)
+	if n := caused[brokerLines[1]]; n == 0 || n > 2 {
+		t.Fatalf("%q written %d times for one outage of one broker", brokerLines[1], n)
+	}
+}

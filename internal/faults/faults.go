@@ -109,6 +109,13 @@ func (c *Cluster) Reset(node int32) error {
 	return p.Start()
 }
 
+// Down closes node's listener and every connection to it, and refuses
+// every new one (a broker process stopped, its host up) until Up.
+func (c *Cluster) Down(node int32) { c.proxy(node).Stop() }
+
+// Up listens for node again on the same port, after Down.
+func (c *Cluster) Up(node int32) error { return c.proxy(node).Start() }
+
 // Blackhole drops silently every byte to and from node, on the
 // connections open and those opened later, as a host that stops answering
 // does: connections stay open, nothing crosses (Toxiproxy's timeout toxic

@@ -69,7 +69,10 @@ func (cl *Client) dial() {
 	}
 	cluster := cl.route.Cluster.Name
 	fail := func(err error) {
-		cl.env.Signals.Upstream(cluster, broker, false)
+		why := signals.CloseDialFailed
+		if !cl.env.Signals.Upstream(cluster, broker, false) {
+			why = signals.CloseDialFailedAgain // the outage is logged once
+		}
 		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 			if cl.closed {
 				return nil
@@ -78,7 +81,7 @@ func (cl *Client) dial() {
 				cl.upAuthFailed(err, "dial", "broker", broker)
 				return nil
 			}
-			cl.close(signals.CloseDialFailed, "upstream", u.Name(), "cluster", cluster, "broker", broker, "error", err.Error())
+			cl.close(why, "upstream", u.Name(), "cluster", cluster, "broker", broker, "error", err.Error())
 			return nil
 		}))
 	}

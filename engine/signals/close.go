@@ -47,6 +47,7 @@ const (
 	// The broker side.
 	CloseUnknownBroker
 	CloseDialFailed
+	CloseDialFailedAgain // a broker's dial failed again before any succeeded: counted, not logged
 	CloseAnswerTooLarge
 	CloseAnswerOutOfOrder
 	CloseAnswerMalformed
@@ -124,6 +125,7 @@ var closeCauses = [numCloseCauses]closeLine{
 
 	CloseUnknownBroker:    {name: "unknown broker", msg: "kafka connection closed: the broker of this port is unknown to the upstream", level: slog.LevelWarn, transient: true},
 	CloseDialFailed:       {name: "upstream dial", msg: "kafka connection closed: broker unreachable", level: slog.LevelWarn, transient: true},
+	CloseDialFailedAgain:  {name: "upstream dial again", transient: true},
 	CloseAnswerTooLarge:   {name: "max_response_bytes", msg: "kafka connection closed: broker answer larger than max_response_bytes", level: slog.LevelWarn},
 	CloseAnswerOutOfOrder: {name: "answer out of order", msg: "kafka connection closed: broker answer out of order", level: slog.LevelWarn},
 	CloseAnswerMalformed:  {name: "malformed answer", msg: "kafka connection closed: malformed broker answer", level: slog.LevelWarn},

@@ -35,6 +35,9 @@ type Set struct {
 	tenants   map[string]*tenantLabel     // by tenant name; at most MaxTenants + the shared ones
 	series    map[[2]string]*TenantSeries // by (cluster label, tenant label)
 	upstreams map[[3]string]*metrics.Counter
+	// unreachable: the brokers (cluster, broker) whose last dial failed;
+	// their next failures are counted, not logged (Upstream).
+	unreachable map[[2]string]bool
 }
 
 // tenantLabel is a tenant's label value and the series that have a tenant
@@ -61,6 +64,7 @@ func New(snap *configs.Snapshot) *Set {
 		tenants:        map[string]*tenantLabel{},
 		series:         map[[2]string]*TenantSeries{},
 		upstreams:      map[[3]string]*metrics.Counter{},
+		unreachable:    map[[2]string]bool{},
 	}
 	buckets := configs.DefaultBudgetWaitBuckets
 	s.closures.Store(true)
@@ -208,8 +212,11 @@ func (s *Set) Refused(bound, tenant string) {
 }
 
 // Upstream counts a connection of the gateway to a broker: broker is a
-// node id or "bootstrap", never an address.
-func (s *Set) Upstream(cluster, broker string, ok bool) {
+// node id or "bootstrap", never an address. For a failure it reports
+// whether it is the broker's first since its last good connection: an
+// outage is logged once (CloseDialFailed), its later failures only
+// counted (CloseDialFailedAgain), however often clients reconnect.
+func (s *Set) Upstream(cluster, broker string, ok bool) (first bool) {
 	outcome := "failed"
 	if ok {
 		s.upOK.Inc()
@@ -219,6 +226,12 @@ func (s *Set) Upstream(cluster, broker string, ok bool) {
 	}
 	key := [3]string{cluster, broker, outcome}
 	s.mu.Lock()
+	first = !ok && !s.unreachable[[2]string{cluster, broker}]
+	if ok {
+		delete(s.unreachable, [2]string{cluster, broker})
+	} else {
+		s.unreachable[[2]string{cluster, broker}] = true
+	}
 	c := s.upstreams[key]
 	if c == nil {
 		c = s.set.NewCounter(`flexway_kafka_upstream_connections_total{cluster="` + labelValue(cluster) + `",broker="` + labelValue(broker) + `",outcome="` + outcome + `"}`)
@@ -226,6 +239,7 @@ func (s *Set) Upstream(cluster, broker string, ok bool) {
 	}
 	s.mu.Unlock()
 	c.Inc()
+	return first
 }
 
 // Panic counts a panic recovered in a callback.

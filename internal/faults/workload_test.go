@@ -1,0 +1,235 @@
+// The clients of the fault tests: an idempotent franz-go producer (acks=all,
+// library defaults otherwise) and a consumer group, writing and reading
+// the quickstart's topic orders (acme.orders on the broker) through the
+// gateway, and the checks made after a fault: every acknowledged record on
+// the broker exactly once, in order per partition, read by the group.
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+)
+
+// workload is one producer and one consumer group member on a gateway.
+type workload struct {
+	t         *testing.T
+	mu        sync.Mutex
+	sent      int           // records handed to the producer, values 0..sent-1
+	acked     map[int]int32 // values the broker acknowledged, and their partition
+	failed    map[int]error // values the producer gave up on
+	read      map[int]int   // values the group read, and how often
+	fetchErrs int
+
+	prod, cons         *kgo.Client
+	stopProd, stopCons context.CancelFunc
+	wg                 sync.WaitGroup
+}
+
+// value is the record value of n: ordered as n is, padded to size bytes.
+func value(n, size int) []byte {
+	v := fmt.Appendf(nil, "%010d", n)
+	for len(v) < size {
+		v = append(v, '.')
+	}
+	return v
+}
+
+func valueN(v []byte) int {
+	n, _ := strconv.Atoi(string(v[:10]))
+	return n
+}
+
+// startWorkload starts the producer (a record of size bytes every period)
+// and the group member on gw; both are closed at the test's end.
+func startWorkload(t *testing.T, gw *gateway, period time.Duration, size int) *workload {
+	t.Helper()
+	w := &workload{t: t, acked: map[int]int32{}, failed: map[int]error{}, read: map[int]int{}}
+	client := func(id string, opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(gw.bootstrap()),
+			kgo.SASL(plain.Auth{User: id, Pass: quickstartKey(t, id)}.AsMechanism()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	w.prod = client("acme-orders-producer", kgo.DefaultProduceTopic("orders"))
+	w.cons = client("acme-orders-reader", kgo.ConsumerGroup("faults"), kgo.ConsumeTopics("orders"))
+	pctx, stopProd := context.WithCancel(context.Background())
+	cctx, stopCons := context.WithCancel(context.Background())
+	w.stopProd, w.stopCons = stopProd, stopCons
+	w.wg.Add(2)
+	go w.produce(pctx, period, size)
+	go w.consume(cctx)
+	t.Cleanup(func() {
+		w.stopProd()
+		w.stopCons()
+		w.prod.Close()
+		w.cons.Close()
+		w.wg.Wait()
+	})
+	return w
+}
+
+func (w *workload) produce(ctx context.Context, period time.Duration, size int) {
+	defer w.wg.Done()
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for n := 0; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		w.mu.Lock()
+		w.sent++
+		w.mu.Unlock()
+		w.prod.Produce(context.Background(), &kgo.Record{Value: value(n, size)}, func(r *kgo.Record, err error) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if err != nil {
+				w.failed[valueN(r.Value)] = err
+				return
+			}
+			w.acked[valueN(r.Value)] = r.Partition
+		})
+	}
+}
+
+func (w *workload) consume(ctx context.Context) {
+	defer w.wg.Done()
+	for ctx.Err() == nil {
+		fs := w.cons.PollFetches(ctx)
+		w.mu.Lock()
+		fs.EachError(func(string, int32, error) {
+			if ctx.Err() == nil {
+				w.fetchErrs++
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) { w.read[valueN(r.Value)]++ })
+		w.mu.Unlock()
+	}
+}
+
+// ackedCount is the number of records acknowledged so far.
+func (w *workload) ackedCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked)
+}
+
+// waitAcked waits until n more records than now are acknowledged: the
+// clients write through the gateway.
+func (w *workload) waitAcked(n int, within time.Duration) {
+	w.t.Helper()
+	want := w.ackedCount() + n
+	waitFor(w.t, within, fmt.Sprintf("%d records acknowledged", want), func() bool { return w.ackedCount() >= want })
+}
+
+// finish stops the producer, flushes what it holds (a minute at most),
+// and waits until the group has read every acknowledged record; no record
+// may have failed (the producer recovers within its own retry budget).
+func (w *workload) finish() {
+	t := w.t
+	t.Helper()
+	w.stopProd()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := w.prod.Flush(ctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	w.mu.Lock()
+	sent, acked, failed := w.sent, len(w.acked), len(w.failed)
+	for n, err := range w.failed {
+		t.Errorf("record %d failed: %v", n, err)
+		break
+	}
+	w.mu.Unlock()
+	if failed > 0 || acked != sent {
+		t.Fatalf("%d records sent, %d acknowledged, %d failed", sent, acked, failed)
+	}
+	waitFor(t, time.Minute, "the group read every acknowledged record", func() bool { return len(w.unread()) == 0 })
+}
+
+// unread counts the acknowledged records the group has not read, by
+// partition.
+func (w *workload) unread() map[int32]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[int32]int{}
+	first := -1
+	for n, p := range w.acked {
+		if w.read[n] == 0 {
+			out[p]++
+			if first < 0 || n < first {
+				first = n
+			}
+		}
+	}
+	if len(out) > 0 {
+		w.t.Logf("unread by partition: %v, the first %d of %d sent", out, first, w.sent)
+	}
+	return out
+}
+
+// onBroker reads acme.orders on c directly, to its end offsets: each
+// acknowledged record is there exactly once, in order in its partition,
+// and nothing else is.
+func (w *workload) onBroker(c *Cluster) {
+	t := w.t
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("acme.orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, "acme.orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	ends.Each(func(o kadm.ListedOffset) { total += int(o.Offset) })
+	seen := map[int]int{}
+	last := map[int32]int{}
+	for got := 0; got < total; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %d of %d records on the broker: %v", got, total, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got++
+			n := valueN(r.Value)
+			seen[n]++
+			if prev, ok := last[r.Partition]; ok && n <= prev {
+				t.Errorf("partition %d: record %d after %d", r.Partition, n, prev)
+			}
+			last[r.Partition] = n
+		})
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lost, twice := 0, 0
+	for n := range w.acked {
+		if seen[n] == 0 {
+			lost++
+		}
+	}
+	for _, k := range seen {
+		if k > 1 {
+			twice++
+		}
+	}
+	if lost > 0 || twice > 0 || total != len(w.acked) {
+		t.Fatalf("%d acknowledged, %d records on the broker: %d lost, %d written twice", len(w.acked), total, lost, twice)
+	}
+	t.Logf("%d records acknowledged, each once on the broker in order, all read by the group (%d fetch errors seen)", total, w.fetchErrs)
+}

@@ -50,7 +50,7 @@
 #                        passes: seed-quotas, no-quotas, the floor, and the floor
 #                        of a held client's shape: acme's producers in lumps of
 #                        BENCH_NEIGHBOUR_FLOOR_BURST records, 1,024; 1 turns it
-#                        off), no library (BENCH_PARTS=quota-reached
+#                        off; the same lumps through the splice relay), no library (BENCH_PARTS=quota-reached
 #                        BENCH_REACHED_LIBS=none). About 5 minutes.
 #   make bench-alternate BEFORE=dir AFTER=dir  bench/alternate: bench/run on two
 #                        checkouts in turn, BENCH_ALT_ROUNDS (3) rounds, before

@@ -44,6 +44,9 @@ type Series struct {
 	// LoopEvent: how long each traffic event held its loop (every other
 	// connection of the loop waits meanwhile): a stall shows here.
 	LoopEvent *metrics.PrometheusHistogram
+	// LoopTask: how long each task run on the loop held it (a tick's
+	// sweep, an unmute and the requests it handles, a resume).
+	LoopTask *metrics.PrometheusHistogram
 }
 
 // loopEventBuckets are LoopEvent's bounds, in seconds.
@@ -63,6 +66,7 @@ var SeriesNames = []string{
 	"flexway_engine_splice_room_outs_total",
 	"flexway_engine_spliced_detached_bytes_total",
 	"flexway_engine_loop_event_seconds_bucket",
+	"flexway_engine_loop_task_seconds_bucket",
 }
 
 // pausedFor counts a broker connection's pause of d.
@@ -93,6 +97,7 @@ func newFlowSeries(set *metrics.Set, st *conn.Stats) Series {
 		ProduceDetached: c(`flexway_engine_spliced_detached_bytes_total{direction="produce"}`),
 		FetchDetached:   c(`flexway_engine_spliced_detached_bytes_total{direction="fetch"}`),
 		LoopEvent:       set.NewPrometheusHistogramExt(`flexway_engine_loop_event_seconds`, loopEventBuckets),
+		LoopTask:        set.NewPrometheusHistogramExt(`flexway_engine_loop_task_seconds`, loopEventBuckets),
 	}
 	return fs
 }

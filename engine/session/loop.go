@@ -66,6 +66,7 @@ func (env *Env) Loops() []*Loop {
 // it asked (Settle). An error: the loop is gone, fn never runs.
 func (l *Loop) Run(where string, fn func()) error {
 	return l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		defer l.env.Series.LoopTask.UpdateDuration(time.Now())
 		defer l.fc.Settle()
 		defer l.env.guard(where)
 		fn()

@@ -341,7 +341,9 @@ func (cl *Client) armUnmute(q *quotaConn) {
 	}
 	el := cl.lp.el
 	q.wake = gnet.RunnableFunc(func(context.Context) error {
-		cl.env.unmute(cl.lp, cl, time.Now())
+		start := time.Now()
+		defer cl.env.Series.LoopTask.UpdateDuration(start)
+		cl.env.unmute(cl.lp, cl, start)
 		cl.lp.fc.Settle() // the pauses the requests it handled asked
 		return nil
 	})

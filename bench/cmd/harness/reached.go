@@ -884,6 +884,11 @@ func (h *harness) reachedPart() {
 			nbs = append(nbs, h.neighbour(e, direct, lumpPace()))
 		}
 	}
+	if envStr("BENCH_NEIGHBOUR_RELAY", "1") == "1" {
+		h.startRelay()
+		nbs = append(nbs, h.neighbour(e, relay, lumpPace()))
+		h.stopRelay()
+	}
 	thr, err := metricSum(h.quotaGW[rOn].admin, "flexway_kafka_throttle_seconds_count")
 	if err == nil {
 		notes = append(notes, fmt.Sprintf("%s: %.0f throttled answers over the part (flexway_kafka_throttle_seconds_count)", rOn, thr))
@@ -1080,7 +1085,7 @@ func lumpPace() *nbPace {
 // direct to the broker at boot: no SASL, the broker's topics, acme's
 // clients paced (1 KiB records: MiB/s × 1024 records/s; the producers'
 // rate split over the keys).
-func neighbourArgs(boot string, pace *nbPace, rate, secs, aSecs int, globex string, acme []string) (b, a []string) {
+func neighbourArgs(boot string, pace *nbPace, noSASL bool, rate, secs, aSecs int, globex string, acme []string) (b, a []string) {
 	bTopic, aTopic := "quota", "quota"
 	if pace != nil {
 		bTopic, aTopic = "globex.quota", "acme.quota"
@@ -1090,8 +1095,10 @@ func neighbourArgs(boot string, pace *nbPace, rate, secs, aSecs int, globex stri
 	a = []string{"client", "-brokers", boot, "-topic", aTopic, "-users", strings.Join(acme, ","), "-produce", "-consume",
 		"-seconds", strconv.Itoa(aSecs)}
 	if pace != nil {
-		b = append(b, "-direct")
-		a = append(a, "-direct", "-rate", strconv.FormatFloat(pace.produce*1024/float64(len(acme)), 'f', 3, 64),
+		if noSASL {
+			b, a = append(b, "-direct"), append(a, "-direct")
+		}
+		a = append(a, "-rate", strconv.FormatFloat(pace.produce*1024/float64(len(acme)), 'f', 3, 64),
 			"-consume-rate", strconv.FormatFloat(pace.consume*1024, 'f', 3, 64), "-burst", strconv.Itoa(max(1, pace.burst)))
 	}
 	return b, a
@@ -1112,15 +1119,27 @@ func (h *harness) neighbour(e *reachedEnv, gw string, pace *nbPace) *neighbourRe
 		ids, keys = append(ids, k.id), append(keys, k.key)
 	}
 	bEnv, aEnv := []string{"HARNESS_CLIENT_KEYS=" + e.globex.key}, []string{"HARNESS_CLIENT_KEYS=" + strings.Join(keys, ",")}
-	if pace != nil {
+	globex := e.globex.id
+	switch {
+	case pace != nil && gw == relay:
+		// The relay's floor: every client through the splice relay to the
+		// broker's RELAY listener, as the broker's user (its topics).
+		boot, globex = h.relayBoot, h.relayUser
+		for i := range ids {
+			ids[i], keys[i] = h.relayUser, h.relayPass
+		}
+		bEnv, aEnv = []string{"HARNESS_CLIENT_KEYS=" + h.relayPass}, []string{"HARNESS_CLIENT_KEYS=" + strings.Join(keys, ",")}
+		h.say("noisy neighbour, the relay's floor: through the splice relay (%s): globex produces %d records/s of 1 KiB for %d s; acme's %d clients produce %.3f MiB/s in all (lumps of %d) and consume %.3f MiB/s each, paced, from second %.0f for %d s",
+			boot, rate, secs, len(e.acme), pace.produce, pace.burst, pace.consume, neighbourAStart.Seconds(), aSecs)
+	case pace != nil:
 		boot, bEnv, aEnv = h.broker, nil, nil
 		h.say("noisy neighbour, the floor: direct to the broker (%s, no SASL): globex produces %d records/s of 1 KiB for %d s; acme's %d clients produce %.3f MiB/s in all and consume %.3f MiB/s each, paced, from second %.0f for %d s",
 			boot, rate, secs, len(e.acme), pace.produce, pace.consume, neighbourAStart.Seconds(), aSecs)
-	} else {
+	default:
 		h.say("noisy neighbour through %s: globex produces %d records/s of 1 KiB for %d s; acme's %d keys produce and consume flat out from second %.0f for %d s", gw,
 			rate, secs, len(e.acme), neighbourAStart.Seconds(), aSecs)
 	}
-	bArgs, aArgs := neighbourArgs(boot, pace, rate, secs, aSecs, e.globex.id, ids)
+	bArgs, aArgs := neighbourArgs(boot, pace, gw == direct, rate, secs, aSecs, globex, ids)
 	var gwBefore map[string]float64
 	if gp := h.quotaGW[gw]; pace == nil && gp != nil {
 		gwBefore = gatewayCounts(gp.admin)
@@ -1178,6 +1197,9 @@ var gatewayCountsOf = []string{
 	`flexway_engine_loop_event_seconds_bucket{le="0.01"}`,
 	`flexway_engine_loop_event_seconds_bucket{le="0.05"}`,
 	`flexway_engine_loop_event_seconds_bucket{le="0.1"}`,
+	`flexway_engine_loop_task_seconds_count`,
+	`flexway_engine_loop_task_seconds_bucket{le="0.001"}`,
+	`flexway_engine_loop_task_seconds_bucket{le="0.01"}`,
 	`flexway_engine_read_pauses_total`,
 	`flexway_engine_peer_pauses_total`,
 	`flexway_engine_splice_room_outs_total`,
@@ -1324,8 +1346,14 @@ func libTable(b *strings.Builder, runs []reachedRun, repeat int, libs []string) 
 func neighbourTable(b *strings.Builder, nb *neighbourResult) {
 	switch {
 	case nb.pace != nil:
-		fmt.Fprintf(b, "\nThe floor: the same without the gateway, acme paced at the held rates. Every client direct to the broker's\n")
-		fmt.Fprintf(b, "PLAINTEXT listener (no SASL, the broker's topics globex.quota and acme.quota): tenant globex's producer at\n")
+		if nb.gw == relay {
+			fmt.Fprintf(b, "\nThe relay's floor: the same through the splice relay (bench/cmd/splicerelay: splice(2), a connection per connection)\n")
+			fmt.Fprintf(b, "instead of the gateway, acme paced at the held rates. Every client to the broker's RELAY listener (SASL PLAIN as the\n")
+			fmt.Fprintf(b, "broker's user, the broker's topics globex.quota and acme.quota): tenant globex's producer at\n")
+		} else {
+			fmt.Fprintf(b, "\nThe floor: the same without the gateway, acme paced at the held rates. Every client direct to the broker's\n")
+			fmt.Fprintf(b, "PLAINTEXT listener (no SASL, the broker's topics globex.quota and acme.quota): tenant globex's producer at\n")
+		}
 		fmt.Fprintf(b, "%d records/s of 1 KiB (%.2f MiB/s) with franz-go's defaults; from second %.0f acme's %d producers at %.3f MiB/s in all\n",
 			nb.rate, float64(nb.rate)/1024, neighbourAStart.Seconds(), nb.acme, nb.pace.produce)
 		shape := "evenly spaced, linger 0"
@@ -1395,6 +1423,8 @@ func neighbourTable(b *strings.Builder, nb *neighbourResult) {
 // nbPassName names a pass of the neighbour in the summary.
 func nbPassName(nb *neighbourResult) string {
 	switch {
+	case nb.pace != nil && nb.gw == relay:
+		return fmt.Sprintf("through the splice relay, acme at the held rates in lumps of %d records", nb.pace.burst)
 	case nb.pace != nil && nb.pace.burst > 1:
 		return fmt.Sprintf("direct, acme at the held rates in lumps of %d records", nb.pace.burst)
 	case nb.pace != nil:
@@ -1420,7 +1450,7 @@ func neighbourSummary(b *strings.Builder, nbs []*neighbourResult) {
 		}
 		return nb.win[1].p99 / nb.win[i].p99
 	}
-	var on, floor, lumps *neighbourResult
+	var on, floor, lumps, relayed *neighbourResult
 	for _, nb := range nbs {
 		w := func(i int, f func(nbWindow) float64, cell func(float64) string) string {
 			if i >= len(nb.win) {
@@ -1436,6 +1466,8 @@ func neighbourSummary(b *strings.Builder, nbs []*neighbourResult) {
 			w(0, mib, f3), w(1, mib, f3), w(2, mib, f3), w(0, p99, fmtMS), w(1, p99, fmtMS), w(2, p99, fmtMS),
 			ratio(nb, 0), ratio(nb, 2), w(0, req, fmtMS), w(1, req, fmtMS))
 		switch {
+		case nb.pace != nil && nb.gw == relay:
+			relayed = nb
 		case nb.pace != nil && nb.pace.burst > 1:
 			lumps = nb
 		case nb.pace != nil:
@@ -1459,6 +1491,14 @@ func neighbourSummary(b *strings.Builder, nbs []*neighbourResult) {
 			fmt.Fprintf(b, "- The floor of the same shape (direct, acme at the held rates in lumps of %d records, as a held producer sends what it\n", lumps.pace.burst)
 			fmt.Fprintf(b, "  batched during a mute): %.3f. Past it, the gateway adds %+.1f %% of p99 (%.2f ms beside acme).\n",
 				rLumps, 100*(rOnR-rLumps), on.win[1].p99-lumps.win[1].p99)
+		}
+	}
+	if relayed != nil {
+		if rRelay := ratio(relayed, 0); !math.IsNaN(rRelay) {
+			fmt.Fprintf(b, "- The relay's floor (the same lumps through the splice relay, a kernel-only hop): %.3f (%.2f → %.2f ms). Past it, the gateway\n",
+				rRelay, relayed.win[0].p99, relayed.win[1].p99)
+			fmt.Fprintf(b, "  adds %+.1f %% of p99 (%.2f ms beside acme; alone before acme, the gateway's p99 is %.2f ms, the relay's %.2f).\n",
+				100*(rOnR-rRelay), on.win[1].p99-relayed.win[1].p99, on.win[0].p99, relayed.win[0].p99)
 		}
 	}
 	switch {

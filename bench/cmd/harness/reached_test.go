@@ -265,7 +265,7 @@ func TestNeighbourFloorArgs(t *testing.T) {
 		t.Errorf("pace %+v", p)
 	}
 	acme := []string{"reach-acme-1", "reach-acme-2", "reach-acme-3"}
-	b, a := neighbourArgs("127.0.0.1:29192", &nbPace{produce: 2, consume: 2}, 512, 52, 21, "reach-globex", acme)
+	b, a := neighbourArgs("127.0.0.1:29192", &nbPace{produce: 2, consume: 2}, true, 512, 52, 21, "reach-globex", acme)
 	if got := strings.Join(b, " "); got != "client -brokers 127.0.0.1:29192 -topic globex.quota -users reach-globex -produce -rate 512 -seconds 52 -direct" {
 		t.Errorf("globex: %s", got)
 	}
@@ -278,14 +278,19 @@ func TestNeighbourFloorArgs(t *testing.T) {
 	if p := lumpPace(); p.burst != 1024 || p.produce != 1.92 {
 		t.Errorf("lump pace %+v", p)
 	}
-	if _, a := neighbourArgs("127.0.0.1:29192", lumpPace(), 512, 52, 21, "reach-globex", acme); !strings.HasSuffix(strings.Join(a, " "), "-burst 1024") {
+	if _, a := neighbourArgs("127.0.0.1:29192", lumpPace(), true, 512, 52, 21, "reach-globex", acme); !strings.HasSuffix(strings.Join(a, " "), "-burst 1024") {
 		t.Errorf("lumps: %s", strings.Join(a, " "))
 	}
 	// The arguments are harness client's (here with no client to run).
 	if rc := clientRun(append(a[1:len(a):len(a)], "-brokers", "127.0.0.1:1", "-seconds", "0.01", "-produce=false", "-consume=false"), io.Discard, ""); rc != 0 {
 		t.Errorf("harness client refused %v: rc %d", a[1:], rc)
 	}
-	b, a = neighbourArgs("127.0.0.1:29125", nil, 512, 52, 21, "reach-globex", acme)
+	// Through the splice relay: paced, with SASL (the broker's user).
+	if b, a := neighbourArgs("127.0.0.1:29196", lumpPace(), false, 512, 52, 21, "flexway", acme); strings.Contains(strings.Join(append(b, a...), " "), "-direct") ||
+		!strings.Contains(strings.Join(a, " "), "-topic acme.quota") || !strings.HasSuffix(strings.Join(a, " "), "-burst 1024") {
+		t.Errorf("through the relay: %v %v", b, a)
+	}
+	b, a = neighbourArgs("127.0.0.1:29125", nil, false, 512, 52, 21, "reach-globex", acme)
 	if got := strings.Join(append(b, a...), " "); strings.Contains(got, "-direct") || strings.Contains(got, "rate 6") ||
 		strings.Contains(got, "-consume-rate") || strings.Count(got, "-topic quota ") != 2 {
 		t.Errorf("through a gateway: %s", got)
@@ -320,6 +325,17 @@ func TestNeighbourFloorTable(t *testing.T) {
 	}
 	if strings.Count(md, "item 7") != 1 {
 		t.Errorf("item 7's verdict: once, for the seed-quotas pass:\n%s", md)
+	}
+	// The relay's floor: the same lumps through the splice relay.
+	md = reachedTable(nil, []*neighbourResult{on, floor, mk(relay, &nbPace{produce: 2, consume: 2, burst: 1024}, 15)}, 3, nil, nil, nil)
+	for _, want := range []string{
+		"The relay's floor: the same through the splice relay",
+		"| through the splice relay, acme at the held rates in lumps of 1024 records | 1.92 | 5.90 |",
+		"- The relay's floor (the same lumps through the splice relay, a kernel-only hop): 1.250 (12.00 → 15.00 ms). Past it, the gateway\n  adds +16.7 % of p99 (2.00 ms beside acme",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("missing %q in:\n%s", want, md)
+		}
 	}
 	// The floor as high as the gateway: nothing attributed to the gateway.
 	md = reachedTable(nil, []*neighbourResult{on, mk(direct, &nbPace{produce: 2, consume: 2}, 18)}, 3, nil, nil, nil)

@@ -180,6 +180,7 @@ func TestOTLPSpansAndMetricsReachJaeger(t *testing.T) {
 		t.Errorf("a topic name crossed into the spans:\n%s", body)
 	}
 	seen := checkOTLPSpans(t, &tr)
+	t.Logf("spans (name, decision, cause): %v", seen)
 	for _, w := range []string{"kafka Produce allowed none", "kafka DeleteTopics refused admin_api", "kafka Metadata allowed none"} {
 		if !seen[w] {
 			t.Errorf("no span %q among %v", w, seen)

@@ -30,9 +30,9 @@ import (
 // ports of 127.0.0.1: OTLP over HTTP (otlp) and gRPC (otlp+1), its query
 // API (otlp+2, its gRPC otlp+3).
 type jaeger struct {
-	t      *testing.T
 	otlp   int
 	stderr syncBuffer
+	done   chan struct{} // closed when it has exited
 }
 
 const jaegerConfig = `service:
@@ -66,7 +66,7 @@ func startJaeger(t *testing.T) *jaeger {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("Jaeger not built: run scripts/build-jaeger.sh (make test's dependency step does) (%v)", err)
 	}
-	j := &jaeger{t: t, otlp: testkit.FreePorts(t, 4)}
+	j := &jaeger{otlp: testkit.FreePorts(t, 4), done: make(chan struct{})}
 	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
 	writeTestFile(t, cfg, fmt.Appendf(nil, jaegerConfig, j.otlp, j.otlp+1, j.otlp+2, j.otlp+3))
 	cmd := exec.Command(bin, "--config", cfg)
@@ -74,16 +74,15 @@ func startJaeger(t *testing.T) *jaeger {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	go func() { _ = cmd.Wait(); close(j.done) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-done
+		<-j.done
 		if t.Failed() {
 			t.Logf("jaeger's log:\n%s", tail(j.stderr.String(), 6000))
 		}
 	})
-	j.waitFor(done, 60*time.Second, "its query API", func() bool {
+	j.waitFor(t, 60*time.Second, "its query API", func() bool {
 		_, err := j.get("/api/services")
 		return err == nil
 	})
@@ -92,17 +91,17 @@ func startJaeger(t *testing.T) *jaeger {
 
 // waitFor polls ok until it holds; it fails when Jaeger exits or within
 // passes.
-func (j *jaeger) waitFor(done chan struct{}, within time.Duration, what string, ok func() bool) {
-	j.t.Helper()
+func (j *jaeger) waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for !ok() {
 		select {
-		case <-done:
-			j.t.Fatalf("jaeger exited before %s", what)
+		case <-j.done:
+			t.Fatalf("jaeger exited before %s", what)
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			j.t.Fatalf("jaeger: no %s within %v", what, within)
+			t.Fatalf("jaeger: no %s within %v", what, within)
 		}
 	}
 }
@@ -141,13 +140,13 @@ type jaegerTag struct {
 	Value any    `json:"value"`
 }
 
-// Seed 001 "Signaux", on the built binary with sampling_ratio 1: every
-// authenticated request of a franz-go client (records produced, then a
-// DeleteTopics its key may not make) reaches Jaeger as one span `kafka
-// <API>` carrying the six attributes and the replica's
-// service.instance.id, and no topic name anywhere; the handshake before
-// authentication makes none. The flexway.kafka.* metrics reach it too,
-// under the seed's dotted names, from the same replica.
+// Seed 001 "Signaux", on the built binary with sampling_ratio 1, over
+// OTLP/HTTP and over gRPC: every authenticated request of a franz-go
+// client (records produced, then a DeleteTopics its key may not make)
+// reaches Jaeger as one span `kafka <API>` carrying the six attributes and
+// the replica's service.instance.id, and no topic name anywhere; the
+// handshake before authentication makes none. The flexway.kafka.* metrics
+// reach it too, under the seed's dotted names, from the same replica.
 func TestOTLPSpansAndMetricsReachJaeger(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs Jaeger")
@@ -159,29 +158,47 @@ func TestOTLPSpansAndMetricsReachJaeger(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer k.Close()
+	for i, c := range []struct {
+		protocol string
+		port     int
+	}{{"http/protobuf", j.otlp}, {"grpc", j.otlp + 1}} {
+		t.Run(strings.ReplaceAll(c.protocol, "/", "-"), func(t *testing.T) {
+			otlp := fmt.Sprintf("protocol: %s, endpoint: \"http://127.0.0.1:%d\"", c.protocol, c.port)
+			otlpThroughJaeger(t, j, bin, k, otlp, fmt.Sprint("replica-", i))
+		})
+	}
+}
+
+// otlpThroughJaeger runs a gateway of instance id inst sending to j (otlp:
+// its protocol and endpoint) and checks what j received from it.
+func otlpThroughJaeger(t *testing.T, j *jaeger, bin string, k *kfake.Cluster, otlp, inst string) {
 	dir, base, key := quickstartOn(t, k, "")
 	f, err := os.OpenFile(filepath.Join(dir, "flexway.yaml"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(f, "observability:\n  otlp:\n    endpoint: http://127.0.0.1:%d\n    sampling_ratio: 1\n    metrics_interval: 1s\n    instance_id: replica-7\n", j.otlp)
+	fmt.Fprintf(f, "observability:\n  otlp: { %s, sampling_ratio: 1, metrics_interval: 1s, instance_id: %s }\n", otlp, inst)
 	f.Close()
 	gw := startFlexway(t, bin, dir)
 	gw.waitLog("flexway started", 20*time.Second)
 	driveOTLPRequests(t, base, key)
 
-	var tr jaegerTraces
+	var seen map[string]bool
 	var body []byte
-	j.waitFor(nil, 30*time.Second, "span of the refused DeleteTopics", func() bool {
-		body, err = j.get("/api/traces?service=flexway&limit=100")
-		return err == nil && json.Unmarshal(body, &tr) == nil && strings.Contains(string(body), "kafka DeleteTopics")
+	j.waitFor(t, 30*time.Second, "span of the refused DeleteTopics from "+inst, func() bool {
+		var tr jaegerTraces
+		body, err = j.get("/api/traces?service=flexway&limit=1000")
+		if err != nil || json.Unmarshal(body, &tr) != nil {
+			return false
+		}
+		seen = checkOTLPSpans(t, &tr, inst)
+		return seen["kafka DeleteTopics refused admin_api"]
 	})
+	t.Logf("spans of %s (name, decision, cause): %v", inst, seen)
 	if strings.Contains(strings.ToLower(string(body)), "orders") {
 		t.Errorf("a topic name crossed into the spans:\n%s", body)
 	}
-	seen := checkOTLPSpans(t, &tr)
-	t.Logf("spans (name, decision, cause): %v", seen)
-	for _, w := range []string{"kafka Produce allowed none", "kafka DeleteTopics refused admin_api", "kafka Metadata allowed none"} {
+	for _, w := range []string{"kafka Produce allowed none", "kafka Metadata allowed none"} {
 		if !seen[w] {
 			t.Errorf("no span %q among %v", w, seen)
 		}
@@ -189,10 +206,14 @@ func TestOTLPSpansAndMetricsReachJaeger(t *testing.T) {
 	if seen["kafka SaslHandshake allowed none"] {
 		t.Error("a span for the handshake, before authentication")
 	}
-	j.waitFor(nil, 30*time.Second, "flexway.kafka.requests from replica-7", func() bool {
-		s := j.stderr.String()
-		return strings.Contains(s, "service.instance.id: Str(replica-7)") && strings.Contains(s, "Name: flexway.kafka.requests")
+	var batch string
+	j.waitFor(t, 30*time.Second, "flexway.kafka.requests of Produce from "+inst, func() bool {
+		batch = lastMetrics(j.stderr.String(), inst)
+		return strings.Contains(batch, "Name: flexway.kafka.requests\n") && strings.Contains(batch, "-> api: Str(Produce)")
 	})
+	if strings.Contains(batch, "Name: flexway_") || strings.Contains(strings.ToLower(batch), "orders") {
+		t.Errorf("the metrics of %s hold a Prometheus name or a topic:\n%s", inst, batch)
+	}
 	if strings.Contains(gw.stderr.String(), "otlp export failed") {
 		t.Errorf("the gateway logged an export failure:\n%s", tail(gw.stderr.String(), 3000))
 	}
@@ -226,34 +247,50 @@ func driveOTLPRequests(t *testing.T, base int, key string) {
 	}
 }
 
-// checkOTLPSpans checks every span: a `kafka <API>` name, the six
-// attributes, the replica's resource; it returns the spans seen as
-// "name decision cause".
-func checkOTLPSpans(t *testing.T, tr *jaegerTraces) map[string]bool {
+// checkOTLPSpans checks every span of instance inst: a `kafka <API>`
+// name, the six attributes, the service; it returns them as "name
+// decision cause".
+func checkOTLPSpans(t *testing.T, tr *jaegerTraces, inst string) map[string]bool {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, d := range tr.Data {
 		for _, sp := range d.Spans {
-			tags := map[string]any{}
-			for _, tg := range sp.Tags {
-				tags[tg.Key] = tg.Value
+			p := d.Processes[sp.ProcessID]
+			if tagsOf(p.Tags)["service.instance.id"] != inst {
+				continue
 			}
+			tags := tagsOf(sp.Tags)
 			if !strings.HasPrefix(sp.OperationName, "kafka ") || tags["kafka.cluster"] != "shop" || tags["tenant"] != "acme" ||
 				tags["auth.mechanism"] != "api_key" || tags["kafka.decision"] == nil || tags["kafka.cause"] == nil || tags["kafka.throttle_time_ms"] == nil {
 				t.Errorf("span %q: tags %v", sp.OperationName, tags)
 			}
-			p := d.Processes[sp.ProcessID]
-			inst := ""
-			for _, tg := range p.Tags {
-				if tg.Key == "service.instance.id" {
-					inst, _ = tg.Value.(string)
-				}
-			}
-			if p.ServiceName != "flexway" || inst != "replica-7" {
-				t.Errorf("span %q from %q instance %q: want flexway, replica-7", sp.OperationName, p.ServiceName, inst)
+			if p.ServiceName != "flexway" {
+				t.Errorf("span %q from service %q", sp.OperationName, p.ServiceName)
 			}
 			seen[fmt.Sprint(sp.OperationName, " ", tags["kafka.decision"], " ", tags["kafka.cause"])] = true
 		}
 	}
 	return seen
+}
+
+func tagsOf(tags []jaegerTag) map[string]any {
+	m := map[string]any{}
+	for _, tg := range tags {
+		m[tg.Key] = tg.Value
+	}
+	return m
+}
+
+// lastMetrics is the last batch of metrics Jaeger's debug exporter logged
+// from instance inst ("" when none): from its resource to the next.
+func lastMetrics(log, inst string) string {
+	i := strings.LastIndex(log, "-> service.instance.id: Str("+inst+")")
+	if i < 0 {
+		return ""
+	}
+	batch := log[i:]
+	if n := strings.Index(batch, "ResourceMetrics #"); n >= 0 {
+		batch = batch[:n]
+	}
+	return batch
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/engine"
+	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/otlp"
 	"go.opentelemetry.io/otel"
 )
@@ -25,8 +26,10 @@ func startOTLP(ctx context.Context, snap *configs.Snapshot, e *engine.Engine, lo
 	if o == nil {
 		return func() {}, nil
 	}
+	// A collector down fails every export: a line a second at most.
+	lines := signals.NewRateLimiter(1)
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		log.Warn("otlp export failed", "error", err.Error())
+		lines.Line(log, slog.LevelWarn, "otlp export failed", "error", err.Error())
 	}))
 	x, err := otlp.Start(ctx, o, e.Metrics())
 	if err != nil {

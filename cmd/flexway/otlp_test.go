@@ -294,3 +294,29 @@ func lastMetrics(log, inst string) string {
 	}
 	return batch
 }
+
+// A collector that is not there costs a logged line, never a request:
+// the gateway serves franz-go as without observability.otlp.
+func TestOTLPCollectorDownServes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildFlexway(t)
+	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "acme.orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	dir, base, key := quickstartOn(t, k, "")
+	f, err := os.OpenFile(filepath.Join(dir, "flexway.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A free port nothing listens on.
+	fmt.Fprintf(f, "observability:\n  otlp: { endpoint: \"http://127.0.0.1:%d\", sampling_ratio: 1, metrics_interval: 1s }\n", testkit.FreePort(t))
+	f.Close()
+	gw := startFlexway(t, bin, dir)
+	gw.waitLog("flexway started", 20*time.Second)
+	driveOTLPRequests(t, base, key)
+	gw.waitLog("otlp export failed", 20*time.Second)
+}

@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"cmp"
 	"net"
 	"strconv"
 	"time"
@@ -45,6 +46,13 @@ const (
 	UnauthenticatedMaxRequestBytes ByteSize = 64 << 10
 	// WriteStallTimeout closes a client that does not read its answers (SPEC B3); fixed.
 	WriteStallTimeout = 30 * time.Second
+)
+
+// observability.otlp's defaults (our own keys): OTLP over HTTP, the
+// metrics sent every minute (the OpenTelemetry SDK's own default).
+const (
+	DefaultOTLPProtocol        = "http/protobuf"
+	DefaultOTLPMetricsInterval = time.Minute
 )
 
 // DefaultBudgetWaitBuckets are observability.kafka.budget_wait_buckets' default (seed 001 "Signaux").
@@ -117,15 +125,7 @@ func applyDefaults(f *File) {
 			}
 		}
 	}
-	if f.Observability.Kafka == nil {
-		f.Observability.Kafka = &ObservabilityKafka{}
-	}
-	if o := f.Observability.Kafka; o.BudgetWaitBuckets == nil {
-		o.BudgetWaitBuckets = append([]Duration(nil), DefaultBudgetWaitBuckets...)
-	}
-	if o := f.Observability.Kafka; o.Closures == nil {
-		o.Closures = ptr(true)
-	}
+	observabilityDefaults(&f.Observability)
 	if c := f.Server.Counters; c != nil {
 		setDuration(&c.Sync, DefaultCountersSync)
 	}
@@ -158,5 +158,22 @@ func setInt(n *int, def int) {
 func setIntPtr(n **int, def int) {
 	if *n == nil {
 		*n = ptr(def)
+	}
+}
+
+// observabilityDefaults fills observability.kafka and observability.otlp.
+func observabilityDefaults(ob *Observability) {
+	if ob.Kafka == nil {
+		ob.Kafka = &ObservabilityKafka{}
+	}
+	if o := ob.Kafka; o.BudgetWaitBuckets == nil {
+		o.BudgetWaitBuckets = append([]Duration(nil), DefaultBudgetWaitBuckets...)
+	}
+	if o := ob.Kafka; o.Closures == nil {
+		o.Closures = ptr(true)
+	}
+	if o := ob.OTLP; o != nil {
+		o.Protocol = cmp.Or(o.Protocol, DefaultOTLPProtocol)
+		setDuration(&o.MetricsInterval, DefaultOTLPMetricsInterval)
 	}
 }

@@ -272,6 +272,14 @@ func refusedBoundsCases() []refusedCase {
 		{"O1 budget_wait_buckets not increasing (not served yet: its checks)", func(t *testing.T) fixture {
 			return base().unbuilt().apply(t, edit{"flexway", "version: 1\n", "version: 1\nobservability: { kafka: { budget_wait_buckets: [1ms, 10ms, 5ms] } }\n"})
 		}, []string{"observability.kafka.budget_wait_buckets[2]: 5ms: the bounds must increase"}},
+		{"O1 observability.otlp without an endpoint, a ratio above 1, an unknown protocol", func(t *testing.T) fixture {
+			return base().apply(t, edit{"flexway", "version: 1\n", "version: 1\nobservability: { otlp: { protocol: thrift, sampling_ratio: 1.5, metrics_interval: 10ms } }\n"})
+		}, []string{`observability.otlp.endpoint: "": required, the collector's http:// or https:// URL`,
+			`observability.otlp.protocol: "thrift": http/protobuf or grpc`, "observability.otlp.sampling_ratio: 1.5: between 0 and 1",
+			"observability.otlp.metrics_interval: 10ms is outside 1s..1h"}},
+		{"O1 observability.otlp endpoint not an http(s) URL", func(t *testing.T) fixture {
+			return base().apply(t, edit{"flexway", "version: 1\n", "version: 1\nobservability: { otlp: { endpoint: \"collector:4317\" } }\n"})
+		}, []string{`observability.otlp.endpoint: "collector:4317": required, the collector's http:// or https:// URL`}},
 	}
 }
 

@@ -187,6 +187,7 @@ func TestLoadDefaults(t *testing.T) {
 		{"audit off when absent", s.File.Audit == nil, true},
 		{"observability closures", *s.File.Observability.Kafka.Closures, true},
 		{"observability buckets", len(s.File.Observability.Kafka.BudgetWaitBuckets), 10},
+		{"observability.otlp off when absent", s.File.Observability.OTLP == nil, true},
 		{"server.shutdown_timeout", s.File.Server.ShutdownTimeout.String(), "10s"},
 	} {
 		if c.got != c.want {
@@ -283,6 +284,7 @@ func TestLoadNotServed(t *testing.T) {
 		{"observability.kafka.closures is served", "observability: { kafka: { closures: false } }\n", "", ""},
 		{"server.admin is served", "server: { admin: { address: \"127.0.0.1:0\" } }\n", "", ""},
 		{"an empty observability is nothing", "observability: {}\n", "", ""},
+		{"observability.otlp is served", "observability: { otlp: { endpoint: \"http://127.0.0.1:4318\", protocol: grpc, sampling_ratio: 0.01 } }\n", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := base()
@@ -323,5 +325,19 @@ func TestNotServedAll(t *testing.T) {
 	var want []string // every key read is served (issues 8-10)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("notServed = %q, want %q", got, want)
+	}
+}
+
+// observability.otlp's own defaults: OTLP over HTTP, the metrics sent
+// every minute, no span (sampling_ratio 0), the instance id left to the
+// start (a UUID per replica).
+func TestLoadOTLPDefaults(t *testing.T) {
+	s, errs := base().apply(t, edit{"flexway", "version: 1\n", "version: 1\nobservability: { otlp: { endpoint: \"https://collector:4318/otel\" } }\n"}).load(t)
+	if errs != "" {
+		t.Fatal(errs)
+	}
+	o := s.File.Observability.OTLP
+	if o.Protocol != "http/protobuf" || o.MetricsInterval.String() != "1m0s" || o.SamplingRatio != 0 || o.InstanceID != "" {
+		t.Errorf("observability.otlp = %+v", *o)
 	}
 }

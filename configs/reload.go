@@ -18,7 +18,8 @@ import (
 // (seed 001 "Rechargement"); then observability.kafka.budget_wait_buckets
 // (seed 001: an histogram's bounds are fixed at its creation; not served by
 // this version, see notServed, so both sides hold the defaults until it
-// is), upstreams.<name>.embedded of an upstream that serves a cluster on
+// is), our own observability.otlp (the exporters are made at start),
+// upstreams.<name>.embedded of an upstream that serves a cluster on
 // both sides (its in-memory brokers and what they hold live as long as the
 // process; an embedded upstream added or removed with its clusters is
 // started or stopped), and server.counters (the seeds are silent: every
@@ -52,6 +53,7 @@ func (s *Snapshot) StartOnlyDiff(old *Snapshot) []string {
 	}
 	if s.File != nil && old.File != nil {
 		differ("observability.kafka.budget_wait_buckets", budgetBuckets(s.File), budgetBuckets(old.File))
+		differ("observability.otlp", s.File.Observability.OTLP, old.File.Observability.OTLP)
 		differ("server.counters", s.File.Server.Counters, old.File.Server.Counters)
 	}
 	for n := range s.Upstreams {

@@ -43,6 +43,9 @@ func TestStartOnlyDiff(t *testing.T) {
 		{"a quota policy's limits are reloadable", []edit{
 			{"flexway", "version: 1\n", "version: 1\npolicies: { definitions: { plans: { type: quota, config: { limits: { day: 5 } } } } }\n"},
 		}, nil},
+		{"observability.otlp (the exporters are made at start)", []edit{
+			{"flexway", "version: 1\n", "version: 1\nobservability: { otlp: { endpoint: \"http://127.0.0.1:4318\", sampling_ratio: 0.5 } }\n"},
+		}, []string{"observability.otlp"}},
 		// observability.kafka is not served yet (notServed): the check of
 		// the version that serves it.
 		{"histogram bounds", []edit{

@@ -200,6 +200,24 @@ type Rates struct {
 
 type Observability struct {
 	Kafka *ObservabilityKafka `yaml:"kafka"`
+	// OTLP is our own key (seed 001 "Signaux" names no key): the
+	// flexway.kafka.* metrics and the sampled spans sent over OTLP; nil
+	// (the default): nothing leaves but /metrics.
+	OTLP *ObservabilityOTLP `yaml:"otlp"`
+}
+
+// ObservabilityOTLP is observability.otlp (start-only, see StartOnlyDiff).
+type ObservabilityOTLP struct {
+	Endpoint string `yaml:"endpoint"` // http(s)://host:port[/path] of the collector
+	Protocol string `yaml:"protocol"` // "http/protobuf" (default) or "grpc"
+	// SamplingRatio of the authenticated requests that make a span, 0 to 1;
+	// 0 (the default): no span.
+	SamplingRatio float64 `yaml:"sampling_ratio"`
+	// MetricsInterval: how often the metrics are sent; default 60s.
+	MetricsInterval Duration `yaml:"metrics_interval"`
+	// InstanceID is service.instance.id; default: a random UUID at start,
+	// one per replica.
+	InstanceID string `yaml:"instance_id"`
 }
 
 type ObservabilityKafka struct {

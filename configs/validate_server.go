@@ -13,6 +13,7 @@ import (
 // checkObservability checks the budget wait histogram's bounds: at most 20,
 // positive, increasing.
 func (l *loader) checkObservability() {
+	l.checkOTLP()
 	o := l.f.Observability.Kafka
 	p := path{"observability", "kafka", "budget_wait_buckets"}
 	if len(o.BudgetWaitBuckets) > 20 {
@@ -26,6 +27,26 @@ func (l *loader) checkObservability() {
 			l.cfg.errorf(p.at(i), "%s: the bounds must increase", b)
 		}
 	}
+}
+
+// checkOTLP checks observability.otlp: a collector's http(s) URL, a
+// protocol the exporters speak, a ratio, an interval.
+func (l *loader) checkOTLP() {
+	o := l.f.Observability.OTLP
+	if o == nil {
+		return
+	}
+	p := path{"observability", "otlp"}
+	if u, err := url.Parse(o.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		l.cfg.errorf(p.at("endpoint"), "%q: required, the collector's http:// or https:// URL", o.Endpoint)
+	}
+	if o.Protocol != "http/protobuf" && o.Protocol != "grpc" {
+		l.cfg.errorf(p.at("protocol"), "%q: http/protobuf or grpc", o.Protocol)
+	}
+	if !(o.SamplingRatio >= 0 && o.SamplingRatio <= 1) {
+		l.cfg.errorf(p.at("sampling_ratio"), "%v: between 0 and 1", o.SamplingRatio)
+	}
+	checkRange(l.cfg, p.at("metrics_interval"), o.MetricsInterval, time.Second, time.Hour)
 }
 
 // checkServer checks server: the shared counter store's URL (its ${NAME}

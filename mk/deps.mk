@@ -6,13 +6,17 @@
 #   make kafka-stop
 #   make rdkafka-install librdkafka >= 2.6.1 (PyPI wheel) for SCRAM vs Kafka 4.x
 #   make redis-start / redis-stop   redis on 127.0.0.1:6390
+#   make jaeger          bin/tools/jaeger from interop/jaeger (the OTLP test's receiver)
 
 FLEXWAY_SCRIPTS := $(CURDIR)/scripts
 
-.PHONY: deps kafka-install kafka-start kafka-stop kafka-wipe rdkafka-install redis-start redis-stop
+.PHONY: deps jaeger kafka-install kafka-start kafka-stop kafka-wipe rdkafka-install redis-start redis-stop
 
 deps:
 	$(FLEXWAY_SCRIPTS)/install-deps.sh
+
+jaeger:
+	GO=$(GO) $(FLEXWAY_SCRIPTS)/build-jaeger.sh
 
 kafka-install:
 	$(FLEXWAY_SCRIPTS)/install-kafka.sh

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make test (issue 21): what the tests need installed, go vet, then at once
+# make test (issue 21): what the tests need installed (and Jaeger built,
+# scripts/build-jaeger.sh), go vet, then at once
 #   - the kfake suite (go test ./...: every package on the embedded kfake,
 #     packages in parallel as go test runs them), then the Debian package's test;
 #   - scripts/test-kafka.sh's ci plan: a fresh Apache Kafka broker, the
@@ -31,6 +32,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 phase deps -- scripts/install-deps.sh || exit
+phase "jaeger build" -- scripts/build-jaeger.sh || exit # the OTLP test's receiver, cached in bin/tools
 phase vet -- "$MAKE" --no-print-directory vet GO="$GO" || exit # go vet, no tracked file over 1 MiB
 
 kfake_seq() {

@@ -53,6 +53,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "flexway:", err)
 		return 1
 	}
+	stopOTLP, err := startOTLP(ctx, snap, e, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "flexway:", err)
+		return 1
+	}
+	defer stopOTLP()
 	errc := make(chan error, 1)
 	go func() { errc <- e.Serve() }()
 	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)

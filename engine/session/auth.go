@@ -180,7 +180,7 @@ func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	if res.ID == nil {
 		cl.env.RefusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.Cluster.Name, "mechanism", cl.auth.mech)
 		if mode != authCert { // a certificate is no request
-			cl.ts.Request(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication)
+			cl.count(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication, 0)
 		}
 		cl.auditAuthRefused(&res)
 		cl.authFailed(h, mode)
@@ -206,7 +206,7 @@ func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	}
 	cl.setSeries(cl.env.Signals.Tenant(cl.route.Cluster.Name, res.ID.Tenant), signals.MechOf(res.ID.Mechanism))
 	if mode != authCert {
-		cl.ts.Request(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone)
+		cl.count(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone, 0)
 	}
 	switch mode {
 	case authLegacy:
@@ -338,12 +338,12 @@ func (cl *Client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
 		cl.answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
-		cl.ts.Request(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication)
+		cl.count(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication, 0)
 		cl.auditAuthRefused(&res)
 		cl.close(signals.CloseReauthRefused)
 		return
 	}
-	cl.ts.Request(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone)
+	cl.count(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone, 0)
 	cl.auth.ident = cl.env.identity(snap, res.ID)
 	lifetime := cl.startSession(snap)
 	cl.adopt(snap) // the new token's scopes, and the snapshot in force

@@ -390,7 +390,7 @@ func (cl *Client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
 	case codec.KeyApiVersions:
 		cl.scratch = cl.env.versions(cl.route.Cluster.Name).AppendAnswer(cl.scratch[:0], h)
 		cl.answerLocal(cl.scratch)
-		cl.ts.Request(h.Key, signals.Allowed, signals.CauseNone)
+		cl.count(h.Key, signals.Allowed, signals.CauseNone, 0)
 		return true
 	case codec.KeySASLHandshake, codec.KeySASLAuthenticate:
 		cl.reauthRequest(h, frame)
@@ -544,7 +544,7 @@ func (cl *Client) resume() {
 }
 
 func (cl *Client) protocolError(h codec.RequestHeader, err error) {
-	cl.ts.Request(-1, signals.Refused, signals.CauseUnsupported)
+	cl.count(-1, signals.Refused, signals.CauseUnsupported, 0)
 	cl.auditRefusal(h.Key, signals.CauseUnsupported, "", "")
 	if cl.auth.state != stAuthed {
 		cl.close(signals.ClosePreAuthMalformed, "api_key", h.Key, "error", err.Error())

@@ -32,6 +32,9 @@ type Env struct {
 	// refusals (fleet.go); replaced whole at a reload.
 	fleet atomic.Pointer[Fleet]
 
+	// Tracer makes the request spans (trace.go); nil: none.
+	Tracer *signals.Tracer
+
 	Signals *signals.Set
 	Series  Series       // the flow's and the splices' series (flowseries.go)
 	Flow    conn.Stats   // the flow-control mechanism's counts

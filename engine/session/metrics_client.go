@@ -34,13 +34,13 @@ func (cl *Client) countRequest(key int16, p *decide.Pending, out decide.Outcome)
 	switch out {
 	case decide.Forward:
 		if code := p.RefusedCode(); code != 0 {
-			cl.ts.Request(key, signals.Refused, signals.CauseOfCode(key, code))
+			cl.count(key, signals.Refused, signals.CauseOfCode(key, code), p.Throttle)
 		} else if throttled {
-			cl.ts.Request(key, signals.Throttled, signals.CauseQuota)
+			cl.count(key, signals.Throttled, signals.CauseQuota, p.Throttle)
 		} else {
-			cl.ts.Request(key, signals.Allowed, signals.CauseNone)
+			cl.count(key, signals.Allowed, signals.CauseNone, p.Throttle)
 		}
 	case decide.Answer, decide.Drop, decide.Disconnect:
-		cl.ts.Request(key, signals.Refused, signals.RefusalCause(key, out, p.RefusedCode(), p.Cause))
+		cl.count(key, signals.Refused, signals.RefusalCause(key, out, p.RefusedCode(), p.Cause), p.Throttle)
 	}
 }

@@ -205,7 +205,7 @@ func (e *produceEnds) Failed(why string) {
 	cl := (*Client)(e)
 	cl.dropUnread()
 	cl.ps.s = nil
-	cl.ts.Request(codec.KeyProduce, signals.Refused, signals.CauseUnsupported)
+	cl.count(codec.KeyProduce, signals.Refused, signals.CauseUnsupported, 0)
 	cl.close(signals.CloseMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+why)
 }
 

@@ -116,7 +116,7 @@ func (cl *Client) feedProduce() bool {
 		used, err := ps.Feed(chunk)
 		if err != nil {
 			cl.ps.s = nil
-			cl.ts.Request(codec.KeyProduce, signals.Refused, signals.CauseUnsupported)
+			cl.count(codec.KeyProduce, signals.Refused, signals.CauseUnsupported, 0)
 			cl.close(signals.CloseMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+err.Error())
 			return false
 		}

@@ -226,7 +226,7 @@ func (cl *Client) quotaGate(h *codec.RequestHeader, size int) bool {
 		}
 		q.next = 0
 		cl.throttled(quota.FetchBytes, s, time.Duration(throttleMs(d))*time.Millisecond)
-		cl.ts.Request(h.Key, signals.Throttled, signals.CauseQuota)
+		cl.count(h.Key, signals.Throttled, signals.CauseQuota, throttleMs(d))
 		cl.answerPending(p)
 		cl.mute(q, now.Add(d))
 		return true

@@ -121,23 +121,32 @@ func TestSpliceSlowReaderKept(t *testing.T) {
 	rooms0, det0 := env.e.env.Series.FetchRoomOuts.Load(), env.e.env.Series.FetchDetached.Load()
 	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 	r.c = &slowConn{Conn: r.c, chunk: 16 << 10, every: 10 * time.Millisecond} // at most 1.6 MiB/s
-	start := time.Now()
-	for _, v := range []int16{11, 12} {
+	// Whether a pass meets the full socket, rather than gnet's read of the
+	// broker taking the records first, depends on the machine's timing:
+	// answers go on, each whole, until both are seen (at most 8).
+	seen := func() bool {
+		return env.e.env.Series.FetchRoomOuts.Load() != rooms0 && env.e.env.Series.FetchDetached.Load() != det0
+	}
+	start, n := time.Now(), 0
+	for _, v := range []int16{11, 12, 11, 12, 11, 12, 11, 12} {
 		r.fetchOrders(v)
 		r.checkOrders(v, size)
+		if n++; n >= 2 && seen() {
+			break
+		}
 	}
 	took := time.Since(start)
 	if took < 2*time.Second {
 		t.Fatalf("the answers took %v: not longer than the write timeout, the test shows nothing", took)
 	}
 	if env.e.env.Series.FetchRoomOuts.Load() == rooms0 {
-		t.Fatal("no pass ended at the slow reader's full socket")
+		t.Fatalf("no pass ended at the slow reader's full socket in %d answers", n)
 	}
 	// Its broker, paused meanwhile, is spliced from before it is read again.
 	if env.e.env.Series.FetchDetached.Load() == det0 {
-		t.Fatal("no record byte spliced from the paused broker's socket")
+		t.Fatalf("no record byte spliced from the paused broker's socket in %d answers", n)
 	}
-	t.Logf("two answers of 2 × %d record bytes in %v", size, took.Round(time.Millisecond))
+	t.Logf("%d answers of %d record bytes in %v", n, size, took.Round(time.Millisecond))
 }
 
 // slowConn reads at most chunk bytes per read, one read every every.

@@ -48,9 +48,13 @@ type gwConfig struct {
 	base int // the bootstrap port; nodes 0-2 at base+1..base+3, the admin endpoint at base+4
 }
 
-// writeConfig writes the gateway's files for cluster c; listener adds lines
-// under listeners.kafka (4 spaces of indent).
-func writeConfig(t *testing.T, c *Cluster, listener string) gwConfig {
+// gwExtra is what a test adds to the gateway's flexway.yaml: lines under
+// listeners.kafka (4 spaces of indent), under server (2 spaces), and at the
+// top level.
+type gwExtra struct{ listener, server, top string }
+
+// writeConfig writes the gateway's files for cluster c, with x.
+func writeConfig(t *testing.T, c *Cluster, x gwExtra) gwConfig {
 	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{"asyncapi.yaml", "api-keys.yaml"} {
@@ -81,7 +85,7 @@ listeners:
 server:
   admin:
     address: 127.0.0.1:%d
-`, brokers, listener, base, base+3, base+4)))
+%s%s`, brokers, x.listener, base, base+3, base+4, x.server, x.top)))
 	return gwConfig{dir: dir, base: base}
 }
 

@@ -82,12 +82,18 @@ type faultEnv struct {
 
 func newFaultEnv(t *testing.T, listener string) *faultEnv {
 	t.Helper()
+	return newFaultEnvWith(t, gwExtra{listener: listener})
+}
+
+// newFaultEnvWith is newFaultEnv with x in the gateway's configuration.
+func newFaultEnvWith(t *testing.T, x gwExtra) *faultEnv {
+	t.Helper()
 	c := NewCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(3, "acme.orders"))
 	target := c.CoordinatorFor("acme.~g.faults")
 	if err := c.MoveTopicPartition("acme.orders", 0, target); err != nil {
 		t.Fatal(err)
 	}
-	gw := startGateway(t, writeConfig(t, c, listener))
+	gw := startGateway(t, writeConfig(t, c, x))
 	return &faultEnv{t: t, c: c, gw: gw, target: target}
 }
 

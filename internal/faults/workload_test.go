@@ -47,8 +47,9 @@ func valueN(v []byte) int {
 	return n
 }
 
-// startWorkload starts the producer (a record of size bytes every period)
-// and the group member on gw; both are closed at the test's end.
+// startWorkload starts the producer (a record of size bytes every period;
+// none with period 0, the test sends records itself) and the group member
+// on gw; both are closed at the test's end.
 func startWorkload(t *testing.T, gw *gateway, period time.Duration, size int) *workload {
 	t.Helper()
 	w := &workload{t: t, acked: map[int]int32{}, failed: map[int]error{}, read: map[int]int{}}
@@ -65,9 +66,12 @@ func startWorkload(t *testing.T, gw *gateway, period time.Duration, size int) *w
 	pctx, stopProd := context.WithCancel(context.Background())
 	cctx, stopCons := context.WithCancel(context.Background())
 	w.stopProd, w.stopCons = stopProd, stopCons
-	w.wg.Add(2)
-	go w.produce(pctx, period, size)
+	w.wg.Add(1)
 	go w.consume(cctx)
+	if period > 0 {
+		w.wg.Add(1)
+		go w.produce(pctx, period, size)
+	}
 	t.Cleanup(func() {
 		w.stopProd()
 		w.stopCons()

@@ -82,7 +82,7 @@ func TestRedisKilledThenBack(t *testing.T) {
 		}
 	}
 	w.finish()
-	w.onBroker(env.c)
+	w.onBroker(env.brokers, env.topic)
 }
 
 // reconciled waits until Redis holds acme's day count as the gateway's

@@ -183,20 +183,20 @@ func (w *workload) unread() map[int32]int {
 	return out
 }
 
-// onBroker reads acme.orders on c directly, to its end offsets: each
+// onBroker reads topic on brokers directly, to its end offsets: each
 // acknowledged record is there exactly once, in order in its partition,
 // and nothing else is.
-func (w *workload) onBroker(c *Cluster) {
+func (w *workload) onBroker(brokers []string, topic string) {
 	t := w.t
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("acme.orders"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, "acme.orders")
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}

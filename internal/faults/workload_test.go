@@ -6,6 +6,7 @@
 package faults
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -42,8 +43,15 @@ func value(n, size int) []byte {
 	return v
 }
 
+// valueN is the n of a record's value: value(n, size)'s, or the Java
+// client's "<prefix>-<n>".
 func valueN(v []byte) int {
-	n, _ := strconv.Atoi(string(v[:10]))
+	if i := bytes.LastIndexByte(v, '-'); i >= 0 {
+		v = v[i+1:]
+	} else {
+		v = v[:min(len(v), 10)]
+	}
+	n, _ := strconv.Atoi(string(v))
 	return n
 }
 

@@ -5,7 +5,10 @@
 # listeners), runs
 #   FLEXWAY_TEST_UPSTREAM=kafka FLEXWAY_TEST_KAFKA=$KAFKA_BOOTSTRAP go test -count=1 -timeout 15m ./engine/
 # once per way the gateway reaches the broker (FLEXWAY_TEST_KAFKA_SECURITY:
-# plaintext, sasl_ssl, sasl_plaintext; KAFKA_TEST_SECURITY chooses), and
+# plaintext, sasl_ssl, sasl_plaintext; KAFKA_TEST_SECURITY chooses), then,
+# alone on the broker, internal/faults' TestRealKafkaKilledAndRestarted (the
+# broker killed with SIGKILL mid-run and started again on its state: only a
+# broker this script started, and only without go test arguments), and
 # stops the broker it started, whether the tests pass or not.
 #
 # KAFKA_TEST_PLAN chooses how much runs (issue 21.3):
@@ -60,6 +63,7 @@ t0=$(date +%s)
 logs="$(mktemp -d "${TMPDIR:-/tmp}/flexway-test-kafka.XXXXXX")"
 pids=()
 stop_broker=0
+started=0 # this script started the broker: the kill phase may kill it
 cleanup() {
   local p
   for p in "${pids[@]}"; do kill_tree "$p"; done
@@ -98,6 +102,7 @@ setup() {
   else
     if [ "${KAFKA_KEEP:-0}" != 1 ]; then stop_broker=1; fi
     KAFKA_FRESH="${KAFKA_FRESH:-1}" "$FLEXWAY_ROOT/scripts/kafka-start.sh" || return
+    started=1
   fi
 }
 phase "kafka set-up" -- setup || exit
@@ -110,6 +115,11 @@ export FLEXWAY_TEST_UPSTREAM=kafka FLEXWAY_TEST_KAFKA="$KAFKA_BOOTSTRAP" \
   FLEXWAY_TEST_KAFKA_SASL_SSL="$KAFKA_SASL_SSL_BOOTSTRAP" FLEXWAY_TEST_KAFKA_SASL="$KAFKA_SASL_BOOTSTRAP" \
   FLEXWAY_TEST_KAFKA_CA="$KAFKA_CA_FILE" FLEXWAY_TEST_KAFKA_USER="$KAFKA_SASL_USER" \
   FLEXWAY_TEST_KAFKA_PASSWORD="$KAFKA_SASL_PASSWORD"
+# What a test needs to kill the broker and start it again on its state (the
+# kill phase below): its pid file, and the command that starts it and waits
+# until it serves.
+export FLEXWAY_TEST_KAFKA_PID_FILE="$KAFKA_PID_FILE" \
+  FLEXWAY_TEST_KAFKA_RESTART="KAFKA_FRESH=0 '$FLEXWAY_ROOT/scripts/kafka-start.sh'"
 
 # pass SEC [GO TEST ARGS...]: the engine's tests with the gateway reaching the broker as SEC.
 pass() {
@@ -141,6 +151,17 @@ else
     wait "$p" || status=$?
   done
   pids=()
+fi
+# The broker killed (issue 25.2): after every pass, as it takes the broker
+# away from whatever else uses it.
+kill_pass() {
+  echo "test-kafka: $GO test -count=1 -timeout 5m -run '^TestRealKafkaKilledAndRestarted\$' ./internal/faults/"
+  "$GO" test -count=1 -timeout 5m -run '^TestRealKafkaKilledAndRestarted$' ./internal/faults/
+}
+if [ "$started" = 1 ] && [ "$#" = 0 ]; then
+  phase "kafka broker killed" -- kill_pass || status=$?
+else
+  echo "test-kafka: the broker-killed test skipped: $( [ "$started" = 1 ] && echo "go test arguments given" || echo "the broker was running before this script")"
 fi
 echo "test-kafka: tests $( [ "$status" = 0 ] && echo passed || echo "FAILED (exit $status)" ) against Apache Kafka $KAFKA_VERSION, plan $PLAN, in $(( $(date +%s) - t0 )) s"
 exit "$status"

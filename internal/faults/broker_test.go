@@ -13,18 +13,31 @@ import (
 // resetWhile arms a reset of every connection to env.target at the moment
 // a request of key reaches it (the broker handles the request, its answer
 // goes to a connection that is gone), and waits until it happened.
-func (env *faultEnv) resetWhile(key kmsg.Key) {
-	t := env.t
-	t.Helper()
+func (env *faultEnv) resetWhile(key kmsg.Key) { env.waitReset(key, env.armReset(key, 1)) }
+
+// armReset arms the reset of resetWhile at the nth request of key that
+// reaches env.target; the reset's outcome comes on the channel.
+func (env *faultEnv) armReset(key kmsg.Key, nth int) <-chan error {
 	done := make(chan error, 1)
+	seen := 0
 	env.c.ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
 		if env.c.CurrentNode() != env.target {
 			return nil, nil, false // kept for the next request
+		}
+		if seen++; seen < nth {
+			return nil, nil, false
 		}
 		env.c.DropControl()
 		done <- env.c.Reset(env.target)
 		return nil, nil, false // handled by the broker as usual
 	})
+	return done
+}
+
+// waitReset waits for the reset armed on done.
+func (env *faultEnv) waitReset(key kmsg.Key, done <-chan error) {
+	t := env.t
+	t.Helper()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -48,9 +48,14 @@ type gwConfig struct {
 	base int // the bootstrap port; nodes 0-2 at base+1..base+3, the admin endpoint at base+4
 }
 
-// writeConfig writes the gateway's files for cluster c; listener adds lines
-// under listeners.kafka (4 spaces of indent).
-func writeConfig(t *testing.T, c *Cluster, listener string) gwConfig {
+// gwExtra is what a test adds to the gateway's flexway.yaml: lines under
+// listeners.kafka (4 spaces of indent), under server (2 spaces), and at the
+// top level; and a prefix of the contract's channel addresses (the
+// physical topics "<prefix>acme.orders", groups "<prefix>acme.~g.<id>").
+type gwExtra struct{ listener, server, top, prefix string }
+
+// writeConfig writes the gateway's files for the upstream brokers, with x.
+func writeConfig(t *testing.T, upstream []string, x gwExtra) gwConfig {
 	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{"asyncapi.yaml", "api-keys.yaml"} {
@@ -58,10 +63,13 @@ func writeConfig(t *testing.T, c *Cluster, listener string) gwConfig {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if f == "asyncapi.yaml" {
+			b = []byte(strings.ReplaceAll(string(b), `address: "{tenant}.`, `address: "`+x.prefix+`{tenant}.`))
+		}
 		testkit.WriteFile(t, dir, f, b)
 	}
 	base := testkit.FreePorts(t, 5)
-	brokers := `"` + strings.Join(c.ListenAddrs(), `", "`) + `"`
+	brokers := `"` + strings.Join(upstream, `", "`) + `"`
 	testkit.WriteFile(t, dir, "flexway.yaml", []byte(fmt.Sprintf(`version: 1
 contracts:
   asyncapi: ./asyncapi.yaml
@@ -81,7 +89,7 @@ listeners:
 server:
   admin:
     address: 127.0.0.1:%d
-`, brokers, listener, base, base+3, base+4)))
+%s%s`, brokers, x.listener, base, base+3, base+4, x.server, x.top)))
 	return gwConfig{dir: dir, base: base}
 }
 

@@ -72,23 +72,32 @@ var brokerLines = []string{
 
 // faultEnv is a gateway on a three-broker cluster whose topic acme.orders
 // has three partitions, partition 0 led by the group's coordinator: the
-// node that faults hit, target.
+// node that faults hit, target. On a real broker, c is nil.
 type faultEnv struct {
 	t      *testing.T
 	c      *Cluster
 	gw     *gateway
 	target int32
+
+	brokers []string // the upstream's brokers, reached without the gateway
+	topic   string   // the physical topic of acme's orders
 }
 
 func newFaultEnv(t *testing.T, listener string) *faultEnv {
+	t.Helper()
+	return newFaultEnvWith(t, gwExtra{listener: listener})
+}
+
+// newFaultEnvWith is newFaultEnv with x in the gateway's configuration.
+func newFaultEnvWith(t *testing.T, x gwExtra) *faultEnv {
 	t.Helper()
 	c := NewCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(3, "acme.orders"))
 	target := c.CoordinatorFor("acme.~g.faults")
 	if err := c.MoveTopicPartition("acme.orders", 0, target); err != nil {
 		t.Fatal(err)
 	}
-	gw := startGateway(t, writeConfig(t, c, listener))
-	return &faultEnv{t: t, c: c, gw: gw, target: target}
+	gw := startGateway(t, writeConfig(t, c.ListenAddrs(), x))
+	return &faultEnv{t: t, c: c, gw: gw, target: target, brokers: c.ListenAddrs(), topic: "acme.orders"}
 }
 
 // run starts the workload (a record of size bytes every period), lets it
@@ -114,7 +123,7 @@ func (env *faultEnv) run(period time.Duration, size int, fault func(w *workload)
 	t.Logf("clients writing again %v after the fault began", time.Since(start).Round(time.Millisecond))
 	env.gw.settles(before)
 	w.finish()
-	w.onBroker(env.c)
+	w.onBroker(env.brokers, env.topic)
 	caused := map[string]int{}
 	for _, l := range brokerLines {
 		caused[l] = env.gw.lines(l)

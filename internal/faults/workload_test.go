@@ -6,6 +6,7 @@
 package faults
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -42,13 +43,21 @@ func value(n, size int) []byte {
 	return v
 }
 
+// valueN is the n of a record's value: value(n, size)'s, or the Java
+// client's "<prefix>-<n>".
 func valueN(v []byte) int {
-	n, _ := strconv.Atoi(string(v[:10]))
+	if i := bytes.LastIndexByte(v, '-'); i >= 0 {
+		v = v[i+1:]
+	} else {
+		v = v[:min(len(v), 10)]
+	}
+	n, _ := strconv.Atoi(string(v))
 	return n
 }
 
-// startWorkload starts the producer (a record of size bytes every period)
-// and the group member on gw; both are closed at the test's end.
+// startWorkload starts the producer (a record of size bytes every period;
+// none with period 0, the test sends records itself) and the group member
+// on gw; both are closed at the test's end.
 func startWorkload(t *testing.T, gw *gateway, period time.Duration, size int) *workload {
 	t.Helper()
 	w := &workload{t: t, acked: map[int]int32{}, failed: map[int]error{}, read: map[int]int{}}
@@ -65,9 +74,12 @@ func startWorkload(t *testing.T, gw *gateway, period time.Duration, size int) *w
 	pctx, stopProd := context.WithCancel(context.Background())
 	cctx, stopCons := context.WithCancel(context.Background())
 	w.stopProd, w.stopCons = stopProd, stopCons
-	w.wg.Add(2)
-	go w.produce(pctx, period, size)
+	w.wg.Add(1)
 	go w.consume(cctx)
+	if period > 0 {
+		w.wg.Add(1)
+		go w.produce(pctx, period, size)
+	}
 	t.Cleanup(func() {
 		w.stopProd()
 		w.stopCons()
@@ -179,20 +191,20 @@ func (w *workload) unread() map[int32]int {
 	return out
 }
 
-// onBroker reads acme.orders on c directly, to its end offsets: each
+// onBroker reads topic on brokers directly, to its end offsets: each
 // acknowledged record is there exactly once, in order in its partition,
 // and nothing else is.
-func (w *workload) onBroker(c *Cluster) {
+func (w *workload) onBroker(brokers []string, topic string) {
 	t := w.t
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("acme.orders"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, "acme.orders")
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}

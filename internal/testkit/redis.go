@@ -12,23 +12,32 @@ import (
 )
 
 // Redis is a real redis-server (Debian's, scripts/install-deps.sh) started
-// by a test on a free port below 32768, without persistence; the test's
-// cleanup stops it.
+// by a test on a free port below 32768, without persistence unless
+// StartRedisPersistent; the test's cleanup stops it.
 type Redis struct {
-	t    testing.TB
-	Port int
-	dir  string
-	cmd  *exec.Cmd
-	exit chan struct{}
+	t       testing.TB
+	Port    int
+	dir     string
+	persist bool
+	cmd     *exec.Cmd
+	exit    chan struct{}
 }
 
 // StartRedis starts a redis-server and waits until it answers PING.
-func StartRedis(t testing.TB) *Redis {
+func StartRedis(t testing.TB) *Redis { return startRedis(t, false) }
+
+// StartRedisPersistent starts a redis-server that writes every command to
+// its append-only file before answering it (appendfsync always): killed
+// with SIGKILL and started again (Restart), it holds every write it
+// acknowledged, as an operator's Redis kept for budgets does.
+func StartRedisPersistent(t testing.TB) *Redis { return startRedis(t, true) }
+
+func startRedis(t testing.TB, persist bool) *Redis {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found: run scripts/install-deps.sh (%v)", err)
 	}
-	r := &Redis{t: t, dir: t.TempDir()}
+	r := &Redis{t: t, dir: t.TempDir(), persist: persist}
 	t.Cleanup(r.Kill)
 	for try := 0; ; try++ {
 		r.Port = FreePort(t)
@@ -56,7 +65,9 @@ func (r *Redis) Kill() {
 	r.cmd = nil
 }
 
-// Restart starts the server again on the same port (empty: no persistence).
+// Restart starts the server again on the same port: empty, or with what it
+// acknowledged before when persistent. After Kill, it starts the server
+// killed.
 func (r *Redis) Restart() {
 	r.t.Helper()
 	r.Kill()
@@ -71,9 +82,13 @@ func (r *Redis) Restart() {
 }
 
 func (r *Redis) start() error {
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", r.dir, "--daemonize", "no",
-		"--protected-mode", "no", "--loglevel", "warning")
+	aof := []string{"--appendonly", "no"}
+	if r.persist {
+		aof = []string{"--appendonly", "yes", "--appendfsync", "always"}
+	}
+	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
+		"--save", "", "--dir", r.dir, "--daemonize", "no",
+		"--protected-mode", "no", "--loglevel", "warning"}, aof...)...)
 	if err := cmd.Start(); err != nil {
 		return err
 	}

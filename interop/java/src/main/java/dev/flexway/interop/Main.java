@@ -39,7 +39,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * SASL_PLAINTEXT with PLAIN (an API key).
  *
  * <pre>
- * Main produce       --bootstrap B --user U --password P [--topic orders] [--count N] [--prefix V]
+ * Main produce       --bootstrap B --user U --password P [--topic orders] [--count N] [--prefix V] [--pause-ms MS]
  * Main consume-group --bootstrap B --user U --password P [--topic orders] [--count N] [--group billing]
  * Main txn           --bootstrap B --user U --password P [--topic orders] [--count N] [--txn-id ID] [--prefix V]
  * Main admin-list    --bootstrap B --user U --password P
@@ -72,7 +72,7 @@ public final class Main {
             System.err.println("usage: " + e.getMessage());
             System.err.println("  produce | consume-group | txn | admin-list"
                 + " --bootstrap HOST:PORT --user U --password P [--topic T] [--count N]"
-                + " [--group G] [--txn-id ID] [--prefix V] [--timeout-ms MS]");
+                + " [--group G] [--txn-id ID] [--prefix V] [--timeout-ms MS] [--pause-ms MS]");
             System.exit(EXIT_USAGE);
             return;
         }
@@ -154,7 +154,8 @@ public final class Main {
 
     /**
      * produce: an idempotent producer (acks=all, 5 requests in flight) sends
-     * --count records, key k(i%4), value PREFIX-i, asynchronously.
+     * --count records, key k(i%4), value PREFIX-i, asynchronously, --pause-ms
+     * apart (0: at once).
      * stdout: "sent PARTITION OFFSET KEY VALUE" per record in send order, then "produced N".
      */
     static void produce(Opts o) throws Exception {
@@ -171,6 +172,9 @@ public final class Main {
             List<Future<RecordMetadata>> sent = new ArrayList<>();
             for (int i = 0; i < o.count; i++) {
                 sent.add(prod.send(new ProducerRecord<>(o.topic, key(i), o.prefix + "-" + i)));
+                if (o.pauseMs > 0) {
+                    Thread.sleep(o.pauseMs);
+                }
             }
             prod.flush();
             for (int i = 0; i < o.count; i++) {
@@ -322,6 +326,7 @@ public final class Main {
         String txnId = "interop-txn";
         String prefix = "java";
         long timeoutMs = 30_000;
+        long pauseMs = 0;
 
         static Opts parse(String[] args) {
             if (args.length == 0) {
@@ -349,11 +354,12 @@ public final class Main {
             try {
                 o.count = Integer.parseInt(kv.getOrDefault("count", String.valueOf(o.count)));
                 o.timeoutMs = Long.parseLong(kv.getOrDefault("timeout-ms", String.valueOf(o.timeoutMs)));
+                o.pauseMs = Long.parseLong(kv.getOrDefault("pause-ms", "0"));
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("--count and --timeout-ms are numbers: " + e.getMessage());
+                throw new IllegalArgumentException("--count, --timeout-ms and --pause-ms are numbers: " + e.getMessage());
             }
             for (String k : kv.keySet()) {
-                if (!List.of("bootstrap", "user", "password", "topic", "count", "group", "txn-id", "prefix", "timeout-ms").contains(k)) {
+                if (!List.of("bootstrap", "user", "password", "topic", "count", "group", "txn-id", "prefix", "timeout-ms", "pause-ms").contains(k)) {
                     throw new IllegalArgumentException("unknown option --" + k);
                 }
             }

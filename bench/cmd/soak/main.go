@@ -39,6 +39,7 @@ type settings struct {
 	cutEvery, restartEvery   time.Duration
 	txnEvery                 time.Duration
 	tenants, members, rate   int
+	rcMembers                int
 	size                     int
 	drainFor                 time.Duration
 	partitions               int
@@ -59,13 +60,17 @@ func parseFlags() settings {
 	flag.DurationVar(&s.restartEvery, "restart", 15*time.Second, "how often a client is closed and started again")
 	flag.DurationVar(&s.txnEvery, "txn", 500*time.Millisecond, "a tenant's transactions: one every")
 	flag.IntVar(&s.tenants, "tenants", 10, "tenants")
-	flag.IntVar(&s.members, "members", 2, "members of each tenant's events group")
+	flag.IntVar(&s.members, "members", 3, "members of each tenant's events group")
+	flag.IntVar(&s.rcMembers, "rc-members", 2, "members of each tenant's read_committed ledger group")
 	flag.IntVar(&s.rate, "rate", 50, "events per second per tenant")
 	flag.IntVar(&s.size, "size", 200, "record size, bytes")
 	flag.IntVar(&s.partitions, "partitions", 3, "partitions per topic")
 	flag.DurationVar(&s.drainFor, "drain", 3*time.Minute, "how long the groups may take to read everything at the end")
 	flag.BoolVar(&s.killGateway, "kill", true, "kill the gateway with SIGKILL once and start it again")
 	flag.Parse()
+	if abs, err := filepath.Abs(s.bin); err == nil {
+		s.bin = abs // the gateway runs in its own folder
+	}
 	if s.out == "" {
 		s.out = filepath.Join("bench", "results", "soak-"+time.Now().Format("2006-01-02T15-04-05"))
 	}
@@ -194,7 +199,7 @@ func (sk *soak) startWorkload() (stopWriters, stopReaders func()) {
 		go func() { defer wg.Done(); f(l) }()
 	}
 	for i, k := range sk.keys {
-		f := clientFactory{bootstrap: fmt.Sprintf("127.0.0.1:%d", sk.base), key: k, conns: sk.conns}
+		f := clientFactory{bootstrap: fmt.Sprintf("127.0.0.1:%d", sk.base), key: k, conns: sk.conns, b: sk.b}
 		goLoop(&writers, func(l loop) { produceLoop(wctx, f, l, sk.b, i, s.eventsTopic, s.rate, s.size) })
 		goLoop(&writers, func(l loop) { txnLoop(wctx, f, l, sk.b, i, s.ledgerTopic, s.txnEvery, s.size) })
 		for range s.members {
@@ -202,9 +207,11 @@ func (sk *soak) startWorkload() (stopWriters, stopReaders func()) {
 				consumeLoop(rctx, f, l, sk.b, "consume", "readers", s.eventsTopic, false, sk.b.read)
 			})
 		}
-		goLoop(&readers, func(l loop) {
-			consumeLoop(rctx, f, l, sk.b, "consume rc", "ledger-readers", s.ledgerTopic, true, sk.b.ledger)
-		})
+		for range s.rcMembers {
+			goLoop(&readers, func(l loop) {
+				consumeLoop(rctx, f, l, sk.b, "consume rc", "ledger-readers", s.ledgerTopic, true, sk.b.ledger)
+			})
+		}
 	}
 	readers.Add(1)
 	go func() { defer readers.Done(); sk.sampleLoop(rctx) }()

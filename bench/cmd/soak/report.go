@@ -34,9 +34,9 @@ func (sk *soak) report(r onBroker) int {
 		return "pass"
 	}
 	fmt.Fprintf(&md, "# Soak, %v\n\n%d tenants; per tenant an idempotent producer (%d records/s of %d B), a group of %d members, "+
-		"a transactional producer (%d records every %v, one transaction in %d aborted), a read_committed member; "+
+		"a transactional producer (%d records every %v, one transaction in %d aborted), a read_committed group of %d members; "+
 		"a client connection cut every %v, a client closed and started again every %v.\n\n",
-		s.duration, s.tenants, s.rate, s.size, s.members, txnRecords, s.txnEvery, abortEvery, s.cutEvery, s.restartEvery)
+		s.duration, s.tenants, s.rate, s.size, s.members, txnRecords, s.txnEvery, abortEvery, s.rcMembers, s.cutEvery, s.restartEvery)
 	fmt.Fprintf(&md, "| events (idempotent, acks=all) | |\n|---|---|\n| sent | %d |\n| acknowledged | %d |\n| on the broker | %d |\n"+
 		"| read by the group | %d |\n| lost | %d %s |\n| duplicated on the broker | %d %s |\n| unread by the group | %d %s |\n"+
 		"| out of order in a partition | %d %s |\n| written, never acknowledged (given up) | %d |\n\n",
@@ -87,9 +87,9 @@ func (sk *soak) errorsTable(md *strings.Builder, errs map[string]int) {
 }
 
 func (sk *soak) eventsTable(md *strings.Builder) {
-	md.WriteString("| at | what |\n|---|---|\n")
-	for _, e := range sk.events {
-		fmt.Fprintf(md, "| %.0f s | %s |\n", e.At.Seconds(), e.What)
+	md.WriteString("| # (plot) | at | what |\n|---|---|---|\n")
+	for i, e := range sk.events {
+		fmt.Fprintf(md, "| %d | %.0f s | %s |\n", i+1, e.At.Seconds(), e.What)
 	}
 	md.WriteString("\n")
 }
@@ -100,7 +100,7 @@ func (sk *soak) gaugesTable(md *strings.Builder) bool {
 	var rss, fds, gor, cons []float64
 	sk.samplesMu.Lock()
 	for _, g := range sk.samples {
-		if g.At <= sk.s.duration {
+		if g.At < sk.s.duration {
 			rss, fds, gor, cons = append(rss, g.RSSMiB), append(fds, g.FDs), append(gor, g.Goroutines), append(cons, g.Connections)
 		}
 	}
@@ -162,11 +162,13 @@ func (sk *soak) plot() error {
 	}
 	var marks strings.Builder
 	for i, e := range sk.events {
-		fmt.Fprintf(&marks, "set arrow %d from %.0f, graph 0 to %.0f, graph 1 nohead dt 2 lc rgb \"#888888\"\n", i+1, e.At.Seconds(), e.At.Seconds())
+		x := e.At.Seconds()
+		fmt.Fprintf(&marks, "set arrow %d from %.1f, graph 0 to %.1f, graph 1 nohead dt 2 lc rgb \"#888888\"\n", i+1, x, x)
+		fmt.Fprintf(&marks, "set label %d \"%d\" at %.1f, graph 1.04 center font \",8\"\n", i+1, i+1, x)
 	}
 	gp := fmt.Sprintf(`set terminal pngcairo size 1100,900 font "DejaVu Sans,10"
 set output "%s"
-set multiplot layout 3,1 title "flexway soak, %v: %d tenants, faults and churn (dashed: a fault, a heal, the end)"
+set multiplot layout 3,1 title "flexway soak, %v: %d tenants, faults and churn (dashed, numbered: the events of the report)"
 set grid
 set xlabel "s"
 %sset ylabel "RSS, MiB"

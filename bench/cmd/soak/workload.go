@@ -108,12 +108,38 @@ type clientFactory struct {
 	bootstrap string
 	key       tenantKey
 	conns     *conns
+	b         *books
 }
 
 func (f clientFactory) client(opts ...kgo.Opt) (*kgo.Client, error) {
 	return kgo.NewClient(append(opts, kgo.SeedBrokers(f.bootstrap), kgo.Dialer(f.conns.dial),
-		kgo.SASL(plain.Auth{User: f.key.id, Pass: f.key.secret}.AsMechanism()))...)
+		kgo.WithHooks(wireHook{f.b}), kgo.SASL(plain.Auth{User: f.key.id, Pass: f.key.secret}.AsMechanism()))...)
 }
+
+// wireHook books the errors a client retries on its own and never returns:
+// a dial, a request's write or a response's read that failed (a connection
+// cut by the soak shows as one), a group's management error.
+type wireHook struct{ b *books }
+
+func (h wireHook) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err != nil {
+		h.b.err("client dial", err)
+	}
+}
+
+func (h wireHook) OnBrokerWrite(_ kgo.BrokerMetadata, _ int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		h.b.err("client write", err)
+	}
+}
+
+func (h wireHook) OnBrokerRead(_ kgo.BrokerMetadata, _ int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		h.b.err("client read", err)
+	}
+}
+
+func (h wireHook) OnGroupManageError(err error) { h.b.err("group", err) }
 
 // loop is one client's life: run with a fresh client until ctx ends or a
 // restart is asked, then close it and, unless ctx ended, start again.

@@ -75,9 +75,9 @@ func parseFlags() settings {
 		s.out = filepath.Join("bench", "results", "soak-"+time.Now().Format("2006-01-02T15-04-05"))
 	}
 	// The flatness rules (one-sided: growth fails, a fall passes).
-	s.rssRule = flatRule{Ratio: 1.25, Slack: 16}
+	s.rssRule = flatRule{Ratio: 1.2, Slack: 8} // MiB
 	s.fdRule = flatRule{Ratio: 1.2, Slack: 16}
-	s.goRule = flatRule{Ratio: 1.2, Slack: 32}
+	s.goRule = flatRule{Ratio: 1.2, Slack: 16}
 	return s
 }
 

@@ -164,7 +164,7 @@ func (sk *soak) plot() error {
 	for i, e := range sk.events {
 		x := e.At.Seconds()
 		fmt.Fprintf(&marks, "set arrow %d from %.1f, graph 0 to %.1f, graph 1 nohead dt 2 lc rgb \"#888888\"\n", i+1, x, x)
-		fmt.Fprintf(&marks, "set label %d \"%d\" at %.1f, graph 1.04 center font \",8\"\n", i+1, i+1, x)
+		fmt.Fprintf(&marks, "set label %d \"%d\" at %.1f, graph 0.96 offset 0.4,0 left font \",8\"\n", i+1, i+1, x)
 	}
 	gp := fmt.Sprintf(`set terminal pngcairo size 1100,900 font "DejaVu Sans,10"
 set output "%s"

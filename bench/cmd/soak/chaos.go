@@ -98,12 +98,12 @@ func (sk *soak) apply(f plannedFault) error {
 		sk.mark(fmt.Sprintf("%s: broker %d", faultReset, f.Node))
 		return c.Reset(f.Node)
 	case faultBlackhole:
-		sk.mark(fmt.Sprintf("%s: broker %d for %v", faultBlackhole, f.Node, f.For))
+		sk.mark(fmt.Sprintf("%s: broker %d for %v", faultBlackhole, f.Node, f.For.Round(time.Second)))
 		if err := c.Blackhole(f.Node); err != nil {
 			return err
 		}
 	case faultSlow:
-		sk.mark(fmt.Sprintf("%s: broker %d for %v", faultSlow, f.Node, f.For))
+		sk.mark(fmt.Sprintf("%s: broker %d for %v", faultSlow, f.Node, f.For.Round(time.Second)))
 		if err := c.Latency(f.Node, 200*time.Millisecond); err != nil {
 			return err
 		}

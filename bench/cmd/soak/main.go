@@ -60,7 +60,7 @@ func parseFlags() settings {
 	flag.DurationVar(&s.restartEvery, "restart", 15*time.Second, "how often a client is closed and started again")
 	flag.DurationVar(&s.txnEvery, "txn", 500*time.Millisecond, "a tenant's transactions: one every")
 	flag.IntVar(&s.tenants, "tenants", 10, "tenants")
-	flag.IntVar(&s.members, "members", 3, "members of each tenant's events group")
+	flag.IntVar(&s.members, "members", 4, "members of each tenant's events group")
 	flag.IntVar(&s.rcMembers, "rc-members", 2, "members of each tenant's read_committed ledger group")
 	flag.IntVar(&s.rate, "rate", 50, "events per second per tenant")
 	flag.IntVar(&s.size, "size", 200, "record size, bytes")

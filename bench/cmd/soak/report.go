@@ -110,8 +110,8 @@ func (sk *soak) gaugesTable(md *strings.Builder) bool {
 	md.WriteString("| gauge | min | max | Q2 median | Q4 median | rule | verdict |\n|---|---|---|---|---|---|---|\n")
 	ok := true
 	row := func(name string, v []float64, r *flatRule) {
-		if len(v) == 0 {
-			fmt.Fprintf(md, "| %s | - | - | - | - | - | **FAIL** (no sample) |\n", name)
+		if len(v) < 4 {
+			fmt.Fprintf(md, "| %s | - | - | - | - | - | **FAIL** (%d samples: too few to judge) |\n", name, len(v))
 			ok = false
 			return
 		}

@@ -59,6 +59,15 @@
 #                        connection pairs: RSS per pair, GC pauses, one producer.
 #   make bench-micro     the codec micro-benchmarks and the in-process kfake
 #                        loopback benchmark (what `make bench` runs).
+#   make soak            bench/cmd/soak (issue 25.4): the built gateway, 10
+#                        tenants, ~200 client connections producing, consuming,
+#                        in groups and transactions, with connections cut and
+#                        clients restarted at random, the gateway killed once and
+#                        a broker reset, blackholed and slowed in turn every few
+#                        minutes; lost/duplicated records, errors by kind, and
+#                        RSS, fds, goroutines every 10 s (flat after warm-up),
+#                        plotted. SOAK=10m by default (SOAK=1h for longer);
+#                        results in bench/results/soak-<date>/, exit 1 on a fail.
 #
 # Settings are environment variables, listed at the top of bench/run, e.g.
 #   make bench-real BENCH_REPEAT=5
@@ -68,7 +77,7 @@
 GO ?= go
 BENCH_RUN := $(CURDIR)/bench/run
 
-.PHONY: bench-real bench-new bench-issue11 bench-many bench-quota bench-quota-reached bench-neighbour bench-alternate bench-density bench-all bench-micro
+.PHONY: bench-real bench-new bench-issue11 bench-many bench-quota bench-quota-reached bench-neighbour bench-alternate bench-density bench-all bench-micro soak
 
 bench-real:
 	GO=$(GO) $(BENCH_RUN) real
@@ -103,3 +112,9 @@ bench-all:
 bench-micro:
 	$(GO) test ./codec -run '^$$' -bench . -benchmem
 	$(GO) test ./bench -run '^$$' -bench LoopbackThroughput -benchtime 1x -timeout 10m
+
+SOAK ?= 10m
+soak:
+	$(GO) build -o bin/flexway ./cmd/flexway
+	$(GO) build -o bin/soak ./bench/cmd/soak
+	bin/soak -flexway bin/flexway -duration $(SOAK)

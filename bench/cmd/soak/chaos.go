@@ -1,0 +1,165 @@
+// The soak's disorder: its schedule of faults (the gateway killed once,
+// early; then a broker's connections reset, a broker blackholed, a broker
+// slow and narrow, in turn, every few minutes), the churn of clients
+// (connections cut, clients closed and started again, at random all
+// along), and the sampler of the gateway's gauges.
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// The kinds of fault.
+const (
+	faultKill      = "gateway killed (SIGKILL) and started again"
+	faultReset     = "broker connections reset"
+	faultBlackhole = "broker blackholed"
+	faultSlow      = "broker slow and narrow (200 ms, 1 MiB/s)"
+)
+
+// plannedFault is a fault of the schedule: its kind, when it starts (since
+// the run's start), how long it lasts, the broker it hits.
+type plannedFault struct {
+	At, For time.Duration
+	Kind    string
+	Node    int32
+}
+
+// schedule plans the faults of a run of length d: the gateway killed at
+// d/8 (after the warm-up, before the second quarter whose samples the
+// flatness rule takes as its reference: both quarters are the second
+// gateway's); then from d/4 to 7d/8 the broker faults in turn, gap apart
+// (at most 3 min), each on the next broker; a blackhole lasts up to 30 s,
+// a slow broker up to a minute, at most half the gap.
+func schedule(d time.Duration, kill bool) []plannedFault {
+	var out []plannedFault
+	if kill {
+		out = append(out, plannedFault{At: max(20*time.Second, d/8), Kind: faultKill})
+	}
+	from, to := d/4, d*7/8
+	gap := min(3*time.Minute, (to-from)/3)
+	kinds := []string{faultReset, faultBlackhole, faultSlow}
+	for k := 0; gap > 0; k++ {
+		f := plannedFault{At: from + time.Duration(k)*gap, Kind: kinds[k%3], Node: int32(k % 3)}
+		switch f.Kind {
+		case faultBlackhole:
+			f.For = min(30*time.Second, gap/2)
+		case faultSlow:
+			f.For = min(time.Minute, gap/2)
+		}
+		if f.At+f.For >= to {
+			break
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// chaos applies the schedule, then waits for the run's end.
+func (sk *soak) chaos() error {
+	for _, f := range schedule(sk.s.duration, sk.s.killGateway) {
+		if !sk.sleepUntil(f.At) {
+			break
+		}
+		if err := sk.apply(f); err != nil {
+			return err
+		}
+	}
+	sk.sleepUntil(sk.s.duration)
+	return nil
+}
+
+// sleepUntil sleeps until at since the start; false if at is past the
+// run's end.
+func (sk *soak) sleepUntil(at time.Duration) bool {
+	if at > sk.s.duration {
+		return false
+	}
+	time.Sleep(time.Until(sk.s.start.Add(at))) // the schedule's time, not a wait for a condition
+	return true
+}
+
+// apply applies fault f and heals it after its length.
+func (sk *soak) apply(f plannedFault) error {
+	c := sk.cluster
+	switch f.Kind {
+	case faultKill:
+		sk.mark(faultKill)
+		sk.gateway().kill()
+		if err := sk.startGateway(); err != nil {
+			return err
+		}
+		sk.mark("second gateway healthy")
+		return nil
+	case faultReset:
+		sk.mark(fmt.Sprintf("%s: broker %d", faultReset, f.Node))
+		return c.Reset(f.Node)
+	case faultBlackhole:
+		sk.mark(fmt.Sprintf("%s: broker %d for %v", faultBlackhole, f.Node, f.For.Round(time.Second)))
+		if err := c.Blackhole(f.Node); err != nil {
+			return err
+		}
+	case faultSlow:
+		sk.mark(fmt.Sprintf("%s: broker %d for %v", faultSlow, f.Node, f.For.Round(time.Second)))
+		if err := c.Latency(f.Node, 200*time.Millisecond); err != nil {
+			return err
+		}
+		if err := c.Bandwidth(f.Node, 1024); err != nil {
+			return err
+		}
+	}
+	time.Sleep(f.For) // the fault's length
+	c.Heal(f.Node)
+	sk.mark(fmt.Sprintf("broker %d healed", f.Node))
+	return nil
+}
+
+// churn cuts a client connection every cutEvery and closes and starts
+// again a client chosen at random every restartEvery, until ctx ends.
+func (sk *soak) churn(ctx context.Context, loops []loop) {
+	cut := time.NewTicker(sk.s.cutEvery)
+	defer cut.Stop()
+	restart := time.NewTicker(sk.s.restartEvery)
+	defer restart.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-cut.C:
+			if sk.conns.cutOne() {
+				sk.b.mu.Lock()
+				sk.b.cuts++
+				sk.b.mu.Unlock()
+			}
+		case <-restart.C:
+			loops[rand.IntN(len(loops))].ask()
+		}
+	}
+}
+
+// sampleLoop reads the gateway's gauges every sampleEvery until ctx ends
+// (a read that fails, the gateway being restarted, is skipped).
+func (sk *soak) sampleLoop(ctx context.Context) {
+	tick := time.NewTicker(sk.s.sampleEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		gw := sk.gateway()
+		g, err := gw.gauges()
+		if err != nil {
+			continue
+		}
+		g.At = time.Since(sk.s.start)
+		g.Gateway = gw.gen
+		sk.samplesMu.Lock()
+		sk.samples = append(sk.samples, g)
+		sk.samplesMu.Unlock()
+	}
+}

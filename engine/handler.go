@@ -30,6 +30,7 @@ func (e *Engine) OnOpen(c gnet.Conn) (out []byte, action gnet.Action) {
 		}
 		return nil, gnet.None
 	case *conn.Conn: // a paused socket enrolled again
+		defer e.env.Series.LoopResume.UpdateDuration(time.Now())
 		defer x.Loop().Settle()
 		return nil, x.Reattached(c)
 	}

@@ -44,9 +44,10 @@ type Series struct {
 	// LoopEvent: how long each traffic event held its loop (every other
 	// connection of the loop waits meanwhile): a stall shows here.
 	LoopEvent *metrics.PrometheusHistogram
-	// LoopTask: how long each task run on the loop held it (a tick's
-	// sweep, an unmute and the requests it handles, a resume).
-	LoopTask *metrics.PrometheusHistogram
+	// LoopTask, LoopUnmute, LoopResume: how long each task run on the
+	// loop held it: a tick's sweep or another task (Run), an unmute and
+	// the requests it handles, a paused socket's resume (its OnOpen).
+	LoopTask, LoopUnmute, LoopResume *metrics.PrometheusHistogram
 }
 
 // loopEventBuckets are LoopEvent's bounds, in seconds.
@@ -97,7 +98,9 @@ func newFlowSeries(set *metrics.Set, st *conn.Stats) Series {
 		ProduceDetached: c(`flexway_engine_spliced_detached_bytes_total{direction="produce"}`),
 		FetchDetached:   c(`flexway_engine_spliced_detached_bytes_total{direction="fetch"}`),
 		LoopEvent:       set.NewPrometheusHistogramExt(`flexway_engine_loop_event_seconds`, loopEventBuckets),
-		LoopTask:        set.NewPrometheusHistogramExt(`flexway_engine_loop_task_seconds`, loopEventBuckets),
+		LoopTask:        set.NewPrometheusHistogramExt(`flexway_engine_loop_task_seconds{task="run"}`, loopEventBuckets),
+		LoopUnmute:      set.NewPrometheusHistogramExt(`flexway_engine_loop_task_seconds{task="unmute"}`, loopEventBuckets),
+		LoopResume:      set.NewPrometheusHistogramExt(`flexway_engine_loop_task_seconds{task="resume"}`, loopEventBuckets),
 	}
 	return fs
 }

@@ -342,7 +342,7 @@ func (cl *Client) armUnmute(q *quotaConn) {
 	el := cl.lp.el
 	q.wake = gnet.RunnableFunc(func(context.Context) error {
 		start := time.Now()
-		defer cl.env.Series.LoopTask.UpdateDuration(start)
+		defer cl.env.Series.LoopUnmute.UpdateDuration(start)
 		cl.env.unmute(cl.lp, cl, start)
 		cl.lp.fc.Settle() // the pauses the requests it handled asked
 		return nil

@@ -201,6 +201,9 @@ func (cl *Client) onTraffic() {
 		// Over TLS a part of a record counts too: it decrypts to nothing yet.
 		cl.clock.frameSince = cl.clock.lastActive
 	}
+	if cl.muted() && !cl.c.PausedFor(conn.Quota) {
+		cl.quotaPause()
+	}
 	cl.process()
 }
 

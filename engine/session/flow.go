@@ -17,9 +17,10 @@ package session
 //     socket without room (NoRoom, invariant 42), and what waits in its
 //     socket is spliced before it is read again (invariant 40).
 //   - A client whose head request waits on the gateway (its budget, its
-//     broker connection's dial) or is muted by a quota is not read either
-//     (conn.Budget, conn.Dial, conn.Quota): what it pipelines waits in the
-//     kernel, not in the loop's buffer.
+//     broker connection's dial) is not read either (conn.Budget,
+//     conn.Dial): what it pipelines waits in the kernel, not in the loop's
+//     buffer. One muted by a quota is read, not handled, up to MuteInPlace,
+//     then paused (conn.Quota).
 //
 // The resume is prompt: the loop's watcher tells when a socket takes more,
 // in microseconds, not at a tick.

@@ -353,13 +353,25 @@ func (cl *Client) armUnmute(q *quotaConn) {
 // muted reports whether requests wait for the end of a throttle.
 func (cl *Client) muted() bool { return cl.q != nil && cl.q.muted }
 
-// quotaPause pauses a muted client's reads: called between frames (the
-// frame handled is discarded), never while slices of the input are held.
+// quotaPause pauses a muted client's reads once it sent MuteInPlace
+// unhandled (at once over TLS): called between frames (the frame handled
+// is discarded), never while slices of the input are held, and at each of
+// its traffic events while muted. A KIP-219 client sends nothing while
+// throttled: its socket stays enrolled, and the loop is spared a detach and
+// a re-enrolment per mute (issue 22.7: with them, a held neighbour's sweeps
+// held the loop 10 ms and more).
 func (cl *Client) quotaPause() {
 	if cl.muted() && !cl.closed && cl.ps.s == nil { // a streamed Produce goes on to its end first
+		if cl.auth.tls == nil && cl.c.Buffered() < MuteInPlace {
+			return // muted in place: read on (a KIP-219 client sends nothing meanwhile), not handled
+		}
 		cl.pause(conn.Quota)
 	}
 }
+
+// MuteInPlace is what a muted client may have sent unhandled (in gnet's
+// buffer) before its socket is paused; with one read, what it holds.
+const MuteInPlace = 256 << 10
 
 // sweepMuted runs at each tick on loop l: a client whose throttle has
 // run out is read again and its waiting requests handled.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"net/url"
 
 	"github.com/flexway/flexway/audit"
@@ -61,13 +62,35 @@ func countersInForce(c *configs.Counters) any {
 	return map[string]any{"store": storeName(c.Store), "sync": c.Sync.D().String()}
 }
 
-// storeName names a counter store without its credentials.
+// storeName names a URL (a counter store, an OTLP endpoint) without its
+// credentials.
 func storeName(store string) string {
 	u, err := url.Parse(store)
 	if err != nil || u.Host == "" {
 		return "(not a URL)"
 	}
 	return u.Scheme + "://" + u.Host + u.Path
+}
+
+// observabilityInForce is the observability section: the closures counted,
+// the budget wait's bounds, and where OTLP goes (its endpoint without
+// credentials, as a counter store's) with its sampling; nil OTLP: off.
+func observabilityInForce(o configs.Observability) any {
+	out := map[string]any{"otlp": nil}
+	if k := o.Kafka; k != nil {
+		kafka := map[string]any{"closures": k.Closures == nil || *k.Closures}
+		var buckets []string
+		for _, b := range k.BudgetWaitBuckets {
+			buckets = append(buckets, b.D().String())
+		}
+		kafka["budget_wait_buckets"] = buckets
+		out["kafka"] = kafka
+	}
+	if x := o.OTLP; x != nil {
+		out["otlp"] = map[string]any{"endpoint": storeName(x.Endpoint), "protocol": x.Protocol,
+			"sampling_ratio": x.SamplingRatio, "metrics_interval": x.MetricsInterval.D().String(), "instance_id": cmp.Or(x.InstanceID, "a random UUID at each start")}
+	}
+	return out
 }
 
 // auditInForce is the audit trail's setting: what it writes, and whether

@@ -31,7 +31,9 @@ func configYAML(t *testing.T, base int, store, rate, decisions string) string {
 	).Replace(string(cfg))
 	return c + "  counters:\n    store: \"" + store + "\"\n    sync: 2s\n" +
 		"policies:\n  definitions:\n    plans: { type: quota, config: { limits: { day: 1000, month: 20000 } } }\n" +
-		"audit:\n  decisions: " + decisions + "\n  topic_key: \"a-topic-key-kept-secret\"\n"
+		"audit:\n  decisions: " + decisions + "\n  topic_key: \"a-topic-key-kept-secret\"\n" +
+		"observability:\n  kafka:\n    closures: false\n  otlp:\n" +
+		fmt.Sprintf("    endpoint: \"http://flexway:otlp-secret@127.0.0.1:%d/otlp?token=otlp-secret\"\n    sampling_ratio: 0.01\n", base+4)
 }
 
 // getConfig reads /config at port.
@@ -89,35 +91,46 @@ func TestConfigSaysWhatRuns(t *testing.T) {
 	gw.waitLog("configuration reloaded", 10*time.Second)
 	cfg, body = getConfig(t, base+4)
 	checkConfig(t, cfg, body, 3<<20, "all", redis.URL())
+	gw.waitLog("otlp export on", 10*time.Second)
 	gw.stop()
+	if logs := gw.stdout.String() + gw.stderr.String(); strings.Contains(logs, "otlp-secret") {
+		t.Errorf("the OTLP endpoint's credentials are logged:\n%s", logs)
+	}
 }
 
 // checkConfig checks what /config says against what flexway.yaml holds.
 func checkConfig(t *testing.T, cfg map[string]any, body string, rate float64, decisions, store string) {
 	t.Helper()
 	want := map[string]any{
-		"quotas.client.producer_byte_rate": rate,
-		"quotas.client.consumer_byte_rate": float64(2 << 20),
-		"quotas.tenant.producer_byte_rate": float64(4 << 20),
-		"quotas.tenant.request_rate":       float64(500),
-		"quotas.window":                    "2s",
-		"quotas.max_throttle":              "5s",
-		"quotas.quota":                     "plans",
-		"policies.plans.type":              "quota",
-		"policies.plans.limits.day":        float64(1000),
-		"policies.plans.limits.month":      float64(20000),
-		"counters.store":                   storeName(store),
-		"counters.sync":                    "2s",
-		"audit.decisions":                  decisions,
-		"audit.topic_key":                  "set",
+		"quotas.client.producer_byte_rate":    rate,
+		"quotas.client.consumer_byte_rate":    float64(2 << 20),
+		"quotas.tenant.producer_byte_rate":    float64(4 << 20),
+		"quotas.tenant.request_rate":          float64(500),
+		"quotas.window":                       "2s",
+		"quotas.max_throttle":                 "5s",
+		"quotas.quota":                        "plans",
+		"policies.plans.type":                 "quota",
+		"policies.plans.limits.day":           float64(1000),
+		"policies.plans.limits.month":         float64(20000),
+		"counters.store":                      storeName(store),
+		"counters.sync":                       "2s",
+		"audit.decisions":                     decisions,
+		"audit.topic_key":                     "set",
+		"observability.kafka.closures":        false,
+		"observability.otlp.sampling_ratio":   0.01,
+		"observability.otlp.protocol":         "http/protobuf",
+		"observability.otlp.metrics_interval": "1m0s",
 	}
 	for path, v := range want {
 		if got := at(cfg, strings.Split(path, ".")...); got != v {
 			t.Errorf("/config %s = %v, want %v", path, got, v)
 		}
 	}
-	if strings.Contains(body, "a-topic-key-kept-secret") {
-		t.Errorf("/config shows the audit's topic key:\n%s", body)
+	if strings.Contains(body, "a-topic-key-kept-secret") || strings.Contains(body, "otlp-secret") {
+		t.Errorf("/config shows the audit's topic key or the OTLP endpoint's credentials:\n%s", body)
+	}
+	if e, _ := at(cfg, "observability", "otlp", "endpoint").(string); !strings.HasPrefix(e, "http://127.0.0.1:") || !strings.HasSuffix(e, "/otlp") {
+		t.Errorf("/config observability.otlp.endpoint = %q", e)
 	}
 }
 

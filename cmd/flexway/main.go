@@ -206,5 +206,6 @@ func boundsInForce(snap *configs.Snapshot) map[string]any {
 		"policies":                        policiesInForce(snap.File.Policies),
 		"counters":                        countersInForce(snap.File.Server.Counters),
 		"audit":                           auditInForce(snap.File),
+		"observability":                   observabilityInForce(snap.File.Observability),
 	}
 }

@@ -36,7 +36,7 @@ func startOTLP(ctx context.Context, snap *configs.Snapshot, e *engine.Engine, lo
 		return nil, err
 	}
 	e.Trace(x.Tracer)
-	log.Info("otlp export on", "endpoint", o.Endpoint, "protocol", o.Protocol,
+	log.Info("otlp export on", "endpoint", storeName(o.Endpoint), "protocol", o.Protocol,
 		"sampling_ratio", o.SamplingRatio, "service.instance.id", x.InstanceID)
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), otlpFlushTimeout)

@@ -34,7 +34,7 @@ type Engine struct {
 	// states.
 	env   *session.Env
 	acc   *acceptor // the listener ports (max_connections, L3)
-	addrs []string
+	addrs []string  // the ports bound at start (Addrs): not updated by a reload
 
 	eng  gnet.Engine
 	life lifecycle // its start and stop (Serve, Ready, Stop)
@@ -52,7 +52,12 @@ type lifecycle struct {
 // TLSPort returns the TLS listener's port (0 without one).
 func (e *Engine) TLSPort() int { return e.env.Sec.TLSPort }
 
-// Addrs returns the listener addresses.
+// Addrs returns the listener addresses bound at start (New), and only
+// those: a reload that adds or removes a cluster's ports leaves it as it
+// was (the acceptor holds the ports in force). Only the start reads it:
+// cmd/flexway's banner and its "flexway started" line, and gwprof's; no
+// admin page shows listener addresses (/healthz, /config, the status page
+// read the snapshot and the series in force).
 func (e *Engine) Addrs() []string { return e.addrs }
 
 // Loops returns the number of event loops.

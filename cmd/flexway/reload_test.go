@@ -37,11 +37,39 @@ type reloadCluster struct {
 }
 
 // reloadConfig is what a reload test writes: its clusters, its upstreams'
-// brokers (one address each), its admin port (0: none).
+// brokers (one address each), its admin port (0: none), its TLS listener
+// (nil: none).
 type reloadConfig struct {
 	clusters  []reloadCluster
 	upstreams map[string]string
 	admin     int
+	tls       *reloadTLS
+}
+
+// reloadTLS is a TLS listener on 127.0.0.1:port, its certificate in the
+// config's folder (tls.crt, tls.key), its brokers named under domain.
+type reloadTLS struct {
+	port   int
+	domain string
+}
+
+// listenerYAML is listeners.kafka: the TLS listener when c has one, and
+// the plaintext fallback of the clusters given ports (from > 0), if any.
+func (c reloadConfig) listenerYAML() string {
+	s := "listeners:\n  kafka:\n"
+	if c.tls != nil {
+		s += fmt.Sprintf("    address: \"127.0.0.1:%d\"\n    tls: { cert_file: ./tls.crt, key_file: ./tls.key }\n    sni_domain: %s\n", c.tls.port, c.tls.domain)
+	}
+	var ranges []string
+	for _, cl := range c.clusters {
+		if cl.from > 0 {
+			ranges = append(ranges, fmt.Sprintf("        %s: { ports: { from: %d, to: %d }, first_node_id: 0 }\n", cl.name, cl.from, cl.from+1))
+		}
+	}
+	if len(ranges) > 0 {
+		s += "    plaintext:\n      mesh_only: true\n      bind_host: 127.0.0.1\n      advertised_host: 127.0.0.1\n      clusters:\n" + strings.Join(ranges, "")
+	}
+	return s
 }
 
 const reloadKey = "72656c6f61642d746573742d6b6579"
@@ -49,7 +77,7 @@ const reloadKey = "72656c6f61642d746573742d6b6579"
 // write writes flexway.yaml, asyncapi.yaml and api-keys.yaml into dir.
 func (c reloadConfig) write(t *testing.T, dir string) {
 	t.Helper()
-	var chans, ops, ranges, ups, opIDs []string
+	var chans, ops, ups, opIDs []string
 	for _, cl := range c.clusters {
 		chans = append(chans, fmt.Sprintf("  %s:\n    address: \"%s{tenant}.%s\"\n    parameters:\n      tenant: { x-flexway-bind: tenant }\n", cl.topic, cl.prefix, cl.topic))
 		for _, act := range []string{"send", "receive"} {
@@ -57,7 +85,6 @@ func (c reloadConfig) write(t *testing.T, dir string) {
 			opIDs = append(opIDs, id)
 			ops = append(ops, fmt.Sprintf("  %s:\n    action: %s\n    channel: { $ref: \"#/channels/%s\" }\n    x-flexway-upstream: %s\n    x-flexway-kafka-proxy: { cluster: %s }\n    security: [ { $ref: \"#/components/securitySchemes/apiKey\" } ]\n", id, act, cl.topic, cl.upstream, cl.name))
 		}
-		ranges = append(ranges, fmt.Sprintf("        %s: { ports: { from: %d, to: %d }, first_node_id: 0 }\n", cl.name, cl.from, cl.from+1))
 	}
 	for name, addr := range c.upstreams {
 		ups = append(ups, fmt.Sprintf("  %s: { protocol: kafka, brokers: [%q], timeout: 1s }\n", name, addr))
@@ -72,8 +99,7 @@ func (c reloadConfig) write(t *testing.T, dir string) {
 		server = fmt.Sprintf("server: { admin: { address: \"127.0.0.1:%d\" } }\n", c.admin)
 	}
 	flexway := "version: 1\n" + server + "contracts:\n  asyncapi: ./asyncapi.yaml\nupstreams:\n" + strings.Join(ups, "") +
-		"auth:\n  api_keys:\n    store: \"file:./api-keys.yaml\"\nlisteners:\n  kafka:\n    plaintext:\n      mesh_only: true\n" +
-		"      bind_host: 127.0.0.1\n      advertised_host: 127.0.0.1\n      clusters:\n" + strings.Join(ranges, "")
+		"auth:\n  api_keys:\n    store: \"file:./api-keys.yaml\"\n" + c.listenerYAML()
 	for name, body := range map[string]string{"asyncapi.yaml": contract, "api-keys.yaml": keys, "flexway.yaml": flexway} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
@@ -111,8 +137,14 @@ func (r *reloadRig) reload(cfg reloadConfig) string {
 // port, with library defaults but short retries.
 func reloadClient(t *testing.T, port int, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", port)),
-		kgo.SASL(plain.Auth{User: "acme-app", Pass: reloadKey}.AsMechanism()),
+	return newReloadClient(t, append([]kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", port))}, opts...)...)
+}
+
+// newReloadClient is a franz-go client authenticated by the test's key,
+// with library defaults but short retries, and opts (its seed brokers).
+func newReloadClient(t *testing.T, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SASL(plain.Auth{User: "acme-app", Pass: reloadKey}.AsMechanism()),
 		kgo.RequestRetries(2), kgo.RetryTimeout(3 * time.Second), kgo.RecordDeliveryTimeout(8 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -124,14 +156,21 @@ func reloadClient(t *testing.T, port int, opts ...kgo.Opt) *kgo.Client {
 // reads it back through the gateway with a new consumer.
 func roundTrip(t *testing.T, port int, topic, value string) {
 	t.Helper()
-	p := reloadClient(t, port)
+	roundTripWith(t, fmt.Sprintf("port %d", port), func(opts ...kgo.Opt) *kgo.Client { return reloadClient(t, port, opts...) }, topic, value)
+}
+
+// roundTripWith produces value to topic with a client of dial, then reads
+// it back with a new consumer of dial; where names the way in.
+func roundTripWith(t *testing.T, where string, dial func(...kgo.Opt) *kgo.Client, topic, value string) {
+	t.Helper()
+	p := dial()
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := p.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(value)}).FirstErr(); err != nil {
-		t.Fatalf("produce %q to %s through port %d: %v", value, topic, port, err)
+		t.Fatalf("produce %q to %s through %s: %v", value, topic, where, err)
 	}
-	c := reloadClient(t, port, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	c := dial(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	defer c.Close()
 	consumeUntil(t, c, value)
 }
@@ -229,7 +268,7 @@ func TestReloadServesWhatTheContractAdds(t *testing.T) {
 
 // with returns c with cl added, served by upstream cl.upstream at addr.
 func (c reloadConfig) with(cl reloadCluster, addr string) reloadConfig {
-	n := reloadConfig{clusters: append(append([]reloadCluster(nil), c.clusters...), cl), upstreams: map[string]string{}, admin: c.admin}
+	n := reloadConfig{clusters: append(append([]reloadCluster(nil), c.clusters...), cl), upstreams: map[string]string{}, admin: c.admin, tls: c.tls}
 	for k, v := range c.upstreams {
 		n.upstreams[k] = v
 	}

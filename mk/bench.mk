@@ -62,7 +62,7 @@
 #                        in turn, BENCH_REPEAT rounds, the order rotating:
 #                        throughput and gateway CPU s/GiB against the gateway
 #                        without, and the spans Jaeger received from each
-#                        (otlp.md). About 5 minutes at the defaults.
+#                        (otlp.md). A few minutes at the defaults.
 #   make bench-alternate BEFORE=dir AFTER=dir  bench/alternate: bench/run on two
 #                        checkouts in turn, BENCH_ALT_ROUNDS (3) rounds, before
 #                        and after a change (issue 23.5); BENCH_PARTS as above.

@@ -116,19 +116,25 @@ func TestOTLPTable(t *testing.T) {
 		"flexway+otlp 0.01 (service.instance.id bench-otlp-0.01): Jaeger received 100 spans; 10000 requests",
 		"x 0.01 = 100 expected: as sampled.",
 		`spans of other instances: "stray": 2.`,
-		"Jaeger's CPU time over the part: 1.5 s.",
+		"Jaeger's CPU time over the rounds: 1.50 s.",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("missing %q in\n%s", want, md)
 		}
 	}
-	for spans, want := range map[int]string{0: "**not as configured**", 20: "**far from the ratio**", 300: "**far from the ratio**"} {
+	// 100 expected of 10,000 at 0.01: within 100 ± 40.8.
+	for spans, want := range map[int]string{0: "**not as configured**", 59: "**far from the ratio**", 60: "as sampled",
+		140: "as sampled", 141: "**far from the ratio**", 300: "**far from the ratio**"} {
 		notes := spanNotes(vs, map[string]int{"bench-otlp-0.01": spans}, map[string]float64{"bench-otlp-0.01": 10000}, 0)
 		if !strings.Contains(strings.Join(notes, "\n"), "0.01 = 100 expected: "+want) {
 			t.Errorf("%d spans of 100 expected: want %q in\n%s", spans, want, strings.Join(notes, "\n"))
 		}
 	}
-	if notes := spanNotes(vs, map[string]int{"bench-otlp-0": 1}, nil, 0); !strings.Contains(notes[0], "**not as configured**") {
+	notes = spanNotes(vs, map[string]int{"bench-otlp-0": 1}, map[string]float64{"bench-otlp-0.01": 400}, 0)
+	if !strings.Contains(notes[0], "**not as configured**") {
 		t.Errorf("a span from the sampling_ratio 0 gateway passed: %v", notes)
+	}
+	if !strings.Contains(notes[1], "x 0.01 = 4 expected: too few requests to judge") {
+		t.Errorf("0 spans of 4 expected: %v", notes)
 	}
 }

@@ -52,6 +52,17 @@
 #                        BENCH_NEIGHBOUR_FLOOR_BURST records, 1,024; 1 turns it
 #                        off; the same lumps through the splice relay), no library (BENCH_PARTS=quota-reached
 #                        BENCH_REACHED_LIBS=none). About 5 minutes.
+#   make bench-otlp      the cost of observability.otlp (issue 24.8,
+#                        BENCH_PARTS=otlp): three gateways at once, without it,
+#                        with it at sampling_ratio 0 (metrics only) and at 0.01
+#                        (BENCH_OTLP_RATIO), both sending to one Jaeger the
+#                        harness starts (bin/tools/jaeger, built first when
+#                        missing); the franz-go producer and consumer of issue
+#                        11's unlimited rows (BENCH_RECORDS of 1 KiB) take them
+#                        in turn, BENCH_REPEAT rounds, the order rotating:
+#                        throughput and gateway CPU s/GiB against the gateway
+#                        without, and the spans Jaeger received from each
+#                        (otlp.md). A few minutes at the defaults.
 #   make bench-alternate BEFORE=dir AFTER=dir  bench/alternate: bench/run on two
 #                        checkouts in turn, BENCH_ALT_ROUNDS (3) rounds, before
 #                        and after a change (issue 23.5); BENCH_PARTS as above.
@@ -77,7 +88,7 @@
 GO ?= go
 BENCH_RUN := $(CURDIR)/bench/run
 
-.PHONY: bench-real bench-new bench-issue11 bench-many bench-quota bench-quota-reached bench-neighbour bench-alternate bench-density bench-all bench-micro soak
+.PHONY: bench-real bench-new bench-issue11 bench-many bench-quota bench-quota-reached bench-neighbour bench-otlp bench-alternate bench-density bench-all bench-micro soak
 
 bench-real:
 	GO=$(GO) $(BENCH_RUN) real
@@ -99,6 +110,9 @@ bench-quota-reached:
 
 bench-neighbour:
 	BENCH_PARTS=quota-reached BENCH_REACHED_LIBS=none GO=$(GO) $(BENCH_RUN) real
+
+bench-otlp:
+	BENCH_PARTS=otlp GO=$(GO) $(BENCH_RUN) real
 
 bench-alternate:
 	GO=$(GO) bench/alternate $(BEFORE) $(AFTER)

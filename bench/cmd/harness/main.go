@@ -23,7 +23,10 @@
 //   - quotas configured and not reached (BENCH_PARTS=quota, quota.go): the
 //     gateway with and without quotas, in turn on the same broker;
 //   - quotas reached (BENCH_PARTS=quota-reached, reached.go): each client
-//     library held by the seed's quotas, and a noisy neighbour.
+//     library held by the seed's quotas, and a noisy neighbour;
+//   - the cost of observability.otlp (BENCH_PARTS=otlp, otlp.go): the
+//     gateway without it, with metrics only and sampling 1 %, in turn,
+//     sending to a Jaeger of its own.
 //
 // It parses the tools' own output lines, reads the relaying process's (the
 // gateway's or the relay's) CPU time and peak RSS from /proc, and prints one
@@ -97,6 +100,8 @@ type harness struct {
 	quotaReqs map[string]float64
 
 	reached []reachedRun // the quotas-reached part's runs (reached.go)
+
+	jaeger *jaegerProc // the otlp part's Jaeger (otlp.go)
 
 	results []result
 	fixed   []string // the fixed-rate scenarios' names (they hold the rates)
@@ -179,6 +184,7 @@ func main() {
 		h.stopRelay()
 		h.stopQuotaGateways()
 		h.stopRedis()
+		h.stopJaeger()
 		os.Exit(130)
 	}()
 	defer h.stopGateway()
@@ -203,8 +209,8 @@ func main() {
 }
 
 // parseParts reads BENCH_PARTS: table, bigfetch, rssfetch, sweep, profile,
-// many, quota and quota-reached (not in the default list, nor in "all":
-// many.go, quota.go, reached.go);
+// many, quota, quota-reached and otlp (not in the default list, nor in "all":
+// many.go, quota.go, reached.go, otlp.go);
 // "new" stands for bigfetch,rssfetch (what issue 11 added), "issue" for the
 // rows of issue 11's table (the table restricted to them, bigfetch, rssfetch),
 // "produce" for its Produce rows only (perf-test and franz-go, unlimited and
@@ -220,7 +226,7 @@ func parseParts(v string) map[string]bool {
 			for k := range known {
 				out[k] = true
 			}
-		case "many", "quota", "quota-reached", "hold":
+		case "many", "quota", "quota-reached", "otlp", "hold":
 			out[f] = true
 		case "new":
 			out["bigfetch"], out["rssfetch"] = true, true
@@ -230,7 +236,7 @@ func parseParts(v string) map[string]bool {
 			out["produce"], out["issue"], out["table"] = true, true, true
 		default:
 			if !known[f] {
-				die("BENCH_PARTS=%q: %q is not one of table, bigfetch, rssfetch, sweep, profile, many, quota, quota-reached, hold, all, new, issue, produce", v, f)
+				die("BENCH_PARTS=%q: %q is not one of table, bigfetch, rssfetch, sweep, profile, many, quota, quota-reached, otlp, hold, all, new, issue, produce", v, f)
 			}
 			out[f] = true
 		}

@@ -109,10 +109,16 @@ func (g *gwProc) stop() {
 // with flexway -check, starts bin/flexway on it and waits until its
 // health answers and its bootstrap port accepts.
 func (h *harness) startQuotaGateway(name string, portFrom int, admin, listenerExtra, serverExtra string) *gwProc {
+	return h.startGatewayOn(name, portFrom, admin, h.gatewayYAML(portFrom, admin, listenerExtra, serverExtra))
+}
+
+// startGatewayOn is startQuotaGateway on a configuration of the caller's
+// (cfg: a gatewayYAML on portFrom and admin, with lines of its own).
+func (h *harness) startGatewayOn(name string, portFrom int, admin, cfg string) *gwProc {
 	slug := strings.NewReplacer("+", "-", " ", "-").Replace(name)
 	g := &gwProc{name: name, cfg: filepath.Join(h.work, slug+".yaml"), boot: fmt.Sprintf("127.0.0.1:%d", portFrom), admin: admin,
 		log: filepath.Join(h.out, "gateway-"+slug+".log"), exited: make(chan struct{})}
-	must(os.WriteFile(g.cfg, []byte(h.gatewayYAML(portFrom, admin, listenerExtra, serverExtra)), 0o600))
+	must(os.WriteFile(g.cfg, []byte(cfg), 0o600))
 	if _, err := h.run("check-"+slug, nil, filepath.Join(h.bin, "flexway"), "-check", "-config", g.cfg); err != nil {
 		die("%v", err)
 	}

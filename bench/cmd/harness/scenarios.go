@@ -388,10 +388,10 @@ func order(rep int, ps ...string) []string {
 
 func (h *harness) runReal() {
 	t0 := time.Now()
-	// BENCH_PARTS=many, quota or both alone: no relay, no warm-up (they
-	// start their own gateways).
+	// BENCH_PARTS=many, quota, quota-reached, otlp alone: no relay, no
+	// warm-up (they start their own gateways).
 	own := 0
-	for _, p := range []string{"many", "quota", "quota-reached"} {
+	for _, p := range []string{"many", "quota", "quota-reached", "otlp"} {
 		if h.parts[p] {
 			own++
 		}
@@ -443,6 +443,9 @@ func (h *harness) runReal() {
 	}
 	if h.parts["quota-reached"] {
 		h.reachedPart()
+	}
+	if h.parts["otlp"] {
+		h.otlpPart()
 	}
 	h.stopRelay()
 	if h.parts["profile"] && h.profile {

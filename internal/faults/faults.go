@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -49,43 +48,11 @@ func (a announced) Addr() net.Addr { return a.addr }
 // broker; both are closed at the test's end.
 func NewCluster(t testing.TB, opts ...kfake.Opt) *Cluster {
 	t.Helper()
-	// Some toxics log through zerolog's global logger, at trace level:
-	// silenced, as the server's own logger is.
-	zerolog.SetGlobalLevel(zerolog.Disabled)
-	c := &Cluster{server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())}
-	listen := func(network, address string) (net.Listener, error) {
-		ln, err := net.Listen(network, address)
-		if err != nil {
-			return nil, err
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		p := toxiproxy.NewProxy(c.server, fmt.Sprintf("broker-%d", len(c.proxies)), "127.0.0.1:0", ln.Addr().String())
-		if err := p.Start(); err != nil {
-			ln.Close()
-			return nil, err
-		}
-		c.proxies = append(c.proxies, p)
-		addr, err := net.ResolveTCPAddr("tcp", p.Listen)
-		if err != nil {
-			ln.Close()
-			return nil, err
-		}
-		return announced{Listener: ln, addr: addr}, nil
-	}
-	k, err := kfake.NewCluster(append(opts, kfake.ListenFn(listen))...)
+	c, err := Open(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Cluster = k
-	t.Cleanup(func() {
-		k.Close()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		for _, p := range c.proxies {
-			p.Stop()
-		}
-	})
+	t.Cleanup(c.Close)
 	return c
 }
 

@@ -1,7 +1,6 @@
-// The fault injector outside a test: Open starts the same cluster as
-// NewCluster (kfake, a Toxiproxy proxy in front of each broker) for a
-// program that runs for minutes and has no testing.TB (bench/cmd/soak),
-// and Close ends it.
+// The fault injector's cluster: Open starts kfake with a Toxiproxy proxy
+// in front of each broker, for a test (NewCluster) or a program that runs
+// for minutes and has no testing.TB (bench/cmd/soak); Close ends it.
 package faults
 
 import (
@@ -14,8 +13,9 @@ import (
 )
 
 // Open starts a kfake cluster with opts (not kfake.ListenFn, which it
-// sets) and a proxy in front of each broker, as NewCluster does; the
-// caller closes it with Close.
+// sets) and a proxy in front of each broker; the caller closes it with
+// Close. Some toxics log through zerolog's global logger, at trace level:
+// silenced, as the server's own logger is.
 func Open(opts ...kfake.Opt) (*Cluster, error) {
 	zerolog.SetGlobalLevel(zerolog.Disabled)
 	c := &Cluster{server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())}

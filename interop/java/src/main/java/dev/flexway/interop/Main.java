@@ -167,8 +167,9 @@ public final class Main {
     /**
      * produce: an idempotent producer (acks=all, 5 requests in flight) sends
      * --count records, key k(i%4), value PREFIX-i, asynchronously, --pause-ms
-     * apart (0: at once); with --value-bytes, the value is padded to that
-     * many bytes with '.' between PREFIX and "-i".
+     * apart on average (record i due i+1 pauses after the loop's start, a
+     * late wake-up made up; 0: at once); with --value-bytes, the value is
+     * padded to that many bytes with '.' between PREFIX and "-i".
      * stdout: "sent PARTITION OFFSET KEY VALUE" per record in send order, then "produced N".
      */
     static void produce(Opts o) throws Exception {
@@ -185,12 +186,14 @@ public final class Main {
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         try (KafkaProducer<String, String> prod = new KafkaProducer<>(p)) {
             List<Future<RecordMetadata>> sent = new ArrayList<>();
+            long start = System.currentTimeMillis();
             for (int i = 0; i < o.count; i++) {
                 String tail = "-" + i;
                 String pad = ".".repeat(Math.max(0, o.valueBytes - o.prefix.length() - tail.length()));
                 sent.add(prod.send(new ProducerRecord<>(o.topic, key(i), o.prefix + pad + tail)));
-                if (o.pauseMs > 0) {
-                    Thread.sleep(o.pauseMs);
+                long wait = start + (i + 1) * o.pauseMs - System.currentTimeMillis();
+                if (wait > 0) {
+                    Thread.sleep(wait);
                 }
             }
             prod.flush();

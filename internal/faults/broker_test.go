@@ -130,13 +130,13 @@ const (
 func TestBrokerSlowAndNarrow(t *testing.T) {
 	t.Parallel()
 	env := newFaultEnv(t, slowBudgets)
-	env.run(2*time.Millisecond, 4096, func(*workload) { env.slowAndNarrow() })
+	env.run(2*time.Millisecond, 4096, func(*workload) { env.slowAndNarrow(slowFor) })
 }
 
 // slowAndNarrow slows env.target down to slowLatency and slowKiBPerSec for
-// slowFor, the gateway's heap in use checked meanwhile against its level
+// d, the gateway's heap in use checked meanwhile against its level
 // before and the in-flight budget of slowBudgets, then heals it.
-func (env *faultEnv) slowAndNarrow() {
+func (env *faultEnv) slowAndNarrow(d time.Duration) {
 	t := env.t
 	t.Helper()
 	var peak float64
@@ -147,7 +147,7 @@ func (env *faultEnv) slowAndNarrow() {
 	if err := env.c.Bandwidth(env.target, slowKiBPerSec); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(slowFor); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
 		peak = max(peak, env.gw.gauges().heap)
 		if peak > base+slowTotal+marginHeap {
 			t.Fatalf("heap in use %.0f MiB while the broker is slow: over %.0f MiB before + the 16 MiB budget + margin",

@@ -97,7 +97,14 @@ func TestJavaProducerBrokerDownThenUp(t *testing.T) {
 	env.oncePerOutage(env.runJava(100, 5*time.Millisecond, downFor, env.downThenUp))
 }
 
-// B2, U2: the broker at 200 ms latency and 1 MiB/s for a minute while the
+// javaSlowFor is how long the broker stays slow and narrow under the Java
+// producer: half of TestBrokerSlowAndNarrow's minute (the franz-go test
+// keeps the full length), enough for the producer's requests to
+// that broker to take 400 ms and more for hundreds of them, and the
+// package's wall time in check (its tests run two at a time on two cores).
+const javaSlowFor = slowFor / 2
+
+// B2, U2: the broker at 200 ms latency and 1 MiB/s for 30 s while the
 // Java producer writes 4 KiB records at 2 MiB/s, a quarter of them to the
 // slow broker's partition (one of its four keys): each of its requests
 // there takes 400 ms and more, it writes every record within its delivery
@@ -109,5 +116,5 @@ func TestJavaProducerBrokerSlowAndNarrow(t *testing.T) {
 	t.Parallel()
 	needJava(t)
 	env := newFaultEnvWith(t, gwExtra{listener: slowBudgets})
-	env.runJava(4096, 2*time.Millisecond, slowFor, env.slowAndNarrow)
+	env.runJava(4096, 2*time.Millisecond, javaSlowFor, func() { env.slowAndNarrow(javaSlowFor) })
 }

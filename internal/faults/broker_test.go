@@ -98,14 +98,19 @@ func TestBrokerBlackholedThenBack(t *testing.T) {
 	t.Parallel()
 	env := newFaultEnv(t, "")
 	env.run(2*time.Millisecond, 100, func(w *workload) {
-		if err := env.c.Blackhole(env.target); err != nil {
-			t.Fatal(err)
-		}
 		acked := w.ackedCount()
-		time.Sleep(blackholeFor) // the fault's length, not a wait for a condition
-		env.c.Heal(env.target)
+		env.blackholeThenBack()
 		t.Logf("%d records acknowledged while the broker was blackholed", w.ackedCount()-acked)
 	})
+}
+
+// blackholeThenBack blackholes env.target for blackholeFor, then heals it.
+func (env *faultEnv) blackholeThenBack() {
+	if err := env.c.Blackhole(env.target); err != nil {
+		env.t.Fatal(err)
+	}
+	time.Sleep(blackholeFor) // the fault's length, not a wait for a condition
+	env.c.Heal(env.target)
 }
 
 // The slow and narrow broker's figures, and the gateway's budgets in the
@@ -125,25 +130,32 @@ const (
 func TestBrokerSlowAndNarrow(t *testing.T) {
 	t.Parallel()
 	env := newFaultEnv(t, slowBudgets)
+	env.run(2*time.Millisecond, 4096, func(*workload) { env.slowAndNarrow(slowFor) })
+}
+
+// slowAndNarrow slows env.target down to slowLatency and slowKiBPerSec for
+// d, the gateway's heap in use checked meanwhile against its level
+// before and the in-flight budget of slowBudgets, then heals it.
+func (env *faultEnv) slowAndNarrow(d time.Duration) {
+	t := env.t
+	t.Helper()
 	var peak float64
-	env.run(2*time.Millisecond, 4096, func(w *workload) {
-		base := env.gw.gauges().heap
-		if err := env.c.Latency(env.target, slowLatency); err != nil {
-			t.Fatal(err)
+	base := env.gw.gauges().heap
+	if err := env.c.Latency(env.target, slowLatency); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.c.Bandwidth(env.target, slowKiBPerSec); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		peak = max(peak, env.gw.gauges().heap)
+		if peak > base+slowTotal+marginHeap {
+			t.Fatalf("heap in use %.0f MiB while the broker is slow: over %.0f MiB before + the 16 MiB budget + margin",
+				peak/(1<<20), base/(1<<20))
 		}
-		if err := env.c.Bandwidth(env.target, slowKiBPerSec); err != nil {
-			t.Fatal(err)
-		}
-		for end := time.Now().Add(slowFor); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
-			peak = max(peak, env.gw.gauges().heap)
-			if peak > base+slowTotal+marginHeap {
-				t.Fatalf("heap in use %.0f MiB while the broker is slow: over %.0f MiB before + the 16 MiB budget + margin",
-					peak/(1<<20), base/(1<<20))
-			}
-		}
-		env.c.Heal(env.target)
-		t.Logf("heap in use: %.1f MiB before, %.1f MiB at most while slow", base/(1<<20), peak/(1<<20))
-	})
+	}
+	env.c.Heal(env.target)
+	t.Logf("heap in use: %.1f MiB before, %.1f MiB at most while slow", base/(1<<20), peak/(1<<20))
 }
 
 // downFor is how long a broker stays stopped, refusing connections.
@@ -159,15 +171,26 @@ const downFor = 10 * time.Second
 func TestBrokerDownThenUp(t *testing.T) {
 	t.Parallel()
 	env := newFaultEnv(t, "")
-	caused := env.run(2*time.Millisecond, 100, func(w *workload) {
-		env.c.Down(env.target)
-		time.Sleep(downFor) // the fault's length, not a wait for a condition
-		if err := env.c.Up(env.target); err != nil {
-			t.Fatal(err)
-		}
-	})
+	caused := env.run(2*time.Millisecond, 100, func(*workload) { env.downThenUp() })
+	env.oncePerOutage(caused)
+}
+
+// downThenUp stops env.target for downFor, then starts it again.
+func (env *faultEnv) downThenUp() {
+	env.c.Down(env.target)
+	time.Sleep(downFor) // the fault's length, not a wait for a condition
+	if err := env.c.Up(env.target); err != nil {
+		env.t.Fatal(err)
+	}
+}
+
+// oncePerOutage: a broker down then up writes its connections' ends once
+// per connection, and "broker unreachable" once for the outage (at most
+// once more for the bootstrap route that dialled it).
+func (env *faultEnv) oncePerOutage(caused map[string]int) {
+	env.t.Helper()
 	env.oncePerConnection(caused)
 	if n := caused[brokerLines[1]]; n == 0 || n > 2 {
-		t.Fatalf("%q written %d times for one outage of one broker", brokerLines[1], n)
+		env.t.Fatalf("%q written %d times for one outage of one broker", brokerLines[1], n)
 	}
 }

@@ -58,28 +58,71 @@ func needJava(t *testing.T) string {
 	return javaBuild.cp
 }
 
-// javaProduce runs the Java client's produce command through gw as the
-// quickstart's producer key: n records "j-<i>", pause apart, the producer's
-// settings those of interop/java (idempotent, acks=all). It returns the
-// partition each record was acknowledged on, by i.
-func javaProduce(t *testing.T, gw *gateway, n int, pause time.Duration) map[int]int32 {
+// javaProducer is a run of the Java client's produce command.
+type javaProducer struct {
+	t        *testing.T
+	n        int
+	out, err lockedBuf
+	done     chan struct{} // closed when the process has exited
+	runErr   error
+}
+
+// startJavaProducer starts the Java client's produce command through gw as
+// the quickstart's producer key: n records "j-<i>" (padded to size bytes
+// with '.' before "-<i>"), pause apart, the producer idempotent with
+// acks=all and every timeout, backoff and linger at kafka-clients'
+// defaults (--library-defaults: a request times out after 30 s, a record
+// after 120 s). It is killed at the test's end if still running.
+func startJavaProducer(t *testing.T, gw *gateway, n, size int, pause time.Duration) *javaProducer {
 	t.Helper()
 	cp := needJava(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	const id = "acme-orders-producer"
 	cmd := exec.CommandContext(ctx, "java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Djava.awt.headless=true", "-cp", cp, "dev.flexway.interop.Main", "produce",
 		"--bootstrap", gw.bootstrap(), "--user", id, "--password", quickstartKey(t, id),
 		"--count", strconv.Itoa(n), "--prefix", "j", "--pause-ms", strconv.FormatInt(pause.Milliseconds(), 10),
-		"--timeout-ms", "120000")
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("java produce: %v\nstdout:\n%s\nstderr:\n%s", err, tail(o.String(), 2000), tail(e.String(), 6000))
+		"--value-bytes", strconv.Itoa(size), "--library-defaults", "true", "--timeout-ms", "240000")
+	j := &javaProducer{t: t, n: n, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &j.out, &j.err
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	go func() {
+		j.runErr = cmd.Wait()
+		close(j.done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-j.done
+	})
+	return j
+}
+
+// running says whether the producer is still at work.
+func (j *javaProducer) running() bool {
+	select {
+	case <-j.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// wait waits for the producer's end: every record must have been
+// acknowledged. It returns the partition each record was acknowledged on,
+// by i.
+func (j *javaProducer) wait() map[int]int32 {
+	t := j.t
+	t.Helper()
+	<-j.done
+	out, errs := j.out.String(), j.err.String()
+	if j.runErr != nil {
+		t.Fatalf("java produce: %v\nstdout:\n%s\nstderr:\n%s", j.runErr, tail(out, 2000), tail(errs, 6000))
 	}
 	acked := map[int]int32{}
-	for _, l := range strings.Split(o.String(), "\n") {
+	for _, l := range strings.Split(out, "\n") {
 		f := strings.Fields(l) // "sent PARTITION OFFSET KEY VALUE"
 		if len(f) != 5 || f[0] != "sent" {
 			continue
@@ -90,9 +133,9 @@ func javaProduce(t *testing.T, gw *gateway, n int, pause time.Duration) map[int]
 		}
 		acked[valueN([]byte(f[4]))] = int32(p)
 	}
-	t.Logf("java produce: %d lines of its clients' warnings, the last:\n%s", strings.Count(e.String(), " WARN "), tail(e.String(), 1500))
-	if len(acked) != n || !strings.Contains(o.String(), fmt.Sprintf("produced %d\n", n)) {
-		t.Fatalf("java produce: %d of %d records acknowledged\nstderr:\n%s", len(acked), n, tail(e.String(), 6000))
+	t.Logf("java produce: %d lines of its clients' warnings, the last:\n%s", strings.Count(errs, " WARN "), tail(errs, 1500))
+	if len(acked) != j.n || !strings.Contains(out, fmt.Sprintf("produced %d\n", j.n)) {
+		t.Fatalf("java produce: %d of %d records acknowledged\nstderr:\n%s", len(acked), j.n, tail(errs, 6000))
 	}
 	return acked
 }
@@ -111,7 +154,7 @@ func TestJavaProducerBrokerResetMidProduce(t *testing.T) {
 	w := startWorkload(t, env.gw, 0, 0) // the group; the records are the Java producer's
 	const n = 1000
 	reset := env.armReset(kmsg.Produce, 40)
-	acked := javaProduce(t, env.gw, n, 5*time.Millisecond)
+	acked := startJavaProducer(t, env.gw, n, 0, 5*time.Millisecond).wait()
 	env.waitReset(kmsg.Produce, reset)
 	w.mu.Lock()
 	w.sent, w.acked = n, acked

@@ -145,6 +145,22 @@ func (w *workload) waitAcked(n int, within time.Duration) {
 	waitFor(w.t, within, fmt.Sprintf("%d records acknowledged", want), func() bool { return w.ackedCount() >= want })
 }
 
+// readCount is the number of distinct records the group has read so far.
+func (w *workload) readCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.read)
+}
+
+// waitRead waits until the group has read n more records than now: a
+// producer other than the workload's writes through the gateway, and the
+// group reads.
+func (w *workload) waitRead(n int, within time.Duration) {
+	w.t.Helper()
+	want := w.readCount() + n
+	waitFor(w.t, within, fmt.Sprintf("%d records read by the group", want), func() bool { return w.readCount() >= want })
+}
+
 // finish stops the producer, flushes what it holds (a minute at most),
 // and waits until the group has read every acknowledged record; no record
 // may have failed (the producer recovers within its own retry budget).

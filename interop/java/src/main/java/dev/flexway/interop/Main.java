@@ -39,7 +39,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * SASL_PLAINTEXT with PLAIN (an API key).
  *
  * <pre>
- * Main produce       --bootstrap B --user U --password P [--topic orders] [--count N] [--prefix V] [--pause-ms MS]
+ * Main produce       --bootstrap B --user U --password P [--topic orders] [--count N] [--prefix V] [--pause-ms MS] [--value-bytes N]
  * Main consume-group --bootstrap B --user U --password P [--topic orders] [--count N] [--group billing]
  * Main txn           --bootstrap B --user U --password P [--topic orders] [--count N] [--txn-id ID] [--prefix V]
  * Main admin-list    --bootstrap B --user U --password P
@@ -49,6 +49,14 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * go to stderr. Exit codes: 0 done, 1 failed, 2 usage, 3 the gateway does not
  * announce an API the command needs (stderr: "UNSUPPORTED_API: ..."), 4 the
  * command did not finish within --timeout-ms.
+ *
+ * By default the clients' timeouts are the suite's, shorter than the
+ * library's so that a failing test fails fast (request.timeout.ms 15 s,
+ * the API and delivery timeouts from --timeout-ms). --library-defaults true
+ * leaves every timeout, backoff and linger at kafka-clients' defaults
+ * (request.timeout.ms 30 s, delivery.timeout.ms 120 s, max.block.ms 60 s,
+ * reconnect.backoff.max.ms 1 s, linger.ms 5): the client a user runs
+ * unconfigured; --timeout-ms then bounds the command only.
  */
 public final class Main {
     static final int EXIT_FAILED = 1;
@@ -72,7 +80,8 @@ public final class Main {
             System.err.println("usage: " + e.getMessage());
             System.err.println("  produce | consume-group | txn | admin-list"
                 + " --bootstrap HOST:PORT --user U --password P [--topic T] [--count N]"
-                + " [--group G] [--txn-id ID] [--prefix V] [--timeout-ms MS] [--pause-ms MS]");
+                + " [--group G] [--txn-id ID] [--prefix V] [--timeout-ms MS] [--pause-ms MS] [--value-bytes N]"
+                + " [--library-defaults true]");
             System.exit(EXIT_USAGE);
             return;
         }
@@ -138,6 +147,9 @@ public final class Main {
         p.put(SaslConfigs.SASL_JAAS_CONFIG, "org.apache.kafka.common.security.plain.PlainLoginModule required"
             + " username=\"" + jaasEscape(o.user) + "\" password=\"" + jaasEscape(o.password) + "\";");
         p.put(CommonClientConfigs.CLIENT_ID_CONFIG, "flexway-interop-" + o.command);
+        if (o.libraryDefaults) {
+            return p;
+        }
         p.put(CommonClientConfigs.REQUEST_TIMEOUT_MS_CONFIG, "15000");
         p.put(CommonClientConfigs.DEFAULT_API_TIMEOUT_MS_CONFIG, String.valueOf(o.timeoutMs));
         p.put(CommonClientConfigs.RECONNECT_BACKOFF_MAX_MS_CONFIG, "1000");
@@ -155,7 +167,9 @@ public final class Main {
     /**
      * produce: an idempotent producer (acks=all, 5 requests in flight) sends
      * --count records, key k(i%4), value PREFIX-i, asynchronously, --pause-ms
-     * apart (0: at once).
+     * apart on average (record i due i+1 pauses after the loop's start, a
+     * late wake-up made up; 0: at once); with --value-bytes, the value is
+     * padded to that many bytes with '.' between PREFIX and "-i".
      * stdout: "sent PARTITION OFFSET KEY VALUE" per record in send order, then "produced N".
      */
     static void produce(Opts o) throws Exception {
@@ -163,17 +177,23 @@ public final class Main {
         p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "5");
-        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
-        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(Math.max(o.timeoutMs, 20_000)));
-        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(o.timeoutMs));
+        if (!o.libraryDefaults) {
+            p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+            p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(Math.max(o.timeoutMs, 20_000)));
+            p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(o.timeoutMs));
+        }
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         try (KafkaProducer<String, String> prod = new KafkaProducer<>(p)) {
             List<Future<RecordMetadata>> sent = new ArrayList<>();
+            long start = System.currentTimeMillis();
             for (int i = 0; i < o.count; i++) {
-                sent.add(prod.send(new ProducerRecord<>(o.topic, key(i), o.prefix + "-" + i)));
-                if (o.pauseMs > 0) {
-                    Thread.sleep(o.pauseMs);
+                String tail = "-" + i;
+                String pad = ".".repeat(Math.max(0, o.valueBytes - o.prefix.length() - tail.length()));
+                sent.add(prod.send(new ProducerRecord<>(o.topic, key(i), o.prefix + pad + tail)));
+                long wait = start + (i + 1) * o.pauseMs - System.currentTimeMillis();
+                if (wait > 0) {
+                    Thread.sleep(wait);
                 }
             }
             prod.flush();
@@ -327,6 +347,8 @@ public final class Main {
         String prefix = "java";
         long timeoutMs = 30_000;
         long pauseMs = 0;
+        int valueBytes = 0;
+        boolean libraryDefaults;
 
         static Opts parse(String[] args) {
             if (args.length == 0) {
@@ -355,11 +377,18 @@ public final class Main {
                 o.count = Integer.parseInt(kv.getOrDefault("count", String.valueOf(o.count)));
                 o.timeoutMs = Long.parseLong(kv.getOrDefault("timeout-ms", String.valueOf(o.timeoutMs)));
                 o.pauseMs = Long.parseLong(kv.getOrDefault("pause-ms", "0"));
+                o.valueBytes = Integer.parseInt(kv.getOrDefault("value-bytes", "0"));
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("--count, --timeout-ms and --pause-ms are numbers: " + e.getMessage());
+                throw new IllegalArgumentException("--count, --timeout-ms, --pause-ms and --value-bytes are numbers: " + e.getMessage());
             }
+            String lib = kv.getOrDefault("library-defaults", "false");
+            if (!List.of("true", "false").contains(lib)) {
+                throw new IllegalArgumentException("--library-defaults is true or false");
+            }
+            o.libraryDefaults = lib.equals("true");
             for (String k : kv.keySet()) {
-                if (!List.of("bootstrap", "user", "password", "topic", "count", "group", "txn-id", "prefix", "timeout-ms", "pause-ms").contains(k)) {
+                if (!List.of("bootstrap", "user", "password", "topic", "count", "group", "txn-id", "prefix", "timeout-ms", "pause-ms",
+                    "value-bytes", "library-defaults").contains(k)) {
                     throw new IllegalArgumentException("unknown option --" + k);
                 }
             }

@@ -125,20 +125,24 @@ func (sk *soak) redisSection(md *strings.Builder, fail func(bool) string) {
 		"%q (a minute at most) and %q, once an outage.\n\n", sk.redis.url(), len(sk.outages), storeDown, storeBack)
 	var lines []outageLines
 	if len(sk.outages) > 0 {
-		md.WriteString("| outage | down → back | lines: unreachable, back (last before: s) | events acknowledged meanwhile " +
+		md.WriteString("| outage | down → back | lines: unreachable, back (the last unreachable before) | events acknowledged meanwhile " +
 			"| client errors meanwhile | as long before | bound |\n|---|---|---|---|---|---|---|\n")
 	}
 	for i, o := range sk.outages {
-		to := o.Back
+		to, never := o.Back, ""
 		if o.Back == 0 {
-			to = o.Up + 30*time.Second
+			to, never = o.Up+30*time.Second, " (never back)"
 		}
 		l := judgeLines(downs, backs, o.At, to)
 		lines = append(lines, l)
 		during := sk.b.errorsIn(o.At, to+time.Second)
 		before := sk.b.errorsIn(o.At-(to-o.At)-time.Second, o.At)
-		fmt.Fprintf(md, "| %d | %.0f s → %.0f s%s | %d, %d (%.0f) %s | %d %s | %d %s | %d | 2 × %d + %d |\n", i+1, o.At.Seconds(),
-			to.Seconds(), map[bool]string{true: " (never back)"}[o.Back == 0], l.Down, l.Back, l.SinceDown.Seconds(),
+		prev := "none"
+		if l.SinceDown >= 0 {
+			prev = fmt.Sprintf("%.0f s", l.SinceDown.Seconds())
+		}
+		fmt.Fprintf(md, "| %d | %.0f s → %.0f s%s | %d, %d (%s) %s | %d %s | %d %s | %d | 2 × %d + %d |\n", i+1, o.At.Seconds(),
+			to.Seconds(), never, l.Down, l.Back, prev,
 			fail(!l.ok() || o.Back == 0), o.AckedDuring, fail(o.AckedDuring == 0), during, fail(during > errorBound(before)),
 			before, before, errorNoise)
 	}

@@ -1,23 +1,23 @@
 // Command soak runs the gateway for minutes under every fault at once
 // (issue 25.4, make soak): the built flexway binary on a real
 // configuration (10 tenants, a contract declaring their topics, keys made
-// by flexway keys new) in front of an embedded Kafka whose brokers sit
-// behind Toxiproxy (internal/faults); per tenant an idempotent producer, a
-// group, a transactional producer and a read_committed group (franz-go),
-// some 200 client connections; client connections cut at random, clients
-// closed and started again, and, every few minutes, a fault of each kind:
-// a broker's connections reset, a broker blackholed, a broker slow and
-// narrow, a broker stopped (connections refused) and started again, Redis
-// (server.counters, tenants' quotas and a day budget counting) killed with
-// SIGKILL and started again; the gateway itself killed with SIGKILL once,
-// early, and started again on the same files. At the end every acknowledged record must be on
-// the broker exactly once and read by its group, every transaction whole
-// or absent, and the gateway's RSS, file descriptors and goroutines,
-// sampled every 10 s, flat after the warm-up; across Redis's outages the
-// gateway kept serving and Redis's budget counters equal what the gateway
-// admitted; the report (report.md) and
-// its plot (soak.png) go to the results folder, the exit status is 1 if
-// anything failed.
+// by flexway keys new, per-tenant quotas and a day budget counted in a
+// Redis of its own) in front of an embedded Kafka whose brokers sit behind
+// Toxiproxy (internal/faults); per tenant an idempotent producer, a group,
+// a transactional producer and a read_committed group (franz-go), some 200
+// client connections; client connections cut at random, clients closed and
+// started again, and, every few minutes, a fault of each kind: a broker's
+// connections reset, Redis (server.counters) killed with SIGKILL and
+// started again, a broker blackholed, a broker slow and narrow, a broker
+// stopped (connections refused) and started again; the gateway itself
+// killed with SIGKILL once, early, and started again on the same files.
+// At the end every acknowledged record must be on the broker exactly once
+// and read by its group, every transaction whole or absent, the gateway's
+// RSS, file descriptors and goroutines, sampled every 10 s, flat after the
+// warm-up, and across Redis's outages the gateway must have kept serving,
+// said so once an outage, and Redis's budget counters must equal what it
+// admitted; the report (report.md) and its plot (soak.png) go to the
+// results folder, the exit status is 1 if anything failed.
 //
 //	soak -flexway bin/flexway -duration 10m
 package main

@@ -53,7 +53,8 @@ func (b *books) countErr(role string, err error) {
 	b.errSec[int(time.Since(b.start)/time.Second)]++
 }
 
-// errorsIn counts the errors booked from since the start up to to.
+// errorsIn counts the errors booked from from to to (since the run's
+// start), by whole seconds: a second counts if it starts in [from, to).
 func (b *books) errorsIn(from, to time.Duration) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()

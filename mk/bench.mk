@@ -74,8 +74,10 @@
 #                        tenants, ~200 client connections producing, consuming,
 #                        in groups and transactions, with connections cut and
 #                        clients restarted at random, the gateway killed once and
-#                        a broker reset, blackholed and slowed in turn every few
-#                        minutes; lost/duplicated records, errors by kind, and
+#                        a broker reset, blackholed, slowed, stopped, and Redis
+#                        (server.counters, redis-server of make deps) killed, in
+#                        turn every few minutes; lost/duplicated records, Redis's
+#                        budget counts against what was admitted, errors by kind, and
 #                        RSS, fds, goroutines every 10 s (flat after warm-up),
 #                        plotted. SOAK=10m by default (SOAK=1h for longer);
 #                        results in bench/results/soak-<date>/, exit 1 on a fail.

@@ -2,6 +2,9 @@
 // test holds it: record ids, the tally of what was acknowledged against
 // what the broker holds and the groups read (lost, duplicated, unread),
 // the transactions' outcomes against what a read_committed reader sees,
+// the tenants' budget counters in Redis against the Produce requests the
+// gateway admitted, the gateway's lines on its counter store against
+// Redis's outages, the bound on the clients' errors during an outage,
 // the flatness rule on the gateway's gauges, and the kinds of errors.
 package main
 
@@ -12,8 +15,10 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -211,4 +216,171 @@ func errKind(err error) string {
 		s = s[:70]
 	}
 	return s
+}
+
+// sumWhere sums the series of the metrics text m whose line starts with
+// prefix and holds every one of parts.
+func sumWhere(m, prefix string, parts ...string) float64 {
+	var n float64
+	for _, l := range strings.Split(m, "\n") {
+		if !strings.HasPrefix(l, prefix) {
+			continue
+		}
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(l, p)
+		}
+		i := strings.LastIndexByte(l, ' ')
+		if v, err := strconv.ParseFloat(l[i+1:], 64); all && err == nil {
+			n += v
+		}
+	}
+	return n
+}
+
+// admittedIn is, by tenant, the Produce requests the metrics text m counts
+// as let through: allowed or throttled (both forwarded, both counted once
+// in the tenant's budget).
+func admittedIn(m string, tenants []string) map[string]int64 {
+	out := map[string]int64{}
+	for _, t := range tenants {
+		for _, d := range []string{"allowed", "throttled"} {
+			out[t] += int64(sumWhere(m, `flexway_kafka_requests_total{cluster="soak",tenant="`+t+`",api="Produce",decision="`+d+`"`))
+		}
+	}
+	return out
+}
+
+// budgetRow is a tenant's budget counter (day, or month) in Redis against
+// what the gateway admitted: Redis held Base when the gateway started, End
+// at the end; the gateway admitted Admitted Produce requests meanwhile.
+// A sync whose answer was lost when Redis was killed was applied and is
+// sent again (DESIGN.md, invariant 22: a lost answer over-counts), so
+// Redis may hold more than admitted, by Slack at most: what the gateway
+// admitted in the two syncs before the kill (the delta of the round in
+// flight). Never less: every admitted request reaches Redis once it is back.
+type budgetRow struct {
+	Tenant                     string
+	Base, End, Admitted, Slack int64
+}
+
+// over is how many more Redis counted than the gateway admitted.
+func (r budgetRow) over() int64 { return r.End - r.Base - r.Admitted }
+
+func (r budgetRow) ok() bool { return r.over() >= 0 && r.over() <= r.Slack }
+
+// budgetRows compares, tenant by tenant, one window's counters.
+func budgetRows(tenants []string, base, end, admitted, slack map[string]int64) []budgetRow {
+	var rows []budgetRow
+	for _, t := range tenants {
+		rows = append(rows, budgetRow{Tenant: t, Base: base[t], End: end[t], Admitted: admitted[t], Slack: slack[t]})
+	}
+	return rows
+}
+
+// The bound on the clients' errors while Redis is down: the workload's
+// churn makes some errors all along (a cut connection, a client
+// restarted: about one a second in the first soak), so an outage may see
+// up to twice the errors of as long a time just before it, plus
+// errorNoise; more is a jump Redis caused (a Produce held on the store, a
+// refusal).
+const errorNoise = 20
+
+func errorBound(before int) int { return 2*before + errorNoise }
+
+// lineTimes is when (since start) each line of the JSON log text holding s
+// was written (its "time" field).
+func lineTimes(text, s string, start time.Time) []time.Duration {
+	var out []time.Duration
+	for _, l := range strings.Split(text, "\n") {
+		if !strings.Contains(l, s) {
+			continue
+		}
+		_, after, ok := strings.Cut(l, `"time":"`)
+		v, _, ok2 := strings.Cut(after, `"`)
+		if t, err := time.Parse(time.RFC3339Nano, v); ok && ok2 && err == nil {
+			out = append(out, t.Sub(start))
+		}
+	}
+	return out
+}
+
+// downLogEvery is quota/counters' bound on its unreachable line: a line a
+// minute at most, whatever the store does.
+const downLogEvery = time.Minute
+
+// outageLines is what the gateway wrote of one Redis outage, from the kill
+// (From) to its reachable-again line (To; or two syncs after Redis was
+// back, when no unreachable line was due).
+type outageLines struct {
+	From, To   time.Duration
+	Down, Back int           // unreachable lines from From to To, reachable-again lines up to a second after
+	SinceDown  time.Duration // since the last unreachable line before From; -1: none
+}
+
+// judgeLines counts the lines of the outage from..to in downs and backs.
+func judgeLines(downs, backs []time.Duration, from, to time.Duration) outageLines {
+	o := outageLines{From: from, To: to, SinceDown: -1}
+	for _, d := range downs {
+		if d >= from && d <= to {
+			o.Down++
+		} else if d < from {
+			o.SinceDown = from - d
+		}
+	}
+	for _, b := range backs {
+		if b >= from && b <= to+time.Second {
+			o.Back++
+		}
+	}
+	return o
+}
+
+// ok: the unreachable line once, unless one was written less than a
+// minute before (the bound: none then; near the minute, either), and the
+// reachable-again line once when the outage said it was down (or one
+// before it, unresolved, did).
+func (o outageLines) ok() bool {
+	var downOK bool
+	switch {
+	case o.SinceDown < 0 || o.SinceDown > downLogEvery+3*time.Second:
+		downOK = o.Down == 1
+	case o.SinceDown < downLogEvery-3*time.Second:
+		downOK = o.Down == 0
+	default:
+		downOK = o.Down <= 1
+	}
+	return downOK && o.Back <= 1 && o.Back >= o.Down
+}
+
+// strays are the unreachable lines outside every outage: the store timed
+// out while Redis ran (a loaded machine: quota/counters waits 1 s).
+func strays(downs []time.Duration, outages []outageLines) int {
+	n := 0
+	for _, d := range downs {
+		in := false
+		for _, o := range outages {
+			in = in || (d >= o.From && d <= o.To)
+		}
+		if !in {
+			n++
+		}
+	}
+	return n
+}
+
+// peakRate is the highest rate, by tenant, at which the gateway admitted
+// Produce requests between two samples of the same gateway.
+func peakRate(samples []sample, tenants []string) map[string]float64 {
+	out := map[string]float64{}
+	for i := 1; i < len(samples); i++ {
+		a, b := samples[i-1], samples[i]
+		if a.Gateway != b.Gateway || b.At <= a.At {
+			continue
+		}
+		for _, t := range tenants {
+			out[t] = max(out[t], float64(b.Admitted[t]-a.Admitted[t])/(b.At-a.At).Seconds())
+		}
+	}
+	return out
 }

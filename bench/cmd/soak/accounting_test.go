@@ -1,7 +1,11 @@
 // The soak's accounting on made-up runs: a record lost, doubled, unread,
-// an aborted transaction seen, one in doubt seen in part, and the
-// flatness rule on a flat gauge, a leaking one and a falling one. Fast: it
-// runs in make test.
+// an aborted transaction seen, one in doubt seen in part, the flatness
+// rule on a flat gauge, a leaking one and a falling one, the budget
+// counters in Redis against the Produce requests admitted (exact, over by
+// a lost answer within the slack, over beyond it, under), what the
+// gateway's metrics say it admitted and at what peak rate, and its lines
+// on the store against the outages (once; none within the minute of the
+// line before; a line outside every outage). Fast: it runs in make test.
 package main
 
 import (
@@ -9,6 +13,7 @@ import (
 	"fmt"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -114,5 +119,100 @@ func TestErrKind(t *testing.T) {
 		if got := errKind(err); got != want {
 			t.Errorf("%v: %q, want %q", err, got, want)
 		}
+	}
+}
+
+func TestBudgetRows(t *testing.T) {
+	tenants := []string{"a", "b", "c", "d"}
+	base := map[string]int64{"a": 100, "b": 0, "c": 7, "d": 50}
+	admitted := map[string]int64{"a": 40, "b": 40, "c": 40, "d": 40}
+	slack := map[string]int64{"a": 3, "b": 3, "c": 3, "d": 3}
+	end := map[string]int64{
+		"a": 140, // exact
+		"b": 43,  // a lost answer: 3 counted twice, within the slack
+		"c": 51,  // 4 too many: beyond it
+		"d": 89,  // one admitted request never reached Redis
+	}
+	want := map[string]struct {
+		over int64
+		ok   bool
+	}{"a": {0, true}, "b": {3, true}, "c": {4, false}, "d": {-1, false}}
+	for _, r := range budgetRows(tenants, base, end, admitted, slack) {
+		if w := want[r.Tenant]; r.over() != w.over || r.ok() != w.ok {
+			t.Errorf("%s: %+v: over %d ok %v, want %d %v", r.Tenant, r, r.over(), r.ok(), w.over, w.ok)
+		}
+	}
+}
+
+func TestAdmittedIn(t *testing.T) {
+	m := `# HELP flexway_kafka_requests_total requests judged
+flexway_kafka_requests_total{cluster="soak",tenant="tenant-01",api="Produce",decision="allowed",cause="none"} 120
+flexway_kafka_requests_total{cluster="soak",tenant="tenant-01",api="Produce",decision="throttled",cause="quota"} 3
+flexway_kafka_requests_total{cluster="soak",tenant="tenant-01",api="Produce",decision="refused",cause="quota"} 9
+flexway_kafka_requests_total{cluster="soak",tenant="tenant-01",api="Fetch",decision="allowed",cause="none"} 800
+flexway_kafka_requests_total{cluster="soak",tenant="tenant-010",api="Produce",decision="allowed",cause="none"} 5
+flexway_kafka_requests_total{cluster="soak",tenant="tenant-02",api="Produce",decision="allowed",cause="none"} 77
+`
+	got := admittedIn(m, []string{"tenant-01", "tenant-02", "tenant-03"})
+	if got["tenant-01"] != 123 || got["tenant-02"] != 77 || got["tenant-03"] != 0 {
+		t.Fatalf("admitted %v, want tenant-01 123 (allowed and throttled Produce), tenant-02 77, tenant-03 0", got)
+	}
+	if n := sumWhere(m, "flexway_kafka_requests_total{", `decision="refused"`, `cause="quota"`); n != 9 {
+		t.Fatalf("refused for a quota: %v, want 9", n)
+	}
+}
+
+func TestLineTimes(t *testing.T) {
+	start := time.Date(2026, 12, 5, 13, 45, 8, 0, time.UTC)
+	text := `{"time":"2026-12-05T13:46:07.915184371Z","level":"WARN","msg":"shared counter store unreachable: deciding","store":"x"}
+{"time":"2026-12-05T13:46:07.978458292Z","level":"INFO","msg":"shared counter store reachable again: reconciled"}
+not json, shared counter store unreachable
+{"time":"2026-12-05T13:48:01.5Z","level":"WARN","msg":"shared counter store unreachable: deciding"}`
+	got := lineTimes(text, storeDown, start)
+	want := []time.Duration{59915184371, 173500 * time.Millisecond}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestJudgeLines(t *testing.T) {
+	s := time.Second
+	cases := []struct {
+		name         string
+		downs, backs []time.Duration
+		ok           bool
+	}{
+		{"once, then back", []time.Duration{101 * s}, []time.Duration{112 * s}, true},
+		{"twice in one outage", []time.Duration{101 * s, 105 * s}, []time.Duration{112 * s}, false},
+		{"never said", nil, nil, false},
+		{"down said, never back", []time.Duration{101 * s}, nil, false},
+		{"a line 30 s before: none due", []time.Duration{70 * s}, []time.Duration{70 * s}, true},
+		{"a line 30 s before, and one more", []time.Duration{70 * s, 101 * s}, []time.Duration{70 * s, 112 * s}, false},
+		{"a line 90 s before: one due", []time.Duration{10 * s}, []time.Duration{10 * s}, false},
+		{"a line 90 s before, then once", []time.Duration{10 * s, 101 * s}, []time.Duration{10 * s, 111 * s}, true},
+		{"back twice", []time.Duration{101 * s}, []time.Duration{105 * s, 111 * s}, false},
+	}
+	for _, c := range cases {
+		l := judgeLines(c.downs, c.backs, 100*s, 112*s)
+		if l.ok() != c.ok {
+			t.Errorf("%s: %+v: ok %v, want %v", c.name, l, l.ok(), c.ok)
+		}
+	}
+	outs := []outageLines{judgeLines(nil, nil, 100*s, 112*s), judgeLines(nil, nil, 300*s, 320*s)}
+	if n := strays([]time.Duration{50 * s, 101 * s, 200 * s, 310 * s, 330 * s}, outs); n != 3 {
+		t.Fatalf("%d lines outside the outages, want 3", n)
+	}
+}
+
+func TestPeakRate(t *testing.T) {
+	s := time.Second
+	samples := []sample{
+		{At: 10 * s, Gateway: 1, Admitted: map[string]int64{"a": 100}},
+		{At: 20 * s, Gateway: 1, Admitted: map[string]int64{"a": 400}}, // 30/s
+		{At: 30 * s, Gateway: 2, Admitted: map[string]int64{"a": 10}},  // a new gateway: no rate across it
+		{At: 40 * s, Gateway: 2, Admitted: map[string]int64{"a": 210}}, // 20/s
+	}
+	if got := peakRate(samples, []string{"a", "b"}); got["a"] != 30 || got["b"] != 0 {
+		t.Fatalf("peak %v, want a 30/s, b 0", got)
 	}
 }

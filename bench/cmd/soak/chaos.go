@@ -1,6 +1,7 @@
 // The soak's disorder: its schedule of faults (the gateway killed once,
-// early; then a broker's connections reset, a broker blackholed, a broker
-// slow and narrow, in turn, every few minutes), the churn of clients
+// early; then a broker's connections reset, Redis killed and started
+// again, a broker blackholed, a broker slow and narrow, a broker stopped
+// and started again, in turn, every few minutes), the churn of clients
 // (connections cut, clients closed and started again, at random all
 // along), and the sampler of the gateway's gauges.
 package main
@@ -16,9 +17,16 @@ import (
 const (
 	faultKill      = "gateway killed (SIGKILL) and started again"
 	faultReset     = "broker connections reset"
+	faultRedis     = "Redis killed (SIGKILL), started again on the same port and data"
 	faultBlackhole = "broker blackholed"
 	faultSlow      = "broker slow and narrow (200 ms, 1 MiB/s)"
+	faultDown      = "broker stopped (connections refused)"
 )
+
+// brokerKinds are the faults of the rounds, in their order: Redis's
+// follows a reset (an instant), so that the time just before its outage,
+// the reference of its error bound, is a quiet one.
+var brokerKinds = []string{faultReset, faultRedis, faultBlackhole, faultSlow, faultDown}
 
 // plannedFault is a fault of the schedule: its kind, when it starts (since
 // the run's start), how long it lasts, the broker it hits.
@@ -31,21 +39,23 @@ type plannedFault struct {
 // schedule plans the faults of a run of length d: the gateway killed at
 // d/8 (after the warm-up, before the second quarter whose samples the
 // flatness rule takes as its reference: both quarters are the second
-// gateway's); then from d/4 to 7d/8 the broker faults in turn, gap apart
-// (at most 3 min), each on the next broker; a blackhole lasts up to 30 s,
-// a slow broker up to a minute, at most half the gap.
+// gateway's); then from d/4 to 7d/8 the other faults in turn, gap apart
+// (at most 90 s: each kind every 7.5 min at most), each broker fault on the next broker; a blackhole, a
+// broker stopped and Redis down last up to 30 s (under the minute of
+// quota/counters' unreachable line: one line an outage), a slow broker up
+// to a minute, at most half the gap.
 func schedule(d time.Duration, kill bool) []plannedFault {
 	var out []plannedFault
 	if kill {
 		out = append(out, plannedFault{At: max(20*time.Second, d/8), Kind: faultKill})
 	}
 	from, to := d/4, d*7/8
-	gap := min(3*time.Minute, (to-from)/3)
-	kinds := []string{faultReset, faultBlackhole, faultSlow}
+	n := len(brokerKinds)
+	gap := min(90*time.Second, (to-from)/time.Duration(n))
 	for k := 0; gap > 0; k++ {
-		f := plannedFault{At: from + time.Duration(k)*gap, Kind: kinds[k%3], Node: int32(k % 3)}
+		f := plannedFault{At: from + time.Duration(k)*gap, Kind: brokerKinds[k%n], Node: int32(k % 3)}
 		switch f.Kind {
-		case faultBlackhole:
+		case faultBlackhole, faultDown, faultRedis:
 			f.For = min(30*time.Second, gap/2)
 		case faultSlow:
 			f.For = min(time.Minute, gap/2)
@@ -97,6 +107,17 @@ func (sk *soak) apply(f plannedFault) error {
 	case faultReset:
 		sk.mark(fmt.Sprintf("%s: broker %d", faultReset, f.Node))
 		return c.Reset(f.Node)
+	case faultRedis:
+		return sk.redisOutage(f)
+	case faultDown:
+		sk.mark(fmt.Sprintf("%s: broker %d for %v", faultDown, f.Node, f.For.Round(time.Second)))
+		c.Down(f.Node)
+		time.Sleep(f.For) // the fault's length
+		if err := c.Up(f.Node); err != nil {
+			return err
+		}
+		sk.mark(fmt.Sprintf("broker %d listening again", f.Node))
+		return nil
 	case faultBlackhole:
 		sk.mark(fmt.Sprintf("%s: broker %d for %v", faultBlackhole, f.Node, f.For.Round(time.Second)))
 		if err := c.Blackhole(f.Node); err != nil {
@@ -152,7 +173,7 @@ func (sk *soak) sampleLoop(ctx context.Context) {
 		case <-tick.C:
 		}
 		gw := sk.gateway()
-		g, err := gw.gauges()
+		g, err := gw.gauges(sk.tenants())
 		if err != nil {
 			continue
 		}

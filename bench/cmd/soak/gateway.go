@@ -70,9 +70,18 @@ components:
 
 // gatewayYAML is the soak's flexway.yaml: the cluster's proxies as the
 // upstream's brokers, the plaintext listener on ports base..base+3, the
-// admin endpoint on base+4. Every client comes from 127.0.0.1: the
-// per-address bound is off, the rest at the seeds' defaults.
-func gatewayYAML(brokers []string, base int) string {
+// admin endpoint on base+4; server.counters on the soak's Redis (store),
+// the reconciliation at its default sync. Every client comes from
+// 127.0.0.1: the per-address bound is off, the rest at the seeds' defaults.
+//
+// The quotas count without ever holding the workload back, so that what a
+// Redis outage does is not hidden behind throttling: per tenant the rates
+// of the seed's example (10 MiB/s produced, 40 MiB/s read, 2000
+// requests/s; a tenant of the soak produces some 12 KB/s), and a day
+// budget of a billion Produce requests (some 60/s here). A throttled
+// request or a refused Produce is then a fault (report.go checks there
+// is none).
+func gatewayYAML(brokers []string, base int, store string) string {
 	return fmt.Sprintf(`# flexway soak configuration (written by bench/cmd/soak)
 version: 1
 contracts:
@@ -85,6 +94,9 @@ auth:
 listeners:
   kafka:
     max_connections_per_ip: 0          # every client of the soak on 127.0.0.1
+    quotas:
+      tenant: { producer_byte_rate: 10MiB, consumer_byte_rate: 40MiB, request_rate: 2000 }
+      quota: %s
     plaintext:
       mesh_only: true
       bind_host: 127.0.0.1
@@ -94,18 +106,22 @@ listeners:
 server:
   admin:
     address: 127.0.0.1:%d
-`, strings.Join(brokers, `", "`), base, base+3, base+4)
+  counters: { store: "%s" }
+policies:
+  definitions:
+    %s: { type: quota, config: { limits: { day: 1000000000 } } }
+`, strings.Join(brokers, `", "`), budgetPolicy, base, base+3, base+4, store, budgetPolicy)
 }
 
 // tenantKey is a tenant's API key: its id (the SASL user) and secret.
 type tenantKey struct{ tenant, id, secret string }
 
-// writeConfig writes the gateway's folder dir for the brokers and makes a
-// key per tenant with flexway keys new; it returns the keys and the
-// bootstrap port.
-func writeConfig(bin, dir string, brokers []string, tenants int) ([]tenantKey, int, error) {
+// writeConfig writes the gateway's folder dir for the brokers and the
+// counters' store (a redis:// URL) and makes a key per tenant with flexway
+// keys new; it returns the keys and the bootstrap port.
+func writeConfig(bin, dir string, brokers []string, counters string, tenants int) ([]tenantKey, int, error) {
 	base := freePorts(5)
-	files := map[string]string{"asyncapi.yaml": contract, "flexway.yaml": gatewayYAML(brokers, base), "api-keys.yaml": "keys: []\n"}
+	files := map[string]string{"asyncapi.yaml": contract, "flexway.yaml": gatewayYAML(brokers, base, counters), "api-keys.yaml": "keys: []\n"}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
 			return nil, 0, err
@@ -238,16 +254,19 @@ func (gw *gateway) bootstrap() string { return fmt.Sprintf("127.0.0.1:%d", gw.ba
 
 // sample is the gateway's gauges at a moment of the run.
 type sample struct {
-	At          time.Duration // since the run's start
-	RSSMiB      float64       // VmRSS
-	FDs         float64       // open file descriptors
-	Goroutines  float64       // go_goroutines
-	Connections float64       // flexway_kafka_connections: client connections open
-	Gateway     int           // which gateway: 1, then 2 after the kill
+	At          time.Duration    // since the run's start
+	RSSMiB      float64          // VmRSS
+	FDs         float64          // open file descriptors
+	Goroutines  float64          // go_goroutines
+	Connections float64          // flexway_kafka_connections: client connections open
+	Gateway     int              // which gateway: 1, then 2 after the kill
+	Throttled   float64          // requests throttled by a quota, since the gateway's start
+	QuotaRefuse float64          // requests refused for a quota (a budget spent), since its start
+	Admitted    map[string]int64 // by tenant, Produce requests let through since its start
 }
 
-// gauges reads the gateway's gauges now.
-func (gw *gateway) gauges() (sample, error) {
+// gauges reads the gateway's gauges now, and what it admitted of tenants'.
+func (gw *gateway) gauges(tenants []string) (sample, error) {
 	var s sample
 	pid := gw.cmd.Process.Pid
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -265,19 +284,42 @@ func (gw *gateway) gauges() (sample, error) {
 		return s, err
 	}
 	s.FDs = float64(len(fds))
+	m, err := gw.metrics()
+	if err != nil {
+		return s, err
+	}
+	s.Goroutines = testkit.SumSeries(m, "go_goroutines ")
+	s.Connections = testkit.SumSeries(m, "flexway_kafka_connections{")
+	s.Throttled = sumWhere(m, "flexway_kafka_requests_total{", `decision="throttled"`)
+	s.QuotaRefuse = sumWhere(m, "flexway_kafka_requests_total{", `decision="refused"`, `cause="quota"`)
+	s.Admitted = admittedIn(m, tenants)
+	return s, nil
+}
+
+// metrics is the gateway's /metrics now.
+func (gw *gateway) metrics() (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, gw.admin("/metrics"), nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return s, err
+		return "", err
 	}
 	defer resp.Body.Close()
 	m, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return s, err
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("/metrics: %s", resp.Status)
 	}
-	s.Goroutines = testkit.SumSeries(string(m), "go_goroutines ")
-	s.Connections = testkit.SumSeries(string(m), "flexway_kafka_connections{")
-	return s, nil
+	return string(m), err
+}
+
+// admitted is, by tenant, the Produce requests the gateway let through
+// since its start (allowed or throttled: each one counted once in the
+// tenant's budget, engine/session/budget_quota.go).
+func (gw *gateway) admitted(tenants []string) (map[string]int64, error) {
+	m, err := gw.metrics()
+	if err != nil {
+		return nil, err
+	}
+	return admittedIn(m, tenants), nil
 }

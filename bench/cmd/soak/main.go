@@ -1,19 +1,23 @@
 // Command soak runs the gateway for minutes under every fault at once
 // (issue 25.4, make soak): the built flexway binary on a real
 // configuration (10 tenants, a contract declaring their topics, keys made
-// by flexway keys new) in front of an embedded Kafka whose brokers sit
-// behind Toxiproxy (internal/faults); per tenant an idempotent producer, a
-// group, a transactional producer and a read_committed group (franz-go),
-// some 200 client connections; client connections cut at random, clients
-// closed and started again, and, every few minutes, a fault of each kind:
-// a broker's connections reset, a broker blackholed, a broker slow and
-// narrow; the gateway itself killed with SIGKILL once, early, and started
-// again on the same files. At the end every acknowledged record must be on
-// the broker exactly once and read by its group, every transaction whole
-// or absent, and the gateway's RSS, file descriptors and goroutines,
-// sampled every 10 s, flat after the warm-up; the report (report.md) and
-// its plot (soak.png) go to the results folder, the exit status is 1 if
-// anything failed.
+// by flexway keys new, per-tenant quotas and a day budget counted in a
+// Redis of its own) in front of an embedded Kafka whose brokers sit behind
+// Toxiproxy (internal/faults); per tenant an idempotent producer, a group,
+// a transactional producer and a read_committed group (franz-go), some 200
+// client connections; client connections cut at random, clients closed and
+// started again, and, every few minutes, a fault of each kind: a broker's
+// connections reset, Redis (server.counters) killed with SIGKILL and
+// started again, a broker blackholed, a broker slow and narrow, a broker
+// stopped (connections refused) and started again; the gateway itself
+// killed with SIGKILL once, early, and started again on the same files.
+// At the end every acknowledged record must be on the broker exactly once
+// and read by its group, every transaction whole or absent, the gateway's
+// RSS, file descriptors and goroutines, sampled every 10 s, flat after the
+// warm-up, and across Redis's outages the gateway must have kept serving,
+// said so once an outage, and Redis's budget counters must equal what it
+// admitted; the report (report.md) and its plot (soak.png) go to the
+// results folder, the exit status is 1 if anything failed.
 //
 //	soak -flexway bin/flexway -duration 10m
 package main
@@ -105,6 +109,10 @@ type soak struct {
 	gwMu sync.Mutex
 	gw   *gateway
 
+	redis     *redisServer
+	redisBase budgets  // the budget counters in Redis when the running gateway started
+	outages   []outage // Redis's, in order
+
 	samplesMu sync.Mutex
 	samples   []sample
 }
@@ -145,10 +153,17 @@ func run(s *settings) (int, error) {
 	}
 	defer c.Close()
 	sk.cluster = c
-	if sk.keys, sk.base, err = writeConfig(s.bin, sk.dir, c.ListenAddrs(), s.tenants); err != nil {
+	var removeRedis func()
+	if sk.redis, removeRedis, err = startRedis(filepath.Join(s.out, "redis")); err != nil {
+		return 0, err
+	}
+	defer removeRedis()
+	defer func() { sk.redis.kill() }()
+	if sk.keys, sk.base, err = writeConfig(s.bin, sk.dir, c.ListenAddrs(), sk.redis.url(), s.tenants); err != nil {
 		return 0, err
 	}
 	s.start = time.Now()
+	sk.b.start = s.start
 	if err := sk.startGateway(); err != nil {
 		return 0, err
 	}
@@ -170,8 +185,15 @@ func run(s *settings) (int, error) {
 	return sk.report(r), nil
 }
 
-// startGateway starts a gateway (the first, or the next after a kill).
+// startGateway starts a gateway (the first, or the next after a kill),
+// once it has read what Redis holds of the budgets (what the gateway
+// before sent: the base of the budget check).
 func (sk *soak) startGateway() error {
+	base, err := sk.redis.stableBudgets(sk.tenants())
+	if err != nil {
+		return fmt.Errorf("reading the budget counters: %w", err)
+	}
+	sk.redisBase = base
 	sk.s.gwLogs = append(sk.s.gwLogs, filepath.Join(sk.s.out, fmt.Sprintf("gateway-%d.log", len(sk.s.gwLogs)+1)))
 	gw, err := startGateway(sk.s.bin, sk.dir, sk.s.gwLogs[len(sk.s.gwLogs)-1], sk.base)
 	if err != nil {

@@ -48,7 +48,7 @@ func produceLoop(ctx context.Context, f clientFactory, l loop, b *books, tenant 
 					defer b.mu.Unlock()
 					b.pending--
 					if err != nil {
-						b.errs["produce: "+errKind(err)]++
+						b.countErr("produce", err)
 						return
 					}
 					b.acked[id] = true

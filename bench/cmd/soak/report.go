@@ -1,5 +1,6 @@
 // The soak's report: the books against the broker (lost, duplicated,
-// unread; transactions whole or absent), the errors by kind, the faults
+// unread; transactions whole or absent), Redis's outages and budget
+// counters (redisfault.go), the errors by kind, the faults
 // and when, the gateway's gauges and the flatness rule's verdict, written
 // to report.md and printed; the gauges drawn with gnuplot into soak.png.
 package main
@@ -51,6 +52,7 @@ func (sk *soak) report(r onBroker) int {
 	panics := sk.panics()
 	fmt.Fprintf(&md, "Client connections cut: %d; clients restarted: %d; gateway log lines with \"panic\": %d %s.\n\n",
 		cuts, restarts, panics, fail(panics > 0))
+	sk.redisSection(&md, fail)
 	sk.errorsTable(&md, errs)
 	sk.eventsTable(&md)
 	if !sk.gaugesTable(&md) {

@@ -28,6 +28,8 @@ type books struct {
 	txnSize   map[uint64]int     // records of each transaction
 	ledger    map[uint64]int     // ledger records read by the read_committed groups
 	errs      map[string]int     // errors by client role and kind
+	errSec    map[int]int        // errors by second of the run
+	start     time.Time          // the run's start, for errSec
 	cuts      int                // client connections cut at random
 	restarts  int                // clients closed and started again
 	pending   int                // events produced, not yet answered
@@ -36,13 +38,39 @@ type books struct {
 
 func newBooks() *books {
 	return &books{acked: map[uint64]bool{}, read: map[uint64]int{}, txns: map[uint64]outcome{},
-		txnSize: map[uint64]int{}, ledger: map[uint64]int{}, errs: map[string]int{}}
+		txnSize: map[uint64]int{}, ledger: map[uint64]int{}, errs: map[string]int{}, errSec: map[int]int{}, start: time.Now()}
 }
 
 func (b *books) err(role string, err error) {
 	b.mu.Lock()
-	b.errs[role+": "+errKind(err)]++
+	b.countErr(role, err)
 	b.mu.Unlock()
+}
+
+// countErr books an error of role, under b.mu.
+func (b *books) countErr(role string, err error) {
+	b.errs[role+": "+errKind(err)]++
+	b.errSec[int(time.Since(b.start)/time.Second)]++
+}
+
+// errorsIn counts the errors booked from from to to (since the run's
+// start), by whole seconds: a second counts if it starts in [from, to).
+func (b *books) errorsIn(from, to time.Duration) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for s, c := range b.errSec {
+		if at := time.Duration(s) * time.Second; at >= from && at < to {
+			n += c
+		}
+	}
+	return n
+}
+
+func (b *books) ackedCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.acked)
 }
 
 // conns tracks the open connections of every client, to cut one at random.
@@ -186,7 +214,7 @@ func consumeLoop(ctx context.Context, f clientFactory, l loop, b *books, role, g
 			b.mu.Lock()
 			fs.EachError(func(_ string, _ int32, err error) {
 				if cctx.Err() == nil {
-					b.errs[role+": "+errKind(err)]++
+					b.countErr(role, err)
 				}
 			})
 			fs.EachRecord(func(r *kgo.Record) {

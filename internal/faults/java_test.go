@@ -169,3 +169,79 @@ func TestJavaProducerBrokerResetMidProduce(t *testing.T) {
 	w.prod.Close()
 	env.gw.settles(idle)
 }
+
+// javaPause is the pause between the records of a Java producer run
+// alongside franz-go's (faultEnv.javaFor).
+const javaPause = 5 * time.Millisecond
+
+// javaAlongside is the Java producer run alongside the workload's
+// franz-go producer; its records are told apart by valueN (javaBase).
+type javaAlongside struct {
+	j *javaProducer
+	n int
+}
+
+// startJavaAlongside starts the Java producer for env.javaFor, pauses
+// apart, records of its own size; nil without javaFor, or without a JDK
+// outside CI (the franz-go half of the test still runs).
+func (env *faultEnv) startJavaAlongside() *javaAlongside {
+	t := env.t
+	t.Helper()
+	if env.javaFor == 0 {
+		return nil
+	}
+	for _, bin := range []string{"java", "javac", "mvn"} {
+		if _, err := exec.LookPath(bin); err != nil && os.Getenv("CI") == "" {
+			t.Logf("%s missing: the Java producer left out, franz-go's alone", bin)
+			return nil
+		}
+	}
+	n := int(env.javaFor / javaPause)
+	return &javaAlongside{j: startJavaProducer(t, env.gw, n, 0, javaPause), n: n}
+}
+
+// warm waits until the group has read 300 of the Java producer's records:
+// its JVM started, its path through the gateway warm.
+func (a *javaAlongside) warm(w *workload) {
+	if a == nil {
+		return
+	}
+	w.t.Helper()
+	waitFor(w.t, time.Minute, "300 records of the Java producer read by the group", func() bool { return w.readJavaCount() >= 300 })
+}
+
+// writing checks, once the fault is over, that the Java producer is still
+// at work (it was not restarted), and waits until the group has read 300
+// more of its records: it writes again.
+func (a *javaAlongside) writing(w *workload) {
+	if a == nil {
+		return
+	}
+	t := w.t
+	t.Helper()
+	if !a.j.running() {
+		t.Fatalf("the Java producer (%d records, %v) ended before the fault was over", a.n, javaPause)
+	}
+	want := w.readJavaCount() + 300
+	waitFor(t, time.Minute, fmt.Sprintf("%d records of the Java producer read by the group", want), func() bool { return w.readJavaCount() >= want })
+}
+
+// finish waits for the Java producer's end (every record acknowledged),
+// adds what it was told acknowledged to the workload's records, and waits
+// until the group has read them all.
+func (a *javaAlongside) finish(w *workload) {
+	if a == nil {
+		return
+	}
+	t := w.t
+	t.Helper()
+	acked := a.j.wait()
+	w.mu.Lock()
+	w.sent += a.n
+	for n, p := range acked {
+		w.acked[n] = p
+	}
+	w.mu.Unlock()
+	waitFor(t, time.Minute, "the group read every record the Java producer was told acknowledged", func() bool { return len(w.unread()) == 0 })
+	t.Logf("the Java producer's %d records acknowledged; checked with franz-go's, each producer's order on its own", len(acked))
+}

@@ -1,6 +1,7 @@
 // Issue 25.2: the gateway itself killed with kill -9 (the OOM killer, a
 // host failure) mid-run, and a second gateway started on the same
-// configuration, the clients never restarted.
+// configuration, the clients (franz-go's and the Java client's) never
+// restarted.
 package faults
 
 import (
@@ -10,14 +11,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// U2, U4: flexway killed with SIGKILL while an idempotent producer and a
-// group write and read through it; a second flexway on the same files
-// takes over its ports. Whatever the first had forwarded and not answered
-// the producer sends again: every record acknowledged is on the broker
-// once, in order, and read by the group.
+// U2, U4: flexway killed with SIGKILL while two idempotent producers
+// (franz-go's and the Java client's, kafka-clients' defaults) and a group
+// write and read through it; a second flexway on the same files takes over
+// its ports. Whatever the first had forwarded and not answered each
+// producer sends again: every record acknowledged is on the broker once,
+// in order per producer and partition, and read by the group. (The Java
+// producer alongside rather than in a test of its own: one cluster, one
+// gateway pair and one kill serve both, the test's wall time that of the
+// Java producer's run.)
 func TestGatewayKilledAndRestarted(t *testing.T) {
 	t.Parallel()
 	env := newFaultEnv(t, "")
+	env.javaFor = 12 * time.Second
 	caused := env.run(2*time.Millisecond, 100, func(w *workload) {
 		cfg := env.gw.cfg
 		// Killed while a Produce it forwarded waits at the broker: the

@@ -1,7 +1,7 @@
 // Issue 25.2 against Apache Kafka itself: the broker of scripts/test-kafka.sh
 // killed with SIGKILL mid-run and started again on its state directory,
-// while an idempotent producer and a group write and read through the
-// built gateway. It runs in test-kafka.sh's phase "kafka broker killed",
+// while two idempotent producers (franz-go's and the Java client's) and a
+// group write and read through the built gateway. It runs in test-kafka.sh's phase "kafka broker killed",
 // alone on the broker, and skips everywhere else.
 package faults
 
@@ -139,12 +139,15 @@ func (b realBroker) createTopic(t *testing.T, topic string) {
 	})
 }
 
-// U2, U4: Apache Kafka killed with SIGKILL while an idempotent producer
-// (acks=all) and a group write and read through the gateway, then started
-// again on the same state directory (its log recovered, the producers'
-// state rebuilt from it). The clients ride it out within their retry
-// budgets: every record acknowledged is on the broker once, in order, and
-// read by the group. The gateway says its broker connections ended, once
+// U2, U4: Apache Kafka killed with SIGKILL while two idempotent producers
+// (acks=all: franz-go's, and the Java client's at kafka-clients' defaults)
+// and a group write and read through the gateway, then started again on
+// the same state directory (its log recovered, the producers' state
+// rebuilt from it). The clients ride it out within their retry budgets,
+// none restarted: every record acknowledged is on the broker once, in
+// order per producer and partition, and read by the group. (The Java
+// producer alongside, not in a test of its own: one kill and one restart
+// of the broker serve both.) The gateway says its broker connections ended, once
 // per client connection, and the broker unreachable once per route while
 // it is down, not once per client retry.
 func TestRealKafkaKilledAndRestarted(t *testing.T) {
@@ -152,7 +155,7 @@ func TestRealKafkaKilledAndRestarted(t *testing.T) {
 	prefix := "f" + randomHex(t) + "."
 	b.createTopic(t, prefix+"acme.orders")
 	gw := startGateway(t, writeConfig(t, []string{b.addr}, gwExtra{prefix: prefix}))
-	env := &faultEnv{t: t, gw: gw, brokers: []string{b.addr}, topic: prefix + "acme.orders"}
+	env := &faultEnv{t: t, gw: gw, brokers: []string{b.addr}, topic: prefix + "acme.orders", javaFor: realKafkaJavaFor}
 	var open float64 // the clients' connections to the gateway when the broker is killed
 	caused := env.run(2*time.Millisecond, 100, func(w *workload) {
 		open = testkit.SumSeries(gw.metrics(), "flexway_kafka_connections{")
@@ -170,6 +173,12 @@ func TestRealKafkaKilledAndRestarted(t *testing.T) {
 		t.Fatalf("%q written %d times for one outage of one broker", brokerLines[1], n)
 	}
 }
+
+// realKafkaJavaFor is how long the Java producer writes in
+// TestRealKafkaKilledAndRestarted: past its warm-up (about 2 s), the kill
+// and the broker's restart (15 s measured on 2 busy cores, 2026-12-05),
+// with room for a restart of 40 s; the test's wall time is about this.
+const realKafkaJavaFor = 45 * time.Second
 
 func randomHex(t *testing.T) string {
 	b := make([]byte, 5)

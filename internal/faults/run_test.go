@@ -81,6 +81,10 @@ type faultEnv struct {
 
 	brokers []string // the upstream's brokers, reached without the gateway
 	topic   string   // the physical topic of acme's orders
+
+	// javaFor, if set, has run start the Java client's idempotent producer
+	// alongside franz-go's, writing for that long (javaAlongside).
+	javaFor time.Duration
 }
 
 func newFaultEnv(t *testing.T, listener string) *faultEnv {
@@ -102,14 +106,16 @@ func newFaultEnvWith(t *testing.T, x gwExtra) *faultEnv {
 
 // run starts the workload (a record of size bytes every period), lets it
 // warm up, applies fault (which returns once the fault is over, healed),
-// waits for the clients to write again, then checks what issue 25 asks.
-// It returns the workload and the log lines of brokerLines the fault
+// waits for the clients to write again, then checks what issue 25 asks;
+// with env.javaFor, of the Java producer's records too. It returns the workload and the log lines of brokerLines the fault
 // caused, by line.
 func (env *faultEnv) run(period time.Duration, size int, fault func(w *workload)) map[string]int {
 	t := env.t
 	t.Helper()
 	w := startWorkload(t, env.gw, period, size)
+	j := env.startJavaAlongside()
 	w.waitAcked(300, 30*time.Second)
+	j.warm(w)
 	gw := env.gw // a fault may start another gateway in its place
 	before := gw.gauges()
 	linesBefore := map[string]int{}
@@ -119,10 +125,12 @@ func (env *faultEnv) run(period time.Duration, size int, fault func(w *workload)
 	start := time.Now()
 	fault(w)
 	t.Logf("fault over after %v", time.Since(start).Round(time.Millisecond))
+	j.writing(w)
 	w.waitAcked(300, time.Minute)
 	t.Logf("clients writing again %v after the fault began", time.Since(start).Round(time.Millisecond))
 	env.gw.settles(before)
 	w.finish()
+	j.finish(w)
 	w.onBroker(env.brokers, env.topic)
 	caused := map[string]int{}
 	for _, l := range brokerLines {

@@ -43,15 +43,19 @@ func value(n, size int) []byte {
 	return v
 }
 
-// valueN is the n of a record's value: value(n, size)'s, or the Java
-// client's "<prefix>-<n>".
+// javaBase is added to the n of the Java client's records: a test with
+// both producers tells their records apart (and checks each one's order on
+// its own).
+const javaBase = 1 << 40
+
+// valueN is the n of a record's value: value(n, size)'s, or javaBase plus
+// the n of the Java client's "<prefix>-<n>".
 func valueN(v []byte) int {
 	if i := bytes.LastIndexByte(v, '-'); i >= 0 {
-		v = v[i+1:]
-	} else {
-		v = v[:min(len(v), 10)]
+		n, _ := strconv.Atoi(string(v[i+1:]))
+		return javaBase + n
 	}
-	n, _ := strconv.Atoi(string(v))
+	n, _ := strconv.Atoi(string(v[:min(len(v), 10)]))
 	return n
 }
 
@@ -152,6 +156,20 @@ func (w *workload) readCount() int {
 	return len(w.read)
 }
 
+// readJavaCount is the number of distinct records of the Java client the
+// group has read so far.
+func (w *workload) readJavaCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := 0
+	for n := range w.read {
+		if n >= javaBase {
+			k++
+		}
+	}
+	return k
+}
+
 // waitRead waits until the group has read n more records than now: a
 // producer other than the workload's writes through the gateway, and the
 // group reads.
@@ -227,7 +245,11 @@ func (w *workload) onBroker(brokers []string, topic string) {
 	total := 0
 	ends.Each(func(o kadm.ListedOffset) { total += int(o.Offset) })
 	seen := map[int]int{}
-	last := map[int32]int{}
+	type source struct { // a partition, and the producer the record is of
+		p    int32
+		java bool
+	}
+	last := map[source]int{}
 	for got := 0; got < total; {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -237,10 +259,11 @@ func (w *workload) onBroker(brokers []string, topic string) {
 			got++
 			n := valueN(r.Value)
 			seen[n]++
-			if prev, ok := last[r.Partition]; ok && n <= prev {
+			s := source{r.Partition, n >= javaBase}
+			if prev, ok := last[s]; ok && n <= prev {
 				t.Errorf("partition %d: record %d after %d", r.Partition, n, prev)
 			}
-			last[r.Partition] = n
+			last[s] = n
 		})
 	}
 	w.mu.Lock()

@@ -662,14 +662,20 @@ func (h *harness) stopRelay() {
 	if h.relay == nil || h.relay.Process == nil {
 		return
 	}
-	_ = h.relay.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-h.relayDone:
-	case <-time.After(10 * time.Second):
-		_ = h.relay.Process.Kill()
-		<-h.relayDone
-	}
+	stopProc(h.relay, h.relayDone)
 	h.relay = nil
+}
+
+// stopProc ends a child the harness started: SIGTERM, then SIGKILL after
+// 10 s; exited is closed once it is reaped.
+func stopProc(cmd *exec.Cmd, exited <-chan struct{}) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
 }
 
 func (h *harness) relayPID() int {

@@ -189,13 +189,7 @@ func (h *harness) stopJaeger() {
 	if j == nil || j.cmd == nil || j.cmd.Process == nil {
 		return
 	}
-	_ = j.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-j.exited:
-	case <-time.After(10 * time.Second):
-		_ = j.cmd.Process.Kill()
-		<-j.exited
-	}
+	stopProc(j.cmd, j.exited)
 	h.jaeger = nil
 }
 

@@ -211,13 +211,7 @@ func (h *harness) stopRedis() {
 	if r == nil || r.cmd == nil || r.cmd.Process == nil {
 		return
 	}
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.exited:
-	case <-time.After(10 * time.Second):
-		_ = r.cmd.Process.Kill()
-		<-r.exited
-	}
+	stopProc(r.cmd, r.exited)
 	h.redis = nil
 }
 

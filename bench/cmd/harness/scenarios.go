@@ -785,7 +785,11 @@ func (h *harness) ratios(sc, p string) []float64 {
 func (h *harness) table() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Median of %d runs, (min–max). MiB/s of payload. /direct: ratio of the median MiB/s; +p99: the path's p99 − direct p99 (medians).\n", h.repeat)
-	fmt.Fprintf(&b, "hop: the relaying process (the gateway, the splice relay, or the Go proxy): utime+stime per GiB of payload; peak RSS: VmHWM during the run.\n\n")
+	procs := "the gateway, or the splice relay"
+	if hasPath(goproxy) {
+		procs = "the gateway, the splice relay, or the Go proxy: " + h.goProxyLabel()
+	}
+	fmt.Fprintf(&b, "hop: the relaying process (%s): utime+stime per GiB of payload; peak RSS: VmHWM during the run.\n\n", procs)
 	fmt.Fprintf(&b, "max after 5 s: perf-test's producer, the worst latency of its windows after the first (median, min–max).\n\n")
 	fmt.Fprintln(&b, "| scenario | path | records/s | MiB/s | p50 ms | p99 ms | p99.9 ms | /direct | +p99 ms | hop CPU s/GiB | hop peak RSS MiB | max after 5 s ms |")
 	fmt.Fprintln(&b, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")

@@ -3,9 +3,12 @@
 #
 #   make bench-real      bench/run: kafka-producer-perf-test, the consumer perf
 #                        test and the franz-go load generator, direct to a fresh
-#                        broker, through the splice relay (bench/cmd/splicerelay)
-#                        and through the gateway, in turn, in one table (median and
-#                        spread of BENCH_REPEAT runs); the large-fetch consumer
+#                        broker, through the splice relay (bench/cmd/splicerelay),
+#                        through the gateway and through the Go proxy (the fourth
+#                        path: grepplabs/kafka-proxy, another Kafka proxy written in
+#                        Go, run from BENCH_GOPROXY_BIN, bin/tools/kafka-proxy, when
+#                        there; BENCH_GOPROXY=0 leaves it out), in turn, in one
+#                        table (median and spread of BENCH_REPEAT runs); the large-fetch consumer
 #                        (50 MiB / 10 MiB per partition, 2 GiB); peak RSS against
 #                        the fetch size (docs/bench-rss-fetch.png); the record-size
 #                        sweep and its plot (docs/bench-throughput.png); a perf
@@ -15,7 +18,8 @@
 #   make bench-issue11   the rows of issue 11's table (perf-test acks=all with the
 #                        Java producer's 16 KiB batches, franz-go produce and
 #                        consume, at half the direct maximum too), the large-fetch
-#                        consumer and the RSS plot (BENCH_PARTS=issue).
+#                        consumer and the RSS plot (BENCH_PARTS=issue), on the four
+#                        paths (direct, splice relay, flexway, Go proxy).
 #   make bench-many      100 franz-go consumers at once (BENCH_MANY_N), each
 #                        fetching 50 MiB / 10 MiB per partition and reading
 #                        BENCH_MANY_MIB (256) through a fresh gateway: its idle

@@ -101,8 +101,8 @@ func (h *harness) bigFetch() {
 }
 
 // rssFetch: peak RSS against max.partition.fetch.bytes (BENCH_RSS_FETCH_MIB),
-// one franz-go consumer reading BENCH_RSS_MIB, through the gateway and
-// through the relay. Each point runs on a freshly started process (so
+// one franz-go consumer reading BENCH_RSS_MIB, through the gateway, the
+// relay and the Go proxy. Each point runs on a freshly started process (so
 // that VmHWM is that point's alone, not what an earlier and larger point
 // left in the heap); fetch.max.bytes is 50 MiB, or the partition size if
 // larger. Writes rss-fetch.md, rss-fetch.dat and rss-fetch.png (copied to
@@ -115,13 +115,20 @@ func (h *harness) rssFetch() {
 	}
 	h.say("peak RSS against the partition fetch size: %v MiB, %s read per point, %d run(s) each, a fresh process per run",
 		h.rssFetchMiB, mibLabel(h.rssMiB), repeat)
+	hops := []string{relay, gateway}
+	if hasPath(goproxy) {
+		hops = append(hops, goproxy)
+	}
 	for rep := 1; rep <= repeat; rep++ {
 		for _, mib := range h.rssFetchMiB {
-			for _, p := range order(rep, relay, gateway) {
-				if p == gateway {
+			for _, p := range order(rep, hops...) {
+				switch p {
+				case gateway:
 					h.startGateway()
-				} else {
+				case relay:
 					h.startRelay()
+				case goproxy:
+					h.startGoProxy()
 				}
 				part := mib << 20
 				h.measure(sc(mib), p, rep, func() (result, error) {
@@ -131,12 +138,21 @@ func (h *harness) rssFetch() {
 		}
 	}
 
+	gp := hasPath(goproxy) // its columns come last, after the relay's and the gateway's
 	var dat, md strings.Builder
-	fmt.Fprintln(&dat, "# partition_fetch_mib gw_hwm_mib gw_lo gw_hi relay_hwm_mib relay_lo relay_hi gw_mib_s relay_mib_s gw_cpu_s_gib relay_cpu_s_gib")
+	fmt.Fprint(&dat, "# partition_fetch_mib gw_hwm_mib gw_lo gw_hi relay_hwm_mib relay_lo relay_hi gw_mib_s relay_mib_s gw_cpu_s_gib relay_cpu_s_gib")
+	if gp {
+		fmt.Fprint(&dat, " goproxy_hwm_mib goproxy_lo goproxy_hi goproxy_mib_s goproxy_cpu_s_gib")
+	}
+	fmt.Fprintln(&dat)
 	fmt.Fprintf(&md, "One franz-go consumer reading %s of 1 KiB records from the start of a 3-partition topic; fetch.max.bytes = max(50 MiB,\n", mibLabel(h.rssMiB))
 	fmt.Fprintf(&md, "the partition size). VmHWM: peak RSS of the relaying process, started afresh for each point; median of %d run(s) (min–max).\n\n", repeat)
-	fmt.Fprintln(&md, "| max.partition.fetch.bytes | flexway VmHWM MiB | splice relay VmHWM MiB | flexway MiB/s | relay MiB/s | flexway CPU s/GiB | relay CPU s/GiB |")
-	fmt.Fprintln(&md, "|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprint(&md, "| max.partition.fetch.bytes | flexway VmHWM MiB | splice relay VmHWM MiB | flexway MiB/s | relay MiB/s | flexway CPU s/GiB | relay CPU s/GiB |")
+	if gp {
+		l := h.goProxyLabel()
+		fmt.Fprintf(&md, " %s VmHWM MiB | %s MiB/s | %s CPU s/GiB |", l, l, l)
+	}
+	fmt.Fprintln(&md, "\n|--:|--:|--:|--:|--:|--:|--:|"+map[bool]string{true: "--:|--:|--:|"}[gp])
 	for _, mib := range h.rssFetchMiB {
 		s := sc(mib)
 		hwm := func(p string) []float64 {
@@ -149,12 +165,24 @@ func (h *harness) rssFetch() {
 			lo, hi := minMax(v)
 			fmt.Fprintf(&dat, " %.1f %.1f %.1f", median(v), lo, hi)
 		}
-		fmt.Fprintf(&dat, " %.1f %.1f %.3f %.3f\n", median(mibs(gateway)), median(mibs(relay)), median(cpu(gateway)), median(cpu(relay)))
-		fmt.Fprintf(&md, "| %d MiB | %s | %s | %s | %s | %s | %s |\n", mib,
+		fmt.Fprintf(&dat, " %.1f %.1f %.3f %.3f", median(mibs(gateway)), median(mibs(relay)), median(cpu(gateway)), median(cpu(relay)))
+		fmt.Fprintf(&md, "| %d MiB | %s | %s | %s | %s | %s | %s |", mib,
 			spread(hwm(gateway), "%.0f"), spread(hwm(relay), "%.0f"),
 			spread(mibs(gateway), "%.0f"), spread(mibs(relay), "%.0f"),
 			spread(cpu(gateway), "%.2f"), spread(cpu(relay), "%.2f"))
+		if gp {
+			lo, hi := minMax(hwm(goproxy))
+			fmt.Fprintf(&dat, " %.1f %.1f %.1f %.1f %.3f", median(hwm(goproxy)), lo, hi, median(mibs(goproxy)), median(cpu(goproxy)))
+			lead := spread(hwm(goproxy), "%.0f")
+			if f := h.failures(s, goproxy); f != "" {
+				lead = strings.TrimPrefix(lead+" · "+f, "– · ")
+			}
+			fmt.Fprintf(&md, " %s | %s | %s |", lead, spread(mibs(goproxy), "%.0f"), spread(cpu(goproxy), "%.2f"))
+		}
+		fmt.Fprintln(&dat)
+		fmt.Fprintln(&md)
 	}
+	md.WriteString(h.failureNotes(func(s string) bool { return strings.HasPrefix(s, "rss-fetch ") }))
 	datPath := filepath.Join(h.out, "rss-fetch.dat")
 	must(os.WriteFile(datPath, []byte(dat.String()), 0o644))
 	must(os.WriteFile(filepath.Join(h.out, "rss-fetch.md"), []byte(md.String()), 0o644))
@@ -168,7 +196,13 @@ func (h *harness) rssFetch() {
 	for _, mib := range h.rssFetchMiB {
 		tics = append(tics, fmt.Sprintf("\"%d MiB\" %d", mib, mib))
 	}
-	gp := fmt.Sprintf(`set terminal pngcairo size 1000,600 font "DejaVu Sans,11"
+	gpPlot := ""
+	if gp {
+		gpPlot = fmt.Sprintf(`, \
+     "" using 1:12:13:14 with yerrorbars lc rgb "#1f77b4" pt 9 ps 1.2 lw 1.5 title "%s", \
+     "" using 1:12 with lines lc rgb "#1f77b4" lw 2 notitle`, h.goProxyLabel())
+	}
+	script := fmt.Sprintf(`set terminal pngcairo size 1000,600 font "DejaVu Sans,11"
 set output "%s"
 set title "Peak RSS of the relaying process against the consumer's partition fetch size\n{/*0.85 one franz-go consumer reading %s, fetch.max.bytes max(50 MiB, partition); %s; Kafka %s}"
 set logscale x 2
@@ -182,11 +216,11 @@ set key top left
 plot "%s" using 1:2:3:4 with yerrorbars lc rgb "#d62728" pt 5 ps 1.2 lw 1.5 title "flexway", \
      "" using 1:2 with lines lc rgb "#d62728" lw 2 notitle, \
      "" using 1:5:6:7 with yerrorbars lc rgb "#2ca02c" pt 7 ps 1.2 lw 1.5 title "splice relay", \
-     "" using 1:5 with lines lc rgb "#2ca02c" lw 2 notitle
+     "" using 1:5 with lines lc rgb "#2ca02c" lw 2 notitle%s
 `, png, mibLabel(h.rssMiB), sub, envStr("KAFKA_VERSION", "?"),
-		float64(minInt(h.rssFetchMiB))/1.3, float64(maxInt(h.rssFetchMiB))*1.3, strings.Join(tics, ", "), datPath)
+		float64(minInt(h.rssFetchMiB))/1.3, float64(maxInt(h.rssFetchMiB))*1.3, strings.Join(tics, ", "), datPath, gpPlot)
 	gpPath := filepath.Join(h.out, "rss-fetch.gp")
-	must(os.WriteFile(gpPath, []byte(gp), 0o644))
+	must(os.WriteFile(gpPath, []byte(script), 0o644))
 	if out, err := exec.Command("gnuplot", gpPath).CombinedOutput(); err != nil {
 		h.say("gnuplot failed: %v\n%s", err, out)
 	} else if data, err := os.ReadFile(png); err == nil {

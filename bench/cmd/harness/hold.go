@@ -8,15 +8,18 @@ import (
 )
 
 // hold keeps the set-up (the bench broker, the gateway, the splice relay,
-// warmed up) for experiments by hand: it writes hold.env in the results
-// folder (the three bootstrap addresses, the gateway's and the relay's
-// process ids, the Java tools' SASL properties for the gateway and for the relay) and waits
+// the Go proxy, warmed up) for experiments by hand: it writes hold.env in the results
+// folder (the bootstrap addresses, the gateway's, the relay's and the Go proxy's
+// process ids, the Java tools' SASL properties for the gateway and for the relay and the Go proxy) and waits
 // until the file "hold" beside it is removed, or BENCH_HOLD_SECONDS
 // (default 1800) pass. BENCH_PARTS=hold alone runs nothing else; the broker
 // is wiped on exit as always.
 func (h *harness) hold() {
 	env := fmt.Sprintf("DIRECT=%s\nGATEWAY=%s\nRELAY=%s\nGATEWAY_PID=%d\nRELAY_PID=%d\nCLIENT_PROPS=%s\nKEY_ID=%s\nRELAY_PROPS=%s\nRELAY_USER=%s\n",
 		h.broker, h.gwBoot, h.relayBoot, h.gwPID(), h.relayPID(), h.clientProps, h.keyID, h.relayProps, h.relayUser)
+	if h.gp != nil {
+		env += fmt.Sprintf("GOPROXY=%s\nGOPROXY_PID=%d\n", h.gp.boot, h.goProxyPID())
+	}
 	envPath := filepath.Join(h.out, "hold.env")
 	must(os.WriteFile(envPath, []byte(env), 0o600))
 	flag := filepath.Join(h.out, "hold")

@@ -1,11 +1,12 @@
 // Command harness is the body of bench/run (issue 4, items 3-5; issue 11,
 // items 4 and 6): against one real Apache Kafka broker that bench/run has
-// started, it writes a gateway configuration, starts bin/flexway and the
-// splice relay (bench/cmd/splicerelay) in front of the broker and measures
-// three paths side by side, in turn within each repetition: direct to the
-// broker, through the splice relay (a kernel-only relay of the same
-// connections: the physical limit of a relaying process here) and through
-// the gateway:
+// started, it writes a gateway configuration, starts bin/flexway, the
+// splice relay (bench/cmd/splicerelay) and the Go proxy (grepplabs/kafka-proxy,
+// goproxy.go, when bench/run gives its binary) in front of the broker and
+// measures four paths side by side, in turn within each repetition: direct
+// to the broker, through the splice relay (a kernel-only relay of the same
+// connections: the physical limit of a relaying process here), through the
+// gateway and through the Go proxy (another Kafka proxy written in Go):
 //
 //   - kafka-producer-perf-test (org.apache.kafka.tools.ProducerPerformance),
 //     1 KiB records, acks=all and acks=1, unlimited rate and a fixed rate at
@@ -29,7 +30,7 @@
 //     sending to a Jaeger of its own.
 //
 // It parses the tools' own output lines, reads the relaying process's (the
-// gateway's or the relay's) CPU time and peak RSS from /proc, and prints one
+// gateway's, the relay's or the Go proxy's) CPU time and peak RSS from /proc, and prints one
 // table (median and min-max of BENCH_REPEAT runs). Everything it writes goes
 // to -out.
 package main
@@ -90,6 +91,7 @@ type harness struct {
 	relay     *exec.Cmd
 	relayDone chan struct{}
 	relayLog  string
+	gp        *goProxy // the Go proxy (goproxy.go); nil when left out
 
 	firstNodeID int // the broker's node.id (1; tests against kfake: 0)
 
@@ -120,6 +122,9 @@ func main() {
 	flag.StringVar(&h.broker, "broker", "127.0.0.1:29192", "the broker's PLAINTEXT address")
 	flag.StringVar(&h.relayBoot, "relay", "127.0.0.1:29196", "the splice relay's listening address (the broker's RELAY listener advertises it)")
 	flag.StringVar(&h.relayTarget, "relay-target", "127.0.0.1:29195", "the broker's RELAY listener, where the relay connects")
+	gpBin := flag.String("goproxy-bin", "", "the Go proxy's binary (grepplabs/kafka-proxy); empty: that path is left out")
+	gpBoot := flag.String("goproxy", "127.0.0.1:29199", "the Go proxy's listening address")
+	gpTarget := flag.String("goproxy-target", "127.0.0.1:29198", "the broker's GOPROXY listener (advertising itself), which the Go proxy proxies")
 	pool := flag.String("quota-pool", "", "print the pooled table of these quota-runs.tsv files (comma-separated) and exit")
 	flag.Parse()
 	if *pool != "" {
@@ -182,6 +187,7 @@ func main() {
 		h.say("signal %v: stopping", s)
 		h.stopGateway()
 		h.stopRelay()
+		h.stopGoProxy()
 		h.stopQuotaGateways()
 		h.stopRedis()
 		h.stopJaeger()
@@ -189,6 +195,8 @@ func main() {
 	}()
 	defer h.stopGateway()
 	defer h.stopRelay()
+	defer h.stopGoProxy()
+	h.setupGoProxy(*gpBin, *gpBoot, *gpTarget)
 
 	h.writeEnv()
 	h.writeGatewayConfig()
@@ -369,6 +377,9 @@ func (h *harness) writeEnv() {
 	fmt.Fprintf(&b, "go:       %s\n", cmdOut("go", "version"))
 	fmt.Fprintf(&b, "java:     %s\n", java)
 	fmt.Fprintf(&b, "kafka:    %s (single-node KRaft, %s)\n", envStr("KAFKA_VERSION", "unknown"), h.broker)
+	if h.gp != nil {
+		fmt.Fprintf(&b, "goproxy:  grepplabs/kafka-proxy %s (%s), %s -> %s\n", h.gp.version, h.gp.bin, h.gp.boot, h.gp.target)
+	}
 	fmt.Fprintf(&b, "nofile:   %s\n", cmdOut("bash", "-c", "echo soft $(ulimit -Sn) hard $(ulimit -Hn)"))
 	fmt.Fprintf(&b, "load:     %s (before the run)\n", cmdOut("cat", "/proc/loadavg"))
 	must(os.WriteFile(filepath.Join(h.out, "env.txt"), []byte(b.String()), 0o644))

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,7 +17,7 @@ import (
 // result is one run of one scenario on one path.
 type result struct {
 	scenario string
-	path     string // direct | relay | gateway
+	path     string // direct | relay | gateway | goproxy
 	rep      int
 	recs     float64 // records/s
 	mibps    float64
@@ -35,6 +37,7 @@ type result struct {
 	wall     float64 // seconds the tool ran
 	slowest  float64 // loadgen -clients: the slowest consumer's seconds
 	note     string
+	failed   bool // the run failed (the Go proxy's: goProxyFailed); its figures are not in the tables
 }
 
 // hopCPUPerGiB is the relaying process's CPU seconds per GiB of payload
@@ -50,10 +53,22 @@ const (
 	direct  = "direct"
 	relay   = "relay" // bench/cmd/splicerelay: splice(2), one connection per connection
 	gateway = "gateway"
+	goproxy = "goproxy" // the Go proxy: grepplabs/kafka-proxy (goproxy.go)
 )
 
-// paths is every path, in the order of the first repetition.
-var paths = []string{direct, relay, gateway}
+// paths is every path, in the order of the first repetition (without
+// goproxy when the Go proxy is left out: setupGoProxy).
+var paths = []string{direct, relay, gateway, goproxy}
+
+// hasPath says whether p is one of paths.
+func hasPath(p string) bool {
+	for _, x := range paths {
+		if x == p {
+			return true
+		}
+	}
+	return false
+}
 
 var nan = math.NaN()
 
@@ -83,24 +98,27 @@ func (h *harness) bootstrap(path string) string {
 		return h.gwBoot
 	case relay:
 		return h.relayBoot
+	case goproxy:
+		return h.gp.boot
 	}
 	return h.broker
 }
 
 // saslProps is the Java tools' SASL properties file through path: the
 // tenant's key through the gateway, the broker's user through the relay
-// (the same handshake), none direct.
+// and the Go proxy (the same handshake), none direct.
 func (h *harness) saslProps(path string) string {
 	switch path {
 	case gateway:
 		return h.clientProps
-	case relay:
+	case relay, goproxy:
 		return h.relayProps
 	}
 	return ""
 }
 
-// hopPID is the relaying process of path: the gateway, the relay, or none.
+// hopPID is the relaying process of path: the gateway, the relay, the Go
+// proxy, or none.
 func (h *harness) hopPID(path string) int {
 	if g := h.quotaGW[path]; g != nil {
 		return g.pid()
@@ -110,6 +128,8 @@ func (h *harness) hopPID(path string) int {
 		return h.gwPID()
 	case relay:
 		return h.relayPID()
+	case goproxy:
+		return h.goProxyPID()
 	}
 	return 0
 }
@@ -131,6 +151,9 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	if path == relay && !h.relayAlive() {
 		data, _ := os.ReadFile(h.relayLog)
 		die("the splice relay died during %s (run %d): %v\n%s", scenario, rep, err, tail(string(data), 4000))
+	}
+	if path == goproxy && (err != nil || !h.goProxyAlive()) {
+		return h.goProxyFailed(scenario, rep, wall, err)
 	}
 	if g := h.quotaGW[path]; g != nil && !g.alive() {
 		data, _ := os.ReadFile(g.log)
@@ -340,7 +363,7 @@ func (h *harness) loadgen(path, phase string, n, size, rate int, linger time.Dur
 	case path == gateway || h.quotaGW[path] != nil:
 		args = append(args, "-user", h.keyID)
 		env = []string{"LOADGEN_PASS=" + h.key}
-	case path == relay:
+	case path == relay || path == goproxy:
 		args = append(args, "-user", h.relayUser)
 		env = []string{"LOADGEN_PASS=" + h.relayPass}
 	}
@@ -399,11 +422,18 @@ func (h *harness) runReal() {
 	if len(h.parts) > own {
 		h.startGateway()
 		h.startRelay()
+		h.startGoProxy()
 		// Warm-up, not recorded: JIT of the broker, page cache, the gateway's heap.
 		h.say("warm-up")
 		for _, p := range paths {
 			if _, err := h.perfProducer(p, "1", 1024, 50000, -1); err != nil {
-				die("warm-up: %v", err)
+				if p != goproxy {
+					die("warm-up: %v", err)
+				}
+				h.say("warm-up through the Go proxy failed (its runs will say): %s", firstLine(err.Error()))
+				if !h.goProxyAlive() {
+					h.startGoProxy()
+				}
 			}
 		}
 	}
@@ -448,6 +478,7 @@ func (h *harness) runReal() {
 		h.otlpPart()
 	}
 	h.stopRelay()
+	h.stopGoProxy()
 	if h.parts["profile"] && h.profile {
 		if !h.gatewayAlive() {
 			h.startGateway()
@@ -568,7 +599,7 @@ func (h *harness) gatewayErrors() {
 func (h *harness) pick(sc, path string, f func(result) float64) []float64 {
 	var v []float64
 	for _, r := range h.results {
-		if r.scenario == sc && r.path == path {
+		if r.scenario == sc && r.path == path && !r.failed {
 			if x := f(r); !math.IsNaN(x) {
 				v = append(v, x)
 			}
@@ -653,15 +684,23 @@ func (h *harness) scenarios() []string {
 // p99 ms) instead of the MiB/s and the ratio.
 func (h *harness) summaryTable() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Median of %d runs (min–max); paths in turn within each run: direct, splice relay, flexway.\n", h.repeat)
+	hops, heads, who, procs := []string{gateway, relay}, []string{"flexway", "splice relay"}, "splice relay, flexway", "the gateway, or the relay"
+	if hasPath(goproxy) {
+		hops, heads = append(hops, goproxy), append(heads, h.goProxyLabel())
+		who, procs = who+", "+h.goProxyLabel(), "the gateway, the relay, or the Go proxy"
+	}
+	fmt.Fprintf(&b, "Median of %d runs (min–max); paths in turn within each run: direct, %s.\n", h.repeat, who)
 	fmt.Fprintf(&b, "ratio: the path's MiB/s / direct's (median of the per-run ratios, min–max); CPU s/GiB: utime+stime of the relaying\n")
-	fmt.Fprintf(&b, "process (the gateway, or the relay) per GiB of payload (median); VmHWM: its peak RSS, highest of the runs (reset\n")
+	fmt.Fprintf(&b, "process (%s) per GiB of payload (median); VmHWM: its peak RSS, highest of the runs (reset\n", procs)
 	fmt.Fprintf(&b, "to the current RSS before each run by clear_refs; the process runs for the whole table). Fixed-rate rows: p50 / p99 ms\n")
 	fmt.Fprintf(&b, "of the producer's records, at half the direct maximum of the unlimited row above (the linger 0 row: a light load);\n")
 	fmt.Fprintf(&b, "perf-test's: \"after 5 s: max M\", the median of its runs' worst latency once its first 5 s window is past (its start,\n")
 	fmt.Fprintf(&b, "connections and SASL with the backlog they leave, makes the p99 of a 10 s run).\n\n")
-	fmt.Fprintln(&b, "| workload | direct MiB/s | flexway ratio · CPU s/GiB · VmHWM | splice relay ratio · CPU s/GiB · VmHWM |")
-	fmt.Fprintln(&b, "| --- | --: | --- | --- |")
+	fmt.Fprint(&b, "| workload | direct MiB/s |")
+	for _, hd := range heads {
+		fmt.Fprintf(&b, " %s ratio · CPU s/GiB · VmHWM |", hd)
+	}
+	fmt.Fprintln(&b, "\n| --- | --: |"+strings.Repeat(" --- |", len(hops)))
 	for _, sc := range h.scenarios() {
 		fixed := len(h.pick(sc, direct, func(r result) float64 { return r.p99 })) > 0 && strings.Contains(sc, "fixed")
 		mib := func(p string) []float64 { return h.pick(sc, p, func(r result) float64 { return r.mibps }) }
@@ -672,9 +711,10 @@ func (h *harness) summaryTable() string {
 			first = spread(mib(direct), "%.0f")
 		}
 		cells := []string{}
-		for _, p := range []string{gateway, relay} {
+		for _, p := range hops {
+			fails := h.failures(sc, p)
 			if len(mib(p)) == 0 {
-				cells = append(cells, "–")
+				cells = append(cells, cmp.Or(fails, "–"))
 				continue
 			}
 			var lead string
@@ -686,10 +726,15 @@ func (h *harness) summaryTable() string {
 			cpu := median(h.pick(sc, p, result.hopCPUPerGiB))
 			hwm := h.pick(sc, p, func(r result) float64 { return r.hopHWM })
 			_, peak := minMax(hwm)
-			cells = append(cells, fmt.Sprintf("%s · %.2f · %.0f MiB", lead, cpu, peak/1024))
+			cell := fmt.Sprintf("%s · %.2f · %.0f MiB", lead, cpu, peak/1024)
+			if fails != "" {
+				cell += " · " + fails
+			}
+			cells = append(cells, cell)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", sc, first, cells[0], cells[1])
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", sc, first, strings.Join(cells, " | "))
 	}
+	b.WriteString(h.failureNotes(func(s string) bool { return slices.Contains(h.scenarios(), s) }))
 	return b.String()
 }
 
@@ -728,7 +773,7 @@ func (h *harness) ratios(sc, p string) []float64 {
 	}
 	var v []float64
 	for _, r := range h.results {
-		if r.scenario == sc && r.path == p && d[r.rep] > 0 {
+		if r.scenario == sc && r.path == p && !r.failed && d[r.rep] > 0 {
 			v = append(v, r.mibps/d[r.rep])
 		}
 	}
@@ -740,7 +785,11 @@ func (h *harness) ratios(sc, p string) []float64 {
 func (h *harness) table() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Median of %d runs, (min–max). MiB/s of payload. /direct: ratio of the median MiB/s; +p99: the path's p99 − direct p99 (medians).\n", h.repeat)
-	fmt.Fprintf(&b, "hop: the relaying process (the gateway, or the splice relay): utime+stime per GiB of payload; peak RSS: VmHWM during the run.\n\n")
+	procs := "the gateway, or the splice relay"
+	if hasPath(goproxy) {
+		procs = "the gateway, the splice relay, or the Go proxy: " + h.goProxyLabel()
+	}
+	fmt.Fprintf(&b, "hop: the relaying process (%s): utime+stime per GiB of payload; peak RSS: VmHWM during the run.\n\n", procs)
 	fmt.Fprintf(&b, "max after 5 s: perf-test's producer, the worst latency of its windows after the first (median, min–max).\n\n")
 	fmt.Fprintln(&b, "| scenario | path | records/s | MiB/s | p50 ms | p99 ms | p99.9 ms | /direct | +p99 ms | hop CPU s/GiB | hop peak RSS MiB | max after 5 s ms |")
 	fmt.Fprintln(&b, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
@@ -749,8 +798,16 @@ func (h *harness) table() string {
 		dp99 := median(h.pick(sc, direct, func(r result) float64 { return r.p99 }))
 		for _, p := range paths {
 			recs := h.pick(sc, p, func(r result) float64 { return r.recs })
+			fails := h.failures(sc, p)
 			if len(recs) == 0 {
+				if fails != "" {
+					fmt.Fprintf(&b, "| %s | %s (%s) | | | | | | | | | | |\n", sc, p, fails)
+				}
 				continue
+			}
+			name := p
+			if fails != "" {
+				name += " (" + fails + ")"
 			}
 			mib := h.pick(sc, p, func(r result) float64 { return r.mibps })
 			ratio, addP99, cpu, rss := "", "", "", ""
@@ -762,7 +819,7 @@ func (h *harness) table() string {
 				cpu = spread(h.pick(sc, p, result.hopCPUPerGiB), "%.2f")
 				rss = fmt.Sprintf("%.0f", median(h.pick(sc, p, func(r result) float64 { return r.hopHWM }))/1024)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, p,
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, name,
 				median(recs), spread(mib, "%.1f"),
 				fmtMS(median(h.pick(sc, p, func(r result) float64 { return r.p50 }))),
 				spreadMS(h.pick(sc, p, func(r result) float64 { return r.p99 })),

@@ -7,16 +7,17 @@ import (
 	"testing"
 )
 
-// Each path runs first in one repetition of three, and every path runs in
+// Each path runs first in one repetition of four, and every path runs in
 // every repetition.
 func TestOrderRotates(t *testing.T) {
 	want := [][]string{
-		{direct, relay, gateway},
-		{relay, gateway, direct},
-		{gateway, direct, relay},
-		{direct, relay, gateway},
+		{direct, relay, gateway, goproxy},
+		{relay, gateway, goproxy, direct},
+		{gateway, goproxy, direct, relay},
+		{goproxy, direct, relay, gateway},
+		{direct, relay, gateway, goproxy},
 	}
-	for rep := 1; rep <= 4; rep++ {
+	for rep := 1; rep <= 5; rep++ {
 		if got := order(rep); !reflect.DeepEqual(got, want[rep-1]) {
 			t.Errorf("order(%d) = %v, want %v", rep, got, want[rep-1])
 		}

@@ -68,6 +68,7 @@ bench:
 
 vet:
 	$(GO) vet ./...
+	GOOS=darwin GOARCH=arm64 $(GO) build ./...
 	scripts/check-tracked-size.sh
 
 # A static binary and the systemd unit (P1): /usr/local/bin/flexway,

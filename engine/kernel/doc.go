@@ -11,7 +11,9 @@
 //   - A Queue keeps the order of what it was given and no pointer into its
 //     chunks outlives a call (the iovec scratch is cleared after writev).
 //   - Linux-only calls (splice, epoll, SIOCOUTQ) are behind
-//     //go:build linux; elsewhere they report ErrUnsupported (or -1 for
+//     //go:build linux && !flexway_portable; elsewhere they report ErrUnsupported (or -1 for
 //     Room: not bounded), so that callers fall back to copying and to the
 //     tick, and the gateway builds and serves on any Unix gnet runs on.
+//     The tag flexway_portable picks the fallbacks on Linux too, so that
+//     they are tested where the tests run (TestQuickstartPortableBuild).
 package kernel

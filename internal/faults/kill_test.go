@@ -5,6 +5,7 @@
 package faults
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -28,8 +29,17 @@ func TestGatewayKilledAndRestarted(t *testing.T) {
 		cfg := env.gw.cfg
 		// Killed while a Produce it forwarded waits at the broker: the
 		// broker writes it, its answer finds no one.
+		// The function is dropped only once its sleep ends, and a sleeping
+		// control lets other connections run: a second producer's Produce
+		// can enter it meanwhile, and passes.
 		held, killed := make(chan struct{}), make(chan struct{})
+		var first sync.Once
 		env.c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+			sleep := false
+			first.Do(func() { sleep = true })
+			if !sleep {
+				return nil, nil, false
+			}
 			env.c.DropControl()
 			close(held)
 			env.c.SleepControl(func() { <-killed })

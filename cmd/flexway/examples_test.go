@@ -110,13 +110,14 @@ func TestExamples(t *testing.T) {
 	}
 }
 
-// buildFlexway builds cmd/flexway as `make build` does.
-func buildFlexway(t *testing.T) string {
+// buildFlexway builds cmd/flexway as `make build` does, with the build
+// tags given, if any.
+func buildFlexway(t *testing.T, tags ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "flexway")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", bin, ".").CombinedOutput()
 	if err != nil {
-		t.Fatalf("go build ./cmd/flexway: %v\n%s", err, out)
+		t.Fatalf("go build -tags %q ./cmd/flexway: %v\n%s", strings.Join(tags, ","), err, out)
 	}
 	return bin
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,10 +30,7 @@ func TestQuickstartPortableBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and moves records through it")
 	}
-	bin := filepath.Join(t.TempDir(), "flexway")
-	if out, err := exec.Command("go", "build", "-tags", "flexway_portable", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags flexway_portable: %v\n%s", err, out)
-	}
+	bin := buildFlexway(t, "flexway_portable")
 	dir := copyQuickstart(t)
 	base := testkit.FreePorts(t, 5)
 	cfg, _ := os.ReadFile(filepath.Join(dir, "flexway.yaml"))

@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -91,32 +89,8 @@ func (h *harness) startGoProxy() {
 	h.stopGoProxy()
 	g := h.gp
 	g.log = filepath.Join(h.out, fmt.Sprintf("kafka-proxy-%d.log", time.Now().UnixNano()))
-	f, err := os.Create(g.log)
-	must(err)
-	cmd := exec.Command(g.bin, goProxyArgs(g.boot, g.target)...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = dieWith(syscall.SIGTERM)
-	must(cmd.Start())
-	g.cmd = cmd
-	done := make(chan struct{})
-	go func() { _, _ = cmd.Process.Wait(); f.Close(); close(done) }()
-	g.done = done
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-done:
-			data, _ := os.ReadFile(g.log)
-			die("kafka-proxy exited at start:\n%s", tail(string(data), 4000))
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", g.boot, time.Second); err == nil {
-			c.Close()
-			h.say("kafka-proxy %s up (pid %d) on %s -> %s", g.version, cmd.Process.Pid, g.boot, g.target)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	die("kafka-proxy did not accept on %s", g.boot)
+	g.cmd, g.done = h.startHop("kafka-proxy", g.log, g.boot, 15*time.Second, append([]string{g.bin}, goProxyArgs(g.boot, g.target)...)...)
+	h.say("kafka-proxy %s up (pid %d) on %s -> %s", g.version, g.cmd.Process.Pid, g.boot, g.target)
 }
 
 func (h *harness) stopGoProxy() {

@@ -641,32 +641,39 @@ func (h *harness) gatewayAlive() bool {
 func (h *harness) startRelay() {
 	h.stopRelay()
 	h.relayLog = filepath.Join(h.out, fmt.Sprintf("splicerelay-%d.log", time.Now().UnixNano()))
-	f, err := os.Create(h.relayLog)
+	h.relay, h.relayDone = h.startHop("splicerelay", h.relayLog, h.relayBoot, 10*time.Second,
+		filepath.Join(h.bin, "splicerelay"), "-map", h.relayBoot+"="+h.relayTarget)
+	h.say("splicerelay up (pid %d) on %s -> %s", h.relay.Process.Pid, h.relayBoot, h.relayTarget)
+}
+
+// startHop starts a relaying process (argv), its output to log, and waits
+// within for it to accept on addr; done is closed when it exits. It dies
+// with the process's log if the process exits first or never accepts.
+func (h *harness) startHop(name, log, addr string, within time.Duration, argv ...string) (*exec.Cmd, chan struct{}) {
+	f, err := os.Create(log)
 	must(err)
-	cmd := exec.Command(filepath.Join(h.bin, "splicerelay"), "-map", h.relayBoot+"="+h.relayTarget)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = dieWith(syscall.SIGTERM)
 	must(cmd.Start())
-	h.relay = cmd
 	done := make(chan struct{})
 	go func() { _, _ = cmd.Process.Wait(); f.Close(); close(done) }()
-	h.relayDone = done
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		select {
 		case <-done:
-			data, _ := os.ReadFile(h.relayLog)
-			die("splicerelay exited at start:\n%s", data)
+			data, _ := os.ReadFile(log)
+			die("%s exited at start:\n%s", name, tail(string(data), 4000))
 		default:
 		}
-		if c, err := net.DialTimeout("tcp", h.relayBoot, time.Second); err == nil {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
-			h.say("splicerelay up (pid %d) on %s -> %s", cmd.Process.Pid, h.relayBoot, h.relayTarget)
-			return
+			return cmd, done
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	die("splicerelay did not accept on %s", h.relayBoot)
+	die("%s did not accept on %s", name, addr)
+	return nil, nil
 }
 
 func (h *harness) stopRelay() {

@@ -11,6 +11,10 @@ package engine
 // the OS has grown by reclaimGrowth since the last return, it collects
 // twice and gives the free pages back (debug.FreeOSMemory). A busy gateway
 // is left to Go's own pacing; a steady idle one is never touched twice.
+// Requests read and not handled are memory too (issue 33.1: a tenant's
+// partial frames): when what they held falls to a quarter of its peak
+// since the last return, the same is done even with answers in flight
+// elsewhere (their reservations are not memory).
 
 import (
 	"runtime"
@@ -40,6 +44,7 @@ func (e *Engine) reclaim(stop <-chan struct{}) {
 	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	base := heldFromOS(s)
 	quiet := 0
+	var reqPeak int64
 	t := time.NewTicker(reclaimEvery)
 	defer t.Stop()
 	for {
@@ -48,12 +53,22 @@ func (e *Engine) reclaim(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if e.env.Bounds.Replica.Used() != 0 {
-			quiet = 0
-			continue
+		req := e.env.Bounds.Requests.Used()
+		reqPeak = max(reqPeak, req)
+		requestsGone := reqPeak >= reclaimGrowth && req <= reqPeak/4
+		if requestsGone {
+			reqPeak = req // one look for one fall
 		}
-		if quiet++; quiet < 2 {
-			continue
+		switch {
+		case e.env.Bounds.Replica.Used() != 0:
+			quiet = 0
+			if !requestsGone {
+				continue
+			}
+		case !requestsGone:
+			if quiet++; quiet < 2 {
+				continue
+			}
 		}
 		held := heldFromOS(s)
 		if held < base {

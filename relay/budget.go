@@ -15,8 +15,12 @@ type Budget struct {
 	Limit    int64 // max_in_flight_bytes
 	Reserved int64
 	Outbound int64   // the client's unread bytes, as last counted in the shares (the engine keeps them under its read pause's high mark)
+	Inbound  int64   // what the gateway read from the client and has not handled, as last counted in the shares (SyncInbound)
 	Tenant   *Shared // may be nil
 	Replica  *Shared // may be nil
+	// Requests counts Inbound alone, over every connection (a gauge; its
+	// Limit is not a bound); may be nil.
+	Requests *Shared
 }
 
 // Shared is a budget shared by many connections (a tenant, the replica).
@@ -82,6 +86,58 @@ func (b *Budget) SyncOutbound(out int64) {
 	}
 	if b.Replica != nil {
 		b.Replica.used.Add(d)
+	}
+}
+
+// SyncInbound counts what the gateway read from the client and has not
+// handled yet (a frame being gathered, requests waiting, TLS records
+// decrypted ahead), or a frame's whole size once it may be gathered
+// (Fits), in the tenant and replica shares: the change since the last
+// call is added. SyncInbound(0) at the close gives them back.
+func (b *Budget) SyncInbound(in int64) {
+	d := in - b.Inbound
+	if d == 0 {
+		return
+	}
+	b.Inbound = in
+	if b.Requests != nil {
+		b.Requests.used.Add(d)
+	}
+	if b.Tenant != nil {
+		b.Tenant.used.Add(d)
+	}
+	if b.Replica != nil {
+		b.Replica.used.Add(d)
+	}
+}
+
+// Fits says whether the connection may hold in bytes read and not handled
+// (instead of the Inbound it holds): within its own bound, beside the
+// answers it holds, and within the tenant's and the replica's shares.
+// Unlike an answer, a request never passes alone: a request that does not
+// fit waits, unread, in the kernel (B2). Bytes read are never a reason to
+// stop reading below floor (one read).
+func (b *Budget) Fits(in, floor int64) bool {
+	d := in - b.Inbound
+	switch {
+	case in <= floor || d <= 0:
+		return true
+	case b.Reserved+b.Outbound+in > b.Limit:
+		return false
+	case b.Tenant != nil && b.Tenant.used.Load()+d > b.Tenant.Limit:
+		return false
+	case b.Replica != nil && b.Replica.used.Load()+d > b.Replica.Limit:
+		return false
+	}
+	return true
+}
+
+// Share counts what the connection holds (reserved, unread, read and not
+// handled) in a tenant's share it joins (at authentication).
+func (b *Budget) Share(t *Shared) {
+	b.Tenant = t
+	if t != nil {
+		t.used.Add(b.Reserved + b.Outbound + b.Inbound)
 	}
 }
 

@@ -20,6 +20,7 @@ const (
 	Quota                       // a KIP-219 mute (a client)
 	PeerFull                    // the other side of its pair has more than its high mark unsent
 	Held                        // the bare pause: an owner's own (tests)
+	Inbound                     // what it sent and the gateway has not handled reached a budget (a client)
 )
 
 // Owner is what a Conn tells: its owner's side of the mechanism. Every
@@ -53,6 +54,8 @@ type Conn struct {
 
 	in  []byte // read by gnet, not consumed by the owner when detached: read first
 	off int
+	// gather: the frame Gather made room for in the stash (0: none)
+	gather int
 
 	q         kernel.Queue // written, not taken by the socket yet
 	high, low int
@@ -203,9 +206,7 @@ func (c *Conn) detach() bool {
 			_ = kernel.Close(fd)
 			return false
 		}
-		// Never in place: slices the owner took of the stash stay as they were.
-		c.in = append(c.in[c.off:len(c.in):len(c.in)], b...)
-		c.off = 0
+		c.stash(b)
 	}
 	c.live, c.fd, c.st = nil, fd, detached
 	c.disarm()

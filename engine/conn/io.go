@@ -24,12 +24,42 @@ func (c *Conn) absorb() {
 	if err != nil {
 		return
 	}
-	c.in = append(c.in[c.off:len(c.in):len(c.in)], b...)
-	c.off = 0
+	c.stash(b)
 	_, _ = c.live.Discard(len(b))
 }
 
-func (c *Conn) dropStash() { c.in, c.off = nil, 0 }
+// stash puts b after the stash: in the room Gather made, else in a new
+// array. Never over a byte of the stash: slices the owner took of it stay
+// as they were (appending after len touches none of them).
+func (c *Conn) stash(b []byte) {
+	if cap(c.in)-len(c.in) >= len(b) && c.gather > 0 {
+		c.in = append(c.in, b...)
+		return
+	}
+	c.in = append(c.in[c.off:len(c.in):len(c.in)], b...)
+	c.off = 0
+}
+
+// Gather makes the stash the one buffer of a frame of n bytes in all that
+// begins at the head of what the Conn holds, and moves what gnet holds
+// there: gnet's ring would grow by doubling and copying, and hold twice
+// the frame for a while. The owner calls it at the end of each traffic
+// event while it gathers such a frame; the room goes with the stash, once
+// the frame is consumed (Discard).
+func (c *Conn) Gather(n int) {
+	if c.live == nil && c.stashed() == 0 {
+		return
+	}
+	if cap(c.in)-c.off < n {
+		b := make([]byte, c.stashed(), n)
+		copy(b, c.in[c.off:])
+		c.in, c.off = b, 0
+	}
+	c.gather = n
+	c.absorb()
+}
+
+func (c *Conn) dropStash() { c.in, c.off, c.gather = nil, 0, 0 }
 
 // Buffered is what the owner may read now.
 func (c *Conn) Buffered() int {

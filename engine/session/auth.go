@@ -192,8 +192,7 @@ func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 	lifetime := cl.startSession(snap)
 	cl.env.Bounds.Unauth.Add(-1)
 	cl.budget.Limit = int64(snap.Listener.MaxInFlightBytes)
-	cl.budget.Tenant = &cl.tenant.Share
-	cl.budget.Replica = cl.env.Bounds.Replica
+	cl.budget.Share(&cl.tenant.Share) // what it read meanwhile counts there too (inbound.go)
 	cl.sess = &decide.Session{
 		View:     view,
 		Versions: cl.env.versions(cl.route.Cluster.Name),

@@ -114,6 +114,9 @@ type budgetWait struct {
 	since time.Time
 	// replica: held for the replica's budget, the wait counted (ReplicaWaits)
 	replica bool
+	// inListed: in lp.reading, paused until what it sent fits its
+	// budgets (inbound.go)
+	inListed bool
 }
 
 // clientClock is what the sweep's deadlines (sweep.go) are measured from.
@@ -166,6 +169,7 @@ func newClient(env *Env, c gnet.Conn, route Route) *Client {
 	}
 	cl.ipCounted = true
 	env.Bounds.Unauth.Add(1)
+	cl.budget = relay.Budget{Limit: preAuthInbound, Replica: env.Bounds.Replica, Requests: env.Bounds.Requests}
 	cl.lp = env.loopOf(c.EventLoop())
 	cl.lp.clients[cl] = struct{}{}
 	cl.queue.Free = &cl.lp.pendings
@@ -280,6 +284,7 @@ func (cl *Client) process() {
 			if cl.beginProduce(size, n) {
 				continue
 			}
+			cl.refuseOverBudget(size)
 			return
 		}
 		frame, err := cl.peek(total)

@@ -67,6 +67,7 @@ func (cl *Client) releaseAs(peerClosed bool) {
 	cl.lp.pending.Add(-int64(n))
 	cl.budget.Release(cl.budget.Reserved)
 	cl.budget.SyncOutbound(0)
+	cl.budget.SyncInbound(0)
 	if cl.tenant != nil {
 		cl.env.Bounds.Tenants.Release(cl.tenant, time.Now())
 	}

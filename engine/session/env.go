@@ -69,10 +69,13 @@ type Route struct {
 // Bounds are the listener's bounds on the connections and on their bytes
 // in flight, and what they count (B1, B2).
 type Bounds struct {
-	perIP   *connLimits    // max_connections_per_ip
-	Unauth  atomic.Int64   // unauthenticated connections open (max_unauthenticated_connections)
-	Replica *relay.Shared  // max_total_in_flight_bytes
-	Tenants *relay.Tenants // the tenants with connections
+	perIP   *connLimits   // max_connections_per_ip
+	Unauth  atomic.Int64  // unauthenticated connections open (max_unauthenticated_connections)
+	Replica *relay.Shared // max_total_in_flight_bytes
+	// Requests: what clients sent that the gateway read and has not handled
+	// yet, counted in the shares above as well (inbound.go); a gauge.
+	Requests *relay.Shared
+	Tenants  *relay.Tenants // the tenants with connections
 }
 
 // Quotas are the sessions' side of the quotas: the day/month budgets of
@@ -133,6 +136,7 @@ func NewEnv(log *slog.Logger) *Env {
 func (env *Env) Bound(l *configs.KafkaListener) {
 	env.Bounds.perIP = newConnLimits()
 	env.Bounds.Replica = &relay.Shared{Limit: int64(l.MaxTotalInFlightBytes)}
+	env.Bounds.Requests = &relay.Shared{}
 	env.Bounds.Tenants = relay.NewTenants(int64(l.MaxTenantInFlightBytes))
 }
 
@@ -140,7 +144,7 @@ func (env *Env) Bound(l *configs.KafkaListener) {
 func (env *Env) StartSignals(snap *configs.Snapshot) {
 	env.Signals = signals.New(snap)
 	env.Series = newFlowSeries(env.Signals.Metrics(), &env.Flow)
-	env.Series.ReplicaWaits = env.budgetSeries(env.Signals.Metrics())
+	env.Series.ReplicaWaits, env.Series.ReadWaits = env.budgetSeries(env.Signals.Metrics())
 }
 
 // marks are the write-queue marks of a connection made now.

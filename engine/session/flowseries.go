@@ -40,6 +40,9 @@ type Series struct {
 	// ReplicaWaits: requests that waited for the replica's in-flight
 	// budget (max_total_in_flight_bytes), once a wait (budget_series.go).
 	ReplicaWaits count
+	// ReadWaits: clients whose reads were paused because what they sent
+	// and the gateway had not handled reached a budget (inbound.go).
+	ReadWaits count
 
 	// LoopEvent: how long each traffic event held its loop (every other
 	// connection of the loop waits meanwhile): a stall shows here.

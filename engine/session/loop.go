@@ -19,6 +19,9 @@ type Loop struct {
 	fc      *conn.Loop // the flow-control mechanism's state of the loop (flow.go)
 	clients map[*Client]struct{}
 	held    []*Client
+	// reading: clients paused until what they sent fits their budgets,
+	// asked again at each tick (inbound.go)
+	reading []*Client
 	// draining: broker connections of gone clients, closed once flushed
 	draining []*upstreamConn
 	pending  atomic.Int64

@@ -27,6 +27,7 @@ func (env *Env) sweep(l *Loop) {
 			cl.resume()
 		}
 	}
+	l.retryReading()
 	now := time.Now()
 	if len(l.draining) > 0 {
 		keep := l.draining[:0]

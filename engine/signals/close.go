@@ -29,6 +29,7 @@ const (
 
 	// An authenticated session.
 	CloseTooLarge
+	CloseOverBudget // B2: a request that can never fit its connection's in-flight budget
 	CloseMalformed
 	CloseRefusedAPI
 	CloseTenantShare
@@ -108,6 +109,7 @@ var closeCauses = [numCloseCauses]closeLine{
 	CloseSameCluster:      {name: "same physical cluster", msg: loggedByCall},
 
 	CloseTooLarge:         {name: "max_request_bytes", msg: "kafka connection closed: request larger than max_request_bytes", level: slog.LevelWarn},
+	CloseOverBudget:       {name: "max_in_flight_bytes", msg: "kafka connection closed: request larger than max_in_flight_bytes", level: slog.LevelWarn},
 	CloseMalformed:        {name: "malformed", msg: "kafka connection closed: malformed or unknown request", level: slog.LevelWarn},
 	CloseRefusedAPI:       {name: "refused api", msg: "kafka connection closed: request refused", level: slog.LevelWarn},
 	CloseTenantShare:      {name: "tenant share", msg: "kafka connection closed: the tenant's in-flight share is reached", level: slog.LevelWarn},

@@ -1,0 +1,192 @@
+package engine
+
+// B2 (issue 33.1): what a client sent and the gateway has not handled yet
+// is counted in the connection's, the tenant's and the replica's in-flight
+// budgets, and the client is not read while a budget is reached. A request
+// that can never fit its connection's budget is refused.
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flexway/flexway/codec"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The issue's plain configuration.
+const inboundListener = "    max_in_flight_bytes: 8MiB\n    max_tenant_in_flight_bytes: 32MiB\n" +
+	"    max_total_in_flight_bytes: 256MiB\n    max_request_bytes: 16MiB\n"
+
+const (
+	inboundShare = 32 << 20 // max_tenant_in_flight_bytes
+	inboundConns = 24
+)
+
+// partialMetadata is the head of a Metadata request announcing size bytes
+// of frame, followed by filler up to sent bytes in all.
+func partialMetadata(size, sent int) []byte {
+	b := []byte{0, 0, 0, 0}
+	b = codec.AppendRequestHeader(b, 3, 4, 1, []byte("partial"), false, false)
+	codec.PutSize(b, size)
+	return append(b, bytes.Repeat([]byte{0xff}, sent-len(b))...)
+}
+
+// sendPartial writes b to r until the gateway stops taking it (a read
+// paused: the kernel's buffers fill) or the connection ends; the write
+// blocks meanwhile, bounded by deadline.
+func sendPartial(r *rawConn, b []byte, deadline time.Time) {
+	_ = r.c.SetWriteDeadline(deadline)
+	_, _ = r.c.Write(b)
+}
+
+// samplePeak keeps the largest value of f until stop is closed.
+func samplePeak(f func() int64, stop <-chan struct{}) *atomic.Int64 {
+	var peak atomic.Int64
+	go func() {
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v := f(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return &peak
+}
+
+// Twenty-four connections of one principal each announce a 7 MiB Metadata
+// request (within the connection's 8 MiB) and send 6 MiB of it: the
+// tenant's share (32 MiB) holds four frames, the others are not read. The
+// bytes counted stay within the share plus one read per connection, the
+// heap with them; another tenant produces and consumes meanwhile; every
+// byte is given back when the connections close.
+func TestRequestsBeingReadCounted(t *testing.T) {
+	env := newTestEnv(t, inboundListener)
+	b := &env.e.env.Bounds
+	readCap := int64(env.e.opts.ReadBufferCap)
+	base := liveHeap()
+	stop := make(chan struct{})
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+	}()
+	peakReq := samplePeak(b.Requests.Used, stop)
+	stopReplica := make(chan struct{}) // before another tenant's clients count there too
+	peakReplica := samplePeak(b.Replica.Used, stopReplica)
+
+	frame := partialMetadata(7<<20, 6<<20)
+	rs := make([]*rawConn, inboundConns)
+	for i := range rs {
+		rs[i] = dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	}
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(90 * time.Second)
+	for _, r := range rs {
+		wg.Add(1)
+		go func() { defer wg.Done(); sendPartial(r, frame, deadline) }()
+	}
+	waitUntil(t, 60*time.Second, "the tenant's share reached by requests being read", func() bool {
+		return env.e.env.Series.ReadWaits.Load() > 0 && b.Requests.Used() >= inboundShare-7<<20
+	})
+	if g := scrape(t, env, `flexway_engine_in_flight_bytes{scope="requests"}`); g <= 0 {
+		t.Errorf(`flexway_engine_in_flight_bytes{scope="requests"} = %d while requests are read`, g)
+	}
+	growth := liveHeap() - base
+
+	close(stopReplica)
+	if r, q := b.Replica.Used(), b.Requests.Used(); r < q {
+		t.Errorf("the replica counts %d bytes, fewer than the requests being read (%d)", r, q)
+	}
+	// Another tenant is served meanwhile.
+	globexServed(t, env)
+
+	bound := int64(inboundShare) + inboundConns*readCap
+	if p := peakReq.Load(); p > bound {
+		t.Errorf("requests being read held %d bytes, over the tenant's share %d plus one read per connection (%d)", p, inboundShare, inboundConns*readCap)
+	}
+	if p := peakReplica.Load(); p > bound {
+		t.Errorf("the replica counted %d bytes, over %d", p, bound)
+	}
+	// The heap: the frames held (the share), their buffers' slack, one
+	// read per connection, and the test's own clients and kfake.
+	if margin := int64(24 << 20); growth > inboundShare+margin {
+		t.Errorf("the heap grew by %d bytes, over the share %d plus %d", growth, inboundShare, margin)
+	}
+	for _, r := range rs {
+		_ = r.c.Close()
+	}
+	wg.Wait()
+	close(stop)
+	waitUntil(t, 10*time.Second, "every byte given back", func() bool {
+		return b.Requests.Used() == 0 && b.Replica.Used() == 0
+	})
+	t.Logf("requests peak %d bytes, replica peak %d (bound %d); %d read pauses; heap +%d bytes",
+		peakReq.Load(), peakReplica.Load(), bound, env.e.env.Series.ReadWaits.Load(), growth)
+}
+
+// globexServed produces a record as globex and reads it back.
+func globexServed(t *testing.T, env *testEnv) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	val := []byte("globex served at " + time.Now().String())
+	prod := env.client("globex-app")
+	defer prod.Close()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: val}).FirstErr(); err != nil {
+		t.Fatalf("globex's produce while acme's requests are held: %v", err)
+	}
+	cons := env.client("globex-app", kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer cons.Close()
+	for {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("globex's record not read back while acme's requests are held: %v", err)
+		}
+		found := false
+		fs.EachRecord(func(r *kgo.Record) { found = found || bytes.Equal(r.Value, val) })
+		if found {
+			return
+		}
+	}
+}
+
+// A request that can never fit its connection's budget (16 MiB against
+// max_in_flight_bytes 8 MiB, within max_request_bytes) is refused at its
+// head, with a line, rather than gathered.
+func TestRequestOverConnectionBudgetRefused(t *testing.T) {
+	env := newTestEnv(t, inboundListener)
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	go sendPartial(r, partialMetadata(16<<20, 1<<20), time.Now().Add(20*time.Second))
+	r.expectClosed(10 * time.Second)
+	env.waitLog(5*time.Second, "kafka connection closed: request larger than max_in_flight_bytes", "tenant=acme", "size=16777216")
+	if u := env.e.env.Bounds.Replica.Used(); u != 0 {
+		waitUntil(t, 5*time.Second, "every byte given back", func() bool { return env.e.env.Bounds.Replica.Used() == 0 })
+	}
+
+	// At the bound: a frame of 8 MiB in all fits; it is counted at its
+	// whole size from its head on, and read.
+	at := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	go sendPartial(at, partialMetadata(8<<20-codec.SizeLen, 4<<20), time.Now().Add(20*time.Second))
+	waitUntil(t, 10*time.Second, "the frame at the bound counted whole", func() bool {
+		return env.e.env.Bounds.Requests.Used() == 8<<20
+	})
+	over := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	go sendPartial(over, partialMetadata(8<<20-codec.SizeLen+1, 1<<20), time.Now().Add(20*time.Second))
+	over.expectClosed(10 * time.Second)
+	_ = at.c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := at.c.Read(make([]byte, 1)); err == nil || !isTimeout(err) {
+		t.Fatalf("the connection at the bound was closed: %v", err)
+	}
+}

@@ -287,3 +287,102 @@ func kafkaRoundTrip(t *testing.T, base int) {
 	}
 	t.Logf("produced and read back through the Kafka port in %v", time.Since(start).Round(time.Millisecond))
 }
+
+// Issue 33.2 (O4), on the built binary: the admin endpoint answers GET and
+// HEAD only; every other method, on every path, is 405 with `Allow: GET,
+// HEAD`. A reload that moves the endpoint (SIGHUP) keeps its bounds: at
+// the new address the same answers, a request's header not finished
+// within 5 s closes its connection, and 64 connections are held, the 65th
+// closed.
+func TestAdminReadOnlyAndMovedKeepsBounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildFlexway(t)
+	base := testkit.FreePorts(t, 6)
+	dir := adminQuickstart(t, base, base+4)
+	gw := startFlexway(t, bin, dir)
+	first := fmt.Sprintf("127.0.0.1:%d", base+4)
+	waitAdmin(t, gw, first)
+	checkReadOnly(t, first)
+
+	writeAdminQuickstart(t, dir, base, base+5)
+	gw.signal(syscall.SIGHUP)
+	gw.waitLog(`"msg":"admin endpoint moved"`, 15*time.Second)
+	portClosed(t, base+4)
+	moved := fmt.Sprintf("127.0.0.1:%d", base+5)
+	waitAdmin(t, gw, moved)
+	checkReadOnly(t, moved)
+
+	// A request's header begun and never finished: closed at 5 s.
+	dialed := time.Now()
+	c, err := net.Dial("tcp", moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: flexway\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(adminReadHeaderTimeout + 30*time.Second))
+	if _, err := io.ReadAll(c); err != nil && !closedByPeer(err) {
+		t.Fatalf("a header left unfinished: %v, want the connection closed by the gateway", err)
+	}
+	if d := time.Since(dialed); d < adminReadHeaderTimeout {
+		t.Fatalf("a header left unfinished: closed after %v, before the %v read-header timeout", d, adminReadHeaderTimeout)
+	} else {
+		t.Logf("a header left unfinished: closed after %v", d.Round(time.Millisecond))
+	}
+
+	held, refused := holdAdmin(t, moved, adminMaxConnections+1)
+	if len(held) != adminMaxConnections || refused != 1 {
+		t.Fatalf("after the move: %d held and %d closed of %d, want %d and 1", len(held), refused, adminMaxConnections+1, adminMaxConnections)
+	}
+	gw.stop()
+}
+
+// checkReadOnly asks addr every path with every method: GET and HEAD are
+// answered, the others refused with 405 and `Allow: GET, HEAD`.
+func checkReadOnly(t *testing.T, addr string) {
+	t.Helper()
+	cl := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 15 * time.Second}
+	do := func(method, path string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	for _, path := range []string{"/", "/healthz", "/metrics", "/config", "/nothing-here"} {
+		for _, m := range []string{"POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE"} {
+			resp, _ := do(m, path)
+			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+				t.Errorf("%s %s: %s, Allow %q; want 405, Allow \"GET, HEAD\"", m, path, resp.Status, resp.Header.Get("Allow"))
+			}
+		}
+	}
+	for _, path := range []string{"/", "/healthz", "/metrics", "/config"} {
+		for _, m := range []string{"GET", "HEAD"} {
+			resp, body := do(m, path)
+			if resp.StatusCode != http.StatusOK || (m == "HEAD") != (body == "") {
+				t.Errorf("%s %s: %s, %d bytes; want 200 (HEAD without a body)", m, path, resp.Status, len(body))
+			}
+		}
+	}
+	// `OPTIONS *`, which net/http would answer 200 by itself.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a := &adminConn{c: c, r: bufio.NewReader(c)}
+	resp, _, err := a.get("OPTIONS", "*")
+	if err != nil || resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("OPTIONS *: %v %v; want 405, Allow \"GET, HEAD\"", resp, err)
+	}
+}

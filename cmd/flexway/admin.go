@@ -4,6 +4,7 @@ package main
 // is reloadable. A reload that moves it binds the new address before the
 // engine adopts the configuration (a port taken refuses the reload whole,
 // the old endpoint stays), then serves there and closes the old one.
+// Both serve through serve, with the same bounds (admin_bounds.go).
 
 import (
 	"context"
@@ -39,10 +40,11 @@ func (a *admin) start(addr string) {
 }
 
 func (a *admin) serve(addr string, ln net.Listener) {
-	srv := &http.Server{Handler: adminHandler(a.e), ReadHeaderTimeout: 5 * time.Second}
+	srv := newAdminServer(adminHandler(a.e), a.log)
 	a.addr, a.srv = addr, srv
+	capped := newCapListener(ln, adminMaxConnections, a.log, addr)
 	go func() {
-		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+		if err := srv.Serve(capped); err != nil && err != http.ErrServerClosed {
 			a.log.Error("admin endpoint stopped", "address", addr, "error", err.Error())
 		}
 	}()

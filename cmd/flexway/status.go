@@ -22,7 +22,7 @@ import (
 // read from the same series at each request; one HTML page without an
 // external asset, refreshed by the browser every 10 s.
 
-// adminHandler serves the admin endpoint of e.
+// adminHandler serves the admin endpoint of e: GET and HEAD only (readOnly).
 func adminHandler(e *engine.Engine) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
@@ -44,7 +44,7 @@ func adminHandler(e *engine.Engine) http.Handler {
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 		_ = statusPage.Execute(w, st)
 	})
-	return mux
+	return readOnly(mux)
 }
 
 // tenantRow is one (cluster, tenant) of the page.

@@ -14,7 +14,7 @@ func TestAuditMalformedHeaderSaysSo(t *testing.T) {
 	env := newTestEnv(t, "", WithLogger(slog.New(slog.NewJSONHandler(logs, nil))))
 	withAudit(t, env, "refusals")
 	for _, frame := range [][]byte{
-		{0, 0, 0, 6, 0, 0, 0, 0, 0, 1},                   // 6 bytes: shorter than a header
+		{0, 0, 0, 6, 0, 0, 0, 0, 0, 1},                    // 6 bytes: shorter than a header
 		{0, 0, 0, 10, 0x03, 0xe7, 0, 0, 0, 0, 0, 1, 0, 0}, // key 999: no API
 	} {
 		r := dialPlain(t, env.boot)

@@ -137,7 +137,7 @@ func (cl *Client) authenticate(token []byte, h *codec.RequestHeader) {
 		}))
 	})
 	if err != nil {
-		cl.authDone(auth.Result{Cause: "authentication pool full"}, &hdr, mode, snap)
+		cl.authDone(auth.Result{Cause: causePoolFull}, &hdr, mode, snap)
 	}
 }
 
@@ -148,7 +148,7 @@ func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 		return
 	}
 	var view *decide.View
-	guessed := res.ID == nil // the credential itself refused (loginguard.go)
+	guessed := res.ID == nil && res.Cause != causePoolFull // the credential itself refused (loginguard.go)
 	res.ID = cl.env.identity(snap, res.ID)
 	if res.ID != nil {
 		switch {

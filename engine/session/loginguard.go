@@ -26,6 +26,10 @@ import (
 // sweep's close (checked once a second).
 const authAnswerMargin = 500 * time.Millisecond
 
+// causePoolFull: the worker pool had no room for the verification; the
+// gateway's state, not the credential's: never delayed.
+const causePoolFull = "authentication pool full"
+
 // credentialRefused logs, counts and audits an authentication refused,
 // then answers it, later when the credential itself was refused (guessed:
 // not a tenant or cluster check of a verified identity) and its address

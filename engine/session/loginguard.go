@@ -39,11 +39,11 @@ func (cl *Client) credentialRefused(res *auth.Result, h *codec.RequestHeader, mo
 	if guessed && (mode == authSASL || mode == authLegacy) {
 		delay = cl.loginDelay(time.Now())
 	}
+	line := []any{"cause", res.Cause, "user", res.User, "cluster", cl.route.Cluster.Name, "mechanism", cl.auth.mech}
 	if delay > 0 {
-		cl.env.RefusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.Cluster.Name, "mechanism", cl.auth.mech, "answer_delay", delay.String())
-	} else {
-		cl.env.RefusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.Cluster.Name, "mechanism", cl.auth.mech)
+		line = append(line, "answer_delay", delay.String())
 	}
+	cl.env.RefusedLine("kafka authentication refused", line...)
 	if mode != authCert { // a certificate is no request
 		cl.count(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication, 0)
 	}

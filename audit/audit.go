@@ -8,7 +8,9 @@
 // The connections' loops never write: Add puts a Record in a bounded queue
 // and returns at once; one goroutine formats and writes. A queue that is
 // full (a disk or a journal slower than the refusals) drops the record and
-// counts it: a slow sink never stalls a connection.
+// counts it: a slow sink never stalls a connection. A record of a peer not
+// authenticated yet (Record.Anonymous) is also bounded in rate (Limit): an
+// anonymous flood writes a few lines a second, the rest counted.
 package audit
 
 import (
@@ -83,6 +85,18 @@ type Record struct {
 	Body         []byte
 	// HashKey keys the topic's hash (audit.topic_key).
 	HashKey string
+	// Anonymous: the connection was not authenticated (its principal,
+	// if any, is only what it claimed): the record passes Limit's bound.
+	Anonymous bool
+	// Dropped is how many anonymous records the bound left out since the
+	// last one written (set by Add; written as lines_dropped).
+	Dropped int
+}
+
+// Limiter lets so many records a second through (signals.RateLimiter):
+// ok, and how many it refused before this one.
+type Limiter interface {
+	Allow() (ok bool, dropped int)
 }
 
 // Trail is the bounded queue and its writer.
@@ -95,6 +109,8 @@ type Trail struct {
 	once    sync.Once
 	dropped *metrics.Counter
 	written *metrics.Counter
+	anon    Limiter          // nil: anonymous records unbounded
+	limited *metrics.Counter // anonymous records anon left out
 
 	// The writer's own (one goroutine): the HMAC of the last key.
 	mac    hash.Hash
@@ -114,9 +130,24 @@ func New(h slog.Handler, size int, dropped, written *metrics.Counter) *Trail {
 	return t
 }
 
+// Limit bounds the anonymous records (Record.Anonymous) to what l lets
+// through; limited counts the others. Call before the first Add.
+func (t *Trail) Limit(l Limiter, limited *metrics.Counter) {
+	t.anon, t.limited = l, limited
+}
+
 // Add queues r without ever blocking; false when the queue was full (or
-// the trail closed): r is dropped and counted.
+// the trail closed): r is dropped and counted; or when r is anonymous and
+// past Limit's bound: r is left out and counted.
 func (t *Trail) Add(r Record) bool {
+	if r.Anonymous && t.anon != nil {
+		ok, dropped := t.anon.Allow()
+		if !ok {
+			t.limited.Inc()
+			return false
+		}
+		r.Dropped = dropped
+	}
 	if !t.closed.Load() {
 		select {
 		case t.q <- r:
@@ -165,7 +196,7 @@ func (t *Trail) write(r *Record) {
 	if r.Admin && len(topics) == 0 {
 		topics = RequestTopics(r.Key, r.Version, r.Body)
 	}
-	attrs := make([]slog.Attr, 0, 11)
+	attrs := make([]slog.Attr, 0, 12)
 	attrs = append(attrs,
 		slog.String("host", r.Cluster),
 		slog.String("method", Method),
@@ -178,6 +209,9 @@ func (t *Trail) write(r *Record) {
 	)
 	if len(r.Actors) > 0 {
 		attrs = append(attrs, slog.Any("actors", r.Actors))
+	}
+	if r.Dropped > 0 {
+		attrs = append(attrs, slog.Int("lines_dropped", r.Dropped))
 	}
 	if len(topics) > 0 {
 		attrs = append(attrs, slog.String("topic", t.hashTopic(r.HashKey, topics[0])))

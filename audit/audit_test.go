@@ -251,3 +251,57 @@ func TestTrailWritesTheActors(t *testing.T) {
 		t.Fatalf("a record of nobody's actor names actors: %v", alone)
 	}
 }
+
+// stepLimiter lets n records through, then refuses; once reopened, its
+// first says how many it refused.
+type stepLimiter struct {
+	n, refused int
+}
+
+func (l *stepLimiter) Allow() (bool, int) {
+	if l.n == 0 {
+		l.refused++
+		return false, 0
+	}
+	l.n--
+	d := l.refused
+	l.refused = 0
+	return true, d
+}
+
+// Issue 33.3: anonymous records pass the trail's bound, the rest counted
+// (never queued), and the next line written says how many were left out;
+// an authenticated record is never bounded.
+func TestTrailLimitsAnonymousRecords(t *testing.T) {
+	var buf lockedBuf
+	s, dropped, written := counters(t)
+	limited := s.NewCounter("limited")
+	tr := New(slog.NewJSONHandler(&buf, nil), 64, dropped, written)
+	lim := &stepLimiter{n: 3}
+	tr.Limit(lim, limited)
+	anon := Record{Cluster: "shop", API: "SaslAuthenticate", Decision: "refused", Cause: "authentication", Anonymous: true}
+	for range 10 {
+		tr.Add(anon)
+	}
+	for range 5 {
+		if !tr.Add(Record{Cluster: "shop", API: "Produce", Decision: "refused", Cause: "acl", Principal: "acme-app"}) {
+			t.Fatal("an authenticated record refused by the anonymous bound")
+		}
+	}
+	lim.n = 1
+	tr.Add(anon)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tr.Close(ctx)
+	if limited.Get() != 7 || dropped.Get() != 0 || written.Get() != 9 {
+		t.Fatalf("limited %d, dropped %d, written %d; want 7, 0, 9", limited.Get(), dropped.Get(), written.Get())
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	var last map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+		t.Fatal(err)
+	}
+	if last["lines_dropped"] != float64(7) || last["operation"] != "SaslAuthenticate" {
+		t.Fatalf("the line after the bound: %v, want lines_dropped 7", last)
+	}
+}

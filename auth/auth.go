@@ -44,12 +44,18 @@ type Identity struct {
 type Result struct {
 	ID    *Identity
 	Cause string // why refused (never the secret)
-	User  string // the user the credential names, for the log ("" if unread)
+	User  string // the user the credential names, for the log ("" if unread), bounded (BoundName)
 }
 
 // VerifyPlain checks a SASL PLAIN message against the key store (I1):
 // "authzid NUL user NUL password", user = the key's id.
 func VerifyPlain(snap *configs.Snapshot, msg []byte, now time.Time) Result {
+	res := verifyPlain(snap, msg, now)
+	res.User = BoundName(res.User)
+	return res
+}
+
+func verifyPlain(snap *configs.Snapshot, msg []byte, now time.Time) Result {
 	parts := bytes.SplitN(msg, []byte{0}, 3)
 	if len(parts) != 3 {
 		return Result{Cause: "malformed PLAIN message"}

@@ -126,6 +126,12 @@ func NewOAuth(ctx context.Context, snap *configs.Snapshot) (*OAuth, error) {
 // Verify checks a SASL OAUTHBEARER client message (RFC 7628) against the
 // issuers of snap, the snapshot in force. It may fetch keys: never on a loop.
 func (v *OAuth) Verify(ctx context.Context, snap *configs.Snapshot, msg []byte, now time.Time) Result {
+	res := v.verify(ctx, snap, msg, now)
+	res.User = BoundName(res.User)
+	return res
+}
+
+func (v *OAuth) verify(ctx context.Context, snap *configs.Snapshot, msg []byte, now time.Time) Result {
 	authzid, token, ok := parseOAuthBearer(msg)
 	if !ok {
 		return Result{Cause: "malformed OAUTHBEARER message"}

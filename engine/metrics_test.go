@@ -87,6 +87,8 @@ var seedLabels = map[string][]string{
 	// The audit trail's own (issue 10.4: what a full queue drops is counted).
 	"flexway_kafka_audit_dropped_total": {},
 	"flexway_kafka_audit_records_total": {},
+	// Issue 33.3: an anonymous peer's records past 10 a second, left out.
+	"flexway_kafka_audit_unauthenticated_dropped_total": {},
 }
 
 // closedValues: the values each closed label may take (tenant and cluster

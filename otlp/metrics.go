@@ -46,18 +46,19 @@ type family struct {
 // base name) to its OTLP metric: the seed's name, without the Prometheus
 // suffixes _total and _seconds (the unit says it).
 var Families = map[string]family{
-	"flexway_kafka_connections":                {"flexway.kafka.connections", "{connection}", kindGauge},
-	"flexway_kafka_requests_total":             {"flexway.kafka.requests", "{request}", kindSum},
-	"flexway_kafka_bytes_total":                {"flexway.kafka.bytes", "By", kindSum},
-	"flexway_kafka_connections_refused_total":  {"flexway.kafka.connections.refused", "{connection}", kindSum},
-	"flexway_kafka_connections_closed_total":   {"flexway.kafka.connections.closed", "{connection}", kindSum},
-	"flexway_kafka_tenant_budget_total":        {"flexway.kafka.tenant_budget", "{request}", kindSum},
-	"flexway_kafka_upstream_connections_total": {"flexway.kafka.upstream.connections", "{connection}", kindSum},
-	"flexway_kafka_panics_total":               {"flexway.kafka.panics", "{panic}", kindSum},
-	"flexway_kafka_audit_dropped_total":        {"flexway.kafka.audit.dropped", "{record}", kindSum},
-	"flexway_kafka_audit_records_total":        {"flexway.kafka.audit.records", "{record}", kindSum},
-	"flexway_kafka_throttle_seconds":           {"flexway.kafka.throttle", "s", kindHistogram},
-	"flexway_kafka_tenant_budget_wait_seconds": {"flexway.kafka.tenant_budget.wait", "s", kindHistogram},
+	"flexway_kafka_connections":                         {"flexway.kafka.connections", "{connection}", kindGauge},
+	"flexway_kafka_requests_total":                      {"flexway.kafka.requests", "{request}", kindSum},
+	"flexway_kafka_bytes_total":                         {"flexway.kafka.bytes", "By", kindSum},
+	"flexway_kafka_connections_refused_total":           {"flexway.kafka.connections.refused", "{connection}", kindSum},
+	"flexway_kafka_connections_closed_total":            {"flexway.kafka.connections.closed", "{connection}", kindSum},
+	"flexway_kafka_tenant_budget_total":                 {"flexway.kafka.tenant_budget", "{request}", kindSum},
+	"flexway_kafka_upstream_connections_total":          {"flexway.kafka.upstream.connections", "{connection}", kindSum},
+	"flexway_kafka_panics_total":                        {"flexway.kafka.panics", "{panic}", kindSum},
+	"flexway_kafka_audit_dropped_total":                 {"flexway.kafka.audit.dropped", "{record}", kindSum},
+	"flexway_kafka_audit_records_total":                 {"flexway.kafka.audit.records", "{record}", kindSum},
+	"flexway_kafka_audit_unauthenticated_dropped_total": {"flexway.kafka.audit.unauthenticated.dropped", "{record}", kindSum},
+	"flexway_kafka_throttle_seconds":                    {"flexway.kafka.throttle", "s", kindHistogram},
+	"flexway_kafka_tenant_budget_wait_seconds":          {"flexway.kafka.tenant_budget.wait", "s", kindHistogram},
 }
 
 // producer reads set at each collection; start is the series' start (the

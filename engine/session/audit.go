@@ -25,12 +25,26 @@ import (
 const auditQueue = 4096
 
 // StartAudit starts the trail, whatever the configuration: a reload may
-// turn audit on. Its two series are the audit's own.
+// turn audit on. Its three series are the audit's own. A record of a
+// connection not authenticated yet falls under the seed's bound on the
+// refusal lines before authentication (O2: 10 a second, issue 33.3); what
+// the bound leaves out is counted (MetricAuditUnauthenticatedDropped) and
+// the next line written says how many (lines_dropped).
 func (env *Env) StartAudit() {
+	m := env.Signals.Metrics()
 	env.Audit = audit.New(env.Log.Handler(), auditQueue,
-		env.Signals.Metrics().NewCounter(`flexway_kafka_audit_dropped_total`),
-		env.Signals.Metrics().NewCounter(`flexway_kafka_audit_records_total`))
+		m.NewCounter(`flexway_kafka_audit_dropped_total`),
+		m.NewCounter(`flexway_kafka_audit_records_total`))
+	env.Audit.Limit(signals.NewRateLimiter(signals.RefusalsPerSecond), m.NewCounter(MetricAuditUnauthenticatedDropped))
 }
+
+// MetricAuditUnauthenticatedDropped counts the audit records of
+// unauthenticated connections left out by the 10-a-second bound.
+const MetricAuditUnauthenticatedDropped = `flexway_kafka_audit_unauthenticated_dropped_total`
+
+// OperationMalformed is the audit's operation of a request whose header
+// did not parse: its API is unknown (never the key 0 it reads as).
+const OperationMalformed = "malformed"
 
 // StopAudit writes what is queued (bounded by ctx).
 func (env *Env) StopAudit(ctx context.Context) {
@@ -63,7 +77,7 @@ func (cl *Client) auditRequest(h *codec.RequestHeader, frame []byte, p *decide.P
 	if !refused && !(admin && mode == audit.All) {
 		return
 	}
-	r := cl.auditRecord(cl.snap, h.Key)
+	r := cl.auditRecord(cl.snap, decide.Name(h.Key))
 	if refused {
 		r.Decision = signals.Refused.String()
 		r.Cause = signals.RefusalCause(h.Key, out, code, p.Cause).String()
@@ -91,18 +105,32 @@ func (cl *Client) auditAuthRefused(res *auth.Result) {
 // a mechanism not served (SaslHandshake), a credential refused or a
 // tenant's connection bound reached (SaslAuthenticate).
 func (cl *Client) auditSASLRefused(key int16, user, tenant string) {
-	cl.auditRefusal(key, signals.CauseAuthentication, user, tenant)
+	cl.auditRefusalOf(decide.Name(key), signals.CauseAuthentication, user, tenant)
 }
 
-// auditRefusal writes a request refused outside decide's verdict (no
-// topic): a SASL request, a malformed request (issue 24.2). user and
-// tenant, when given, stand for the connection's own.
-func (cl *Client) auditRefusal(key int16, cause signals.Cause, user, tenant string) {
+// auditMalformed writes a malformed request (issue 24.2): under its API
+// when its header parsed (its body did not), OperationMalformed when the
+// header itself did not (issue 33.3).
+func (cl *Client) auditMalformed(h *codec.RequestHeader) {
+	op := OperationMalformed
+	if h.BodyOffset > 0 {
+		op = decide.Name(h.Key)
+	}
+	cl.auditRefusalOf(op, signals.CauseUnsupported, "", "")
+}
+
+// auditRefusalOf writes a request refused outside decide's verdict (no
+// topic): a SASL request, a malformed request (issue 24.2), under
+// operation op. user and tenant, when given, stand for the connection's
+// own. Before authentication the record is anonymous: bounded in rate
+// (StartAudit).
+func (cl *Client) auditRefusalOf(op string, cause signals.Cause, user, tenant string) {
 	snap := cl.env.Snap.Load() // the configuration in force: a connection's own is the one it authenticated under
 	if auditMode(snap) == audit.Off {
 		return
 	}
-	r := cl.auditRecord(snap, key)
+	r := cl.auditRecord(snap, op)
+	r.Anonymous = cl.auth.state != stAuthed
 	r.Decision, r.Cause = signals.Refused.String(), cause.String()
 	if user != "" {
 		r.Principal = user
@@ -113,9 +141,9 @@ func (cl *Client) auditRefusal(key int16, cause signals.Cause, user, tenant stri
 	cl.env.Audit.Add(r)
 }
 
-// auditRecord is the record of a request of cl, allowed until said otherwise.
-func (cl *Client) auditRecord(snap *configs.Snapshot, key int16) audit.Record {
-	r := audit.Record{Time: time.Now(), API: decide.Name(key), Decision: signals.Allowed.String(), Cause: signals.CauseNone.String(),
+// auditRecord is the record of a request of cl to api, allowed until said otherwise.
+func (cl *Client) auditRecord(snap *configs.Snapshot, api string) audit.Record {
+	r := audit.Record{Time: time.Now(), API: api, Decision: signals.Allowed.String(), Cause: signals.CauseNone.String(),
 		Mechanism: cl.auth.mech}
 	if c := cl.route.Cluster; c != nil {
 		r.Cluster = c.Name

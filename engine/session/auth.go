@@ -68,7 +68,7 @@ func (cl *Client) saslHandshake(h *codec.RequestHeader, body []byte) {
 		cl.auth.legacySASL = h.Version == 0
 	} else {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		cl.env.RefusedLine("kafka authentication refused", "cause", "mechanism not served", "mechanism", req.Mechanism, "cluster", cl.route.Cluster.Name)
+		cl.env.RefusedLine("kafka authentication refused", "cause", "mechanism not served", "mechanism", auth.BoundName(req.Mechanism), "cluster", cl.route.Cluster.Name)
 		cl.auditSASLRefused(h.Key, "", "")
 	}
 	cl.writeKmsg(h.Key, h.Version, h.Correlation, resp)
@@ -137,7 +137,7 @@ func (cl *Client) authenticate(token []byte, h *codec.RequestHeader) {
 		}))
 	})
 	if err != nil {
-		cl.authDone(auth.Result{Cause: "authentication pool full"}, &hdr, mode, snap)
+		cl.authDone(auth.Result{Cause: causePoolFull}, &hdr, mode, snap)
 	}
 }
 
@@ -148,6 +148,7 @@ func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 		return
 	}
 	var view *decide.View
+	guessed := res.ID == nil && res.Cause != causePoolFull // the credential itself refused (loginguard.go)
 	res.ID = cl.env.identity(snap, res.ID)
 	if res.ID != nil {
 		switch {
@@ -178,12 +179,7 @@ func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 		cl.tenant = ten
 	}
 	if res.ID == nil {
-		cl.env.RefusedLine("kafka authentication refused", "cause", res.Cause, "user", res.User, "cluster", cl.route.Cluster.Name, "mechanism", cl.auth.mech)
-		if mode != authCert { // a certificate is no request
-			cl.count(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication, 0)
-		}
-		cl.auditAuthRefused(&res)
-		cl.authFailed(h, mode)
+		cl.credentialRefused(&res, h, mode, guessed)
 		return
 	}
 	cl.auth.ident = res.ID

@@ -553,7 +553,7 @@ func (cl *Client) resume() {
 
 func (cl *Client) protocolError(h codec.RequestHeader, err error) {
 	cl.count(-1, signals.Refused, signals.CauseUnsupported, 0)
-	cl.auditRefusal(h.Key, signals.CauseUnsupported, "", "")
+	cl.auditMalformed(&h) // under its API only when its header parsed (issue 33.3)
 	if cl.auth.state != stAuthed {
 		cl.close(signals.ClosePreAuthMalformed, "api_key", h.Key, "error", err.Error())
 		return

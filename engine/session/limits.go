@@ -1,17 +1,23 @@
 package session
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/flexway/flexway/auth"
+)
 
 // connLimits is the listener's bound on connections per address (B1),
-// shared by every loop, counted at accept. The tenant's bounds are counted
-// on its relay.Tenant at authentication.
+// shared by every loop, counted at accept, and its addresses' refused
+// logins (logins: auth.Guard, loginguard.go). The tenant's bounds are
+// counted on its relay.Tenant at authentication.
 type connLimits struct {
-	mu    sync.Mutex
-	perIP map[string]int
+	mu     sync.Mutex
+	perIP  map[string]int
+	logins *auth.Guard
 }
 
 func newConnLimits() *connLimits {
-	return &connLimits{perIP: map[string]int{}}
+	return &connLimits{perIP: map[string]int{}, logins: auth.NewGuard(auth.GuardEntries)}
 }
 
 // takeIP counts a new connection of ip; false past max (0 = off).

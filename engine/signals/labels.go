@@ -163,6 +163,7 @@ func MetricNames() []string {
 		"flexway_kafka_panics_total",
 		"flexway_kafka_audit_dropped_total",
 		"flexway_kafka_audit_records_total",
+		"flexway_kafka_audit_unauthenticated_dropped_total",
 	}
 	for _, h := range []string{"flexway_kafka_throttle_seconds", "flexway_kafka_tenant_budget_wait_seconds"} {
 		names = append(names, h+"_bucket", h+"_sum", h+"_count")

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/flexway/flexway/auth"
 )
 
 // RefusalsPerSecond bounds the refusal lines written before
@@ -43,7 +45,10 @@ func (r *RateLimiter) Allow() (ok bool, dropped int) {
 }
 
 // Line writes msg at level on log with args (key, value pairs) if r allows
-// it, adding "lines_dropped" when lines were dropped before it.
+// it, adding "lines_dropped" when lines were dropped before it. A string
+// value is written bounded (auth.BoundName): these lines are an anonymous
+// peer's (a user, a mechanism, an SNI name it sent), and each must stay
+// small (issue 33.3).
 func (r *RateLimiter) Line(log *slog.Logger, level slog.Level, msg string, args ...any) {
 	ok, dropped := r.Allow()
 	if !ok {
@@ -59,6 +64,10 @@ func argsToAttrs(args []any) []slog.Attr {
 	var out []slog.Attr
 	for i := 0; i+1 < len(args); i += 2 {
 		k, _ := args[i].(string)
+		if s, ok := args[i+1].(string); ok {
+			out = append(out, slog.String(k, auth.BoundName(s)))
+			continue
+		}
 		out = append(out, slog.Any(k, args[i+1]))
 	}
 	return out

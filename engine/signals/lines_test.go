@@ -38,3 +38,16 @@ func TestRefusalLinesRateLimited(t *testing.T) {
 		t.Fatalf("log: %s", buf.String())
 	}
 }
+
+// Issue 33.3: a rate-limited line's strings are bounded: a 60 KiB user
+// name is written cut and marked, the line stays small.
+func TestRefusalLineStringsBounded(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	user := strings.Repeat("u", 60<<10)
+	NewRateLimiter(RefusalsPerSecond).Line(log, slog.LevelWarn, "kafka authentication refused", "user", user, "port", 9092)
+	out := buf.String()
+	if !strings.Contains(out, `"user":"`+strings.Repeat("u", 256)+`…(cut)"`) || !strings.Contains(out, `"port":9092`) || len(out) > 1024 {
+		t.Fatalf("%d bytes: %.400s", len(out), out)
+	}
+}

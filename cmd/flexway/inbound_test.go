@@ -177,19 +177,7 @@ func TestPartialFramesBoundedOnBinary(t *testing.T) {
 			_ = r.c.Close()
 		}
 		wg.Wait()
-		closed := time.Now()
-		var now int
-		for {
-			now = procKiB(t, pid, "VmRSS")
-			if now <= idle+8<<10 || time.Since(closed) > 10*time.Second {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		if now > idle+8<<10 {
-			t.Errorf("%s: RSS %d MiB 10 s after the connections closed, idle %d MiB", c.name, now>>10, idle>>10)
-		}
-		t.Logf("%s: RSS %d MiB %.1f s after the connections closed", c.name, now>>10, time.Since(closed).Seconds())
+		rssBackWithin(t, pid, idle, 10*time.Second, c.name)
 	}
 	gw.stop()
 }
@@ -225,4 +213,23 @@ func canary(t *testing.T, boot, key string) {
 			return
 		}
 	}
+}
+
+// rssBackWithin waits until the RSS of pid is within 8 MiB of idle, and
+// fails past within.
+func rssBackWithin(t *testing.T, pid, idle int, within time.Duration, name string) {
+	t.Helper()
+	closed := time.Now()
+	var now int
+	for {
+		now = procKiB(t, pid, "VmRSS")
+		if now <= idle+8<<10 || time.Since(closed) > within {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if now > idle+8<<10 {
+		t.Errorf("%s: RSS %d MiB %v after the connections closed, idle %d MiB", name, now>>10, within, idle>>10)
+	}
+	t.Logf("%s: RSS %d MiB %.1f s after the connections closed", name, now>>10, time.Since(closed).Seconds())
 }

@@ -37,6 +37,14 @@ type Loop struct {
 	// tried again.
 	pp       *splice.Pipe
 	ppFailed int
+
+	// id numbers the loop in the order of first use (the watchdog's
+	// lines); ticked: when its tick last ran (unix ns), read by the
+	// watchdog from its own goroutine; tickPosted: a tick is posted and
+	// has not run yet (a stuck loop holds one, not one per SweepEvery).
+	id         int
+	ticked     atomic.Int64
+	tickPosted atomic.Bool
 }
 
 // loopOf returns the state of a gnet loop (made at its first use).
@@ -45,7 +53,8 @@ func (env *Env) loopOf(el gnet.EventLoop) *Loop {
 	defer env.loopsMu.Unlock()
 	l := env.loops[el]
 	if l == nil {
-		l = &Loop{env: env, el: el, clients: map[*Client]struct{}{}}
+		l = &Loop{env: env, el: el, clients: map[*Client]struct{}{}, id: len(env.loops)}
+		l.ticked.Store(time.Now().UnixNano())
 		l.fc = conn.NewLoop(el, env.recoverConn, &env.Flow)
 		env.loops[el] = l
 	}
@@ -124,9 +133,32 @@ func Traffic(x *conn.Conn) bool {
 	return true
 }
 
+// PostTick posts the loop's tick (Tick) from the engine's ticker, unless
+// the one posted before has not run yet.
+func (l *Loop) PostTick() {
+	if !l.tickPosted.CompareAndSwap(false, true) {
+		return
+	}
+	if err := l.Run("sweep", func() {
+		l.tickPosted.Store(false)
+		l.Tick(time.Now())
+	}); err != nil {
+		l.tickPosted.Store(false) // the loop is gone
+	}
+}
+
+// Ticked returns when the loop's tick last ran (its first use before the
+// first); from any goroutine. A loop stuck in a callback or a task stops
+// ticking: the watchdog stops telling systemd it lives (P1).
+func (l *Loop) Ticked() time.Time { return time.Unix(0, l.ticked.Load()) }
+
+// ID numbers the loop in the order of its first use.
+func (l *Loop) ID() int { return l.id }
+
 // Tick is the loop's sweep (sweep.go), the unmutes due (quota.go) and the
 // flow mechanism's tick; run on the loop (Run).
 func (l *Loop) Tick(now time.Time) {
+	l.ticked.Store(now.UnixNano())
 	l.env.sweep(l)
 	l.env.sweepMuted(l)
 	l.fc.Tick(now)

@@ -205,8 +205,18 @@ func (env *Env) Open(c gnet.Conn, route Route) bool {
 	}
 	high, low := env.marks()
 	cl.c = conn.Open(cl.lp.fc, c, cl, high, low)
+	_ = cl.c.SetUserTimeout(env.KernelWriteTimeout())
 	return true
 }
+
+// KernelWriteTimeout is the client sockets' TCP_USER_TIMEOUT: the write
+// timeout (B3) and two of the sweep's passes, so that the sweep closes a
+// client that reads nothing first, with its line. The kernel's bound
+// covers what the sweep does not see: bytes of a client that stopped
+// reading waiting in its socket alone, and sockets the gateway closed
+// with bytes unsent, whose peer is gone or reads nothing (orphans in
+// FIN-WAIT-1, else held minutes by zero-window probes).
+func (env *Env) KernelWriteTimeout() time.Duration { return env.WriteTimeout + 2*time.Second }
 
 // Enrolled handles the open of a broker connection enrolled for a client
 // (its context); false when c is not one.

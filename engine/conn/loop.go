@@ -179,7 +179,7 @@ func (l *Loop) Stop() {
 	for c := range l.tracked {
 		func() {
 			if l.guard != nil {
-				defer l.guard(c, "close")
+				defer l.guard(nil, "close") // the loops are gone: nothing more to close
 			}
 			if c.st == detached || c.st == resuming {
 				c.closeDetached(nil, true)

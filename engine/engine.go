@@ -47,6 +47,8 @@ type lifecycle struct {
 	bootOnce sync.Once
 	stopped  chan struct{} // closed once Serve returned and closed what it held
 	stopping atomic.Bool   // Stop began
+	// loopsDone: the loops stop or stopped: no tick to wait for (StuckLoop)
+	loopsDone atomic.Bool
 }
 
 // TLSPort returns the TLS listener's port (0 without one).
@@ -108,6 +110,7 @@ func (e *Engine) Serve() error {
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{e.log}),
 	)
+	e.life.loopsDone.Store(true)
 	for _, l := range e.env.Loops() {
 		l.Stop() // the loops returned: the sockets they no longer held, their pipes
 	}
@@ -174,6 +177,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	} else {
 		e.log.Info("flexway drained: every request read was answered", "after", time.Since(start).Round(time.Millisecond).String())
 	}
+	e.life.loopsDone.Store(true)
 	err := e.eng.Stop(context.Background())
 	<-e.life.stopped
 	e.env.StopAudit(ctx)

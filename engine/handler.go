@@ -77,8 +77,7 @@ func (e *Engine) OnTick() (time.Duration, gnet.Action) {
 		close(e.life.booted)
 	})
 	for _, l := range e.env.Loops() {
-		l := l
-		_ = l.Run("sweep", func() { l.Tick(time.Now()) })
+		l.PostTick()
 	}
 	return session.SweepEvery, gnet.None
 }

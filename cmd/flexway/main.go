@@ -78,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	notify(daemon.SdNotifyReady)
-	stopWatchdog := watchdog(context.Background()) // until the drain is over too
+	stopWatchdog := watchdog(context.Background(), e) // until the drain is over too
 	defer stopWatchdog()
 
 	for running := true; running; {
@@ -134,26 +134,21 @@ func drain(e *engine.Engine, log *slog.Logger) {
 // outside systemd.
 func notify(state string) { _, _ = daemon.SdNotify(false, state) }
 
-// watchdog pets systemd's watchdog at half its interval, if one is set.
-func watchdog(ctx context.Context) (stop func()) {
+// watchdog feeds systemd's watchdog, if one is set (WATCHDOG_USEC): at
+// half its interval, and only while every loop answers its tick
+// (engine.Engine.Watchdog): a loop stuck in a callback is seen.
+func watchdog(ctx context.Context, e *engine.Engine) (stop func()) {
 	every, err := daemon.SdWatchdogEnabled(false)
 	if err != nil || every == 0 {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(every / 2)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				notify(daemon.SdNotifyWatchdog)
-			}
-		}
+		defer close(done)
+		e.Watchdog(ctx, every, func() { notify(daemon.SdNotifyWatchdog) })
 	}()
-	return cancel
+	return func() { cancel(); <-done }
 }
 
 // reload applies SIGHUP (S1): a new snapshot, or the old one stays. A

@@ -257,7 +257,7 @@ func (c *Conn) watchEnroll(ch <-chan gnet.RegisteredResult) {
 	if err == nil {
 		err = errors.New("conn: re-enroll failed")
 	}
-	c.l.run("enroll", func() {
+	_ = c.l.run("enroll", c, func() {
 		if c.st == resuming {
 			c.closeDetached(err, true)
 		}
@@ -290,7 +290,7 @@ func (c *Conn) Reattached(gc gnet.Conn) gnet.Action {
 			// Nor is it told the socket took bytes (its unread bytes,
 			// counted in its budgets, B2, would stay as they were): told
 			// after OnOpen, as the tick's writable would.
-			c.l.run("drained", func() {
+			_ = c.l.run("drained", c, func() {
 				if c.st == attached || c.st == detached {
 					c.owner.Drained()
 				}
@@ -303,7 +303,7 @@ func (c *Conn) Reattached(gc gnet.Conn) gnet.Action {
 	if c.why != 0 && !c.hup {
 		// Paused again while re-enrolling: after OnOpen (gnet registers
 		// the socket once it returns), and only if a reason still holds.
-		c.l.run("pause", func() {
+		_ = c.l.run("pause", c, func() {
 			if c.st == attached && c.why != 0 && !c.hup {
 				c.l.toSettle(c)
 				c.l.Settle()
@@ -347,7 +347,7 @@ func (c *Conn) closeDetached(err error, now bool) {
 		return
 	}
 	// If the loop no longer runs, the loop's Stop tells the owner.
-	c.l.run("close", func() { c.notify(err) })
+	_ = c.l.run("close", c, func() { c.notify(err) })
 }
 
 func (c *Conn) notify(err error) {
@@ -377,19 +377,15 @@ func (c *Conn) Close() {
 // AsyncWrite writes b from any goroutine (a TLS handshake's worker): on
 // the loop, in order with the loop's own writes. b is not copied.
 func (c *Conn) AsyncWrite(b []byte) error {
-	return c.l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		_ = c.Write(b)
-		return nil
-	}))
+	return c.l.run("write", c, func() { _ = c.Write(b) })
 }
 
 // Wake raises a Traffic for the owner once the socket is attached (its
 // stash is read then); from any goroutine.
 func (c *Conn) Wake() error {
-	return c.l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+	return c.l.run("wake", c, func() {
 		if c.live != nil {
-			return c.live.Wake(nil)
+			_ = c.live.Wake(nil)
 		}
-		return nil
-	}))
+	})
 }

@@ -172,7 +172,7 @@ func (s *server) OnTick() (time.Duration, gnet.Action) {
 	}
 	s.mu.Unlock()
 	for _, l := range loops {
-		l.run("tick", func() { l.Tick(time.Now()) })
+		_ = l.run("tick", nil, func() { l.Tick(time.Now()) })
 	}
 	return 10 * time.Millisecond, gnet.None
 }
@@ -198,7 +198,7 @@ func (s *server) accept(t *testing.T) (net.Conn, *owner) {
 func onLoop(t *testing.T, o *owner, f func()) {
 	t.Helper()
 	done := make(chan struct{})
-	o.c.l.run("test", func() {
+	_ = o.c.l.run("test", nil, func() {
 		defer close(done)
 		f()
 		o.c.l.Settle()

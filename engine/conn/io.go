@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 
 	"github.com/flexway/flexway/engine/kernel"
 	"golang.org/x/sys/unix"
@@ -313,6 +314,16 @@ func (c *Conn) arm() {
 
 // disarm forgets the Conn's arming (its socket closes or changes).
 func (c *Conn) disarm() { c.l.disarm(c) }
+
+// SetUserTimeout bounds how long the socket keeps bytes its peer takes
+// nothing of, open or closed (kernel.SetUserTimeout).
+func (c *Conn) SetUserTimeout(d time.Duration) error {
+	fd, err := c.sockFd()
+	if err != nil {
+		return err
+	}
+	return kernel.SetUserTimeout(fd, d)
+}
 
 // SetLinger sets SO_LINGER (0: a close resets the connection).
 func (c *Conn) SetLinger(sec int) error {

@@ -23,7 +23,7 @@ type Stats struct {
 // its loop only.
 type Loop struct {
 	el    gnet.EventLoop
-	guard func(where string) // deferred around the tasks it runs: recovers a panic
+	guard func(x any, where string) // deferred around the tasks it runs: recovers a panic, closes x
 	stats *Stats
 
 	settle  []*Conn
@@ -39,9 +39,9 @@ type Loop struct {
 }
 
 // NewLoop makes the mechanism's state of el. guard is deferred around the
-// tasks the Loop runs on el (it must call recover itself); stats may be
-// shared by loops.
-func NewLoop(el gnet.EventLoop, guard func(where string), stats *Stats) *Loop {
+// tasks the Loop runs on el (it must call recover itself, and close x,
+// the Conn the task served, nil: none); stats may be shared by loops.
+func NewLoop(el gnet.EventLoop, guard func(x any, where string), stats *Stats) *Loop {
 	if stats == nil {
 		stats = &Stats{}
 	}
@@ -53,11 +53,17 @@ func NewLoop(el gnet.EventLoop, guard func(where string), stats *Stats) *Loop {
 	return &Loop{el: el, guard: guard, stats: stats, tracked: map[*Conn]struct{}{}, armed: map[int32]*Conn{}}
 }
 
-// run runs f on the loop later, guarded.
-func (l *Loop) run(where string, f func()) {
-	_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+// run runs f on the loop later, guarded: the mechanism's one way onto its
+// loop (invariant 8). x: the Conn f serves, closed if f panics (nil: none).
+// An error: the loop is gone, f never runs.
+func (l *Loop) run(where string, x *Conn, f func()) error {
+	return l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 		if l.guard != nil {
-			defer l.guard(where)
+			var served any // never a nil *Conn in an interface
+			if x != nil {
+				served = x
+			}
+			defer l.guard(served, where)
 		}
 		f()
 		return nil
@@ -173,7 +179,7 @@ func (l *Loop) Stop() {
 	for c := range l.tracked {
 		func() {
 			if l.guard != nil {
-				defer l.guard("close")
+				defer l.guard(nil, "close") // the loops are gone: nothing more to close
 			}
 			if c.st == detached || c.st == resuming {
 				c.closeDetached(nil, true)
@@ -201,7 +207,7 @@ func (l *Loop) arm(c *Conn, fd int) {
 			return
 		}
 		l.w = w
-		go w.Run(func(fired []kernel.Event) { l.run("writable", func() { l.fire(fired) }) })
+		go w.Run(func(fired []kernel.Event) { _ = l.run("writable", nil, func() { l.fire(fired) }) })
 	}
 	if c.wfd >= 0 && c.wfd != int32(fd) {
 		delete(l.armed, c.wfd)

@@ -2,7 +2,11 @@
 
 package kernel
 
-import "golang.org/x/sys/unix"
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // Room is what the socket fd takes before its send buffer is full, by the
 // kernel's measure: SO_SNDBUF (as autotuning left it) less what is queued
@@ -46,4 +50,15 @@ func SetKeepAlive(fd int, idle, intvl, cnt int) error {
 		}
 	}
 	return nil
+}
+
+// SetUserTimeout bounds, by TCP_USER_TIMEOUT, how long the socket fd keeps
+// data the peer does not acknowledge, or a zero window the peer does not
+// open (Linux 5.12 and later count zero-window probes too): past d the
+// kernel resets the connection, and a socket closed with bytes unsent
+// (an orphan in FIN-WAIT-1) is released then rather than after minutes of
+// probes. d is rounded up to a millisecond.
+func SetUserTimeout(fd int, d time.Duration) error {
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(ms))
 }

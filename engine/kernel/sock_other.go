@@ -2,6 +2,8 @@
 
 package kernel
 
+import "time"
+
 // Room is -1 where the kernel does not say what a socket queues: not bounded.
 func Room(fd int) int { return -1 }
 
@@ -14,3 +16,7 @@ const PollPeerClosed = 0
 
 // SetKeepAlive with its own times is Linux's here.
 func SetKeepAlive(fd int, idle, intvl, cnt int) error { return ErrUnsupported }
+
+// SetUserTimeout (TCP_USER_TIMEOUT) is Linux's here: a socket closed with
+// bytes unsent is released as the system's own timers say.
+func SetUserTimeout(fd int, d time.Duration) error { return ErrUnsupported }

@@ -9,7 +9,6 @@ import (
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/engine/signals"
-	"github.com/panjf2000/gnet/v2"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -112,7 +111,6 @@ func (cl *Client) authenticate(token []byte, h *codec.RequestHeader) {
 	} else {
 		cl.auth.state = stAuthing
 	}
-	el := cl.c.EventLoop()
 	mech := cl.auth.mech
 	err := cl.env.Pools.Auth.Submit(func() {
 		var res auth.Result
@@ -126,15 +124,11 @@ func (cl *Client) authenticate(token []byte, h *codec.RequestHeader) {
 		for i := range tok {
 			tok[i] = 0
 		}
-		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			defer cl.lp.fc.Settle() // after the recovery: the pauses it asked
-			defer cl.env.recoverConn(cl.c, "auth")
-			if cl.closed {
-				return nil
+		_ = cl.lp.RunFor("auth", cl, func() {
+			if !cl.closed {
+				cl.authDone(res, &hdr, mode, snap)
 			}
-			cl.authDone(res, &hdr, mode, snap)
-			return nil
-		}))
+		})
 	})
 	if err != nil {
 		cl.authDone(auth.Result{Cause: causePoolFull}, &hdr, mode, snap)

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"errors"
+	"syscall"
 	"time"
 
 	"github.com/flexway/flexway/decide"
@@ -114,4 +116,12 @@ func (cl *Client) keepForDrain() bool {
 	return true
 }
 
-func (cl *Client) onClose(error) { cl.releaseAs(true) }
+// onClose: the socket was closed under the gateway: the peer's close, or
+// the kernel's reset of a peer that took nothing for KernelWriteTimeout
+// (ETIMEDOUT), said as the write timeout's close (B3).
+func (cl *Client) onClose(err error) {
+	if !cl.closed && errors.Is(err, syscall.ETIMEDOUT) {
+		cl.env.closingFor(signals.CloseWriteTimeout, cl.ts, []any{"after", cl.env.KernelWriteTimeout().String(), "by", "kernel"})
+	}
+	cl.releaseAs(true)
+}

@@ -119,6 +119,9 @@ type Tuning struct {
 type Hooks struct {
 	Traffic      atomic.Pointer[func(cl *Client)]   // at each client traffic event
 	UpstreamRead atomic.Pointer[func(buffered int)] // what a broker connection holds at each traffic event
+	// Task: at each task posted to a loop (Loop.Run), inside its guard,
+	// with its where and the connection it serves.
+	Task atomic.Pointer[func(l *Loop, where string, x any)]
 }
 
 // NewEnv makes the shared state of an engine; the engine fills the rest.
@@ -197,10 +200,6 @@ func (env *Env) Recovered(r any, x any, where string) {
 	}
 }
 
-// guard is the mechanism's guard around the tasks it runs on a loop
-// (conn.NewLoop): recover is called by the deferred function itself.
-func (env *Env) guard(where string) { env.Recovered(recover(), nil, where) }
-
 // Open makes the session of a client connection the acceptor enrolled;
 // false: refused for a bound (B1), to be reset.
 func (env *Env) Open(c gnet.Conn, route Route) bool {
@@ -210,8 +209,18 @@ func (env *Env) Open(c gnet.Conn, route Route) bool {
 	}
 	high, low := env.marks()
 	cl.c = conn.Open(cl.lp.fc, c, cl, high, low)
+	_ = cl.c.SetUserTimeout(env.KernelWriteTimeout())
 	return true
 }
+
+// KernelWriteTimeout is the client sockets' TCP_USER_TIMEOUT: the write
+// timeout (B3) and two of the sweep's passes, so that the sweep closes a
+// client that reads nothing first, with its line. The kernel's bound
+// covers what the sweep does not see: bytes of a client that stopped
+// reading waiting in its socket alone, and sockets the gateway closed
+// with bytes unsent, whose peer is gone or reads nothing (orphans in
+// FIN-WAIT-1, else held minutes by zero-window probes).
+func (env *Env) KernelWriteTimeout() time.Duration { return env.WriteTimeout + 2*time.Second }
 
 // Enrolled handles the open of a broker connection enrolled for a client
 // (its context); false when c is not one.
@@ -235,7 +244,9 @@ func EnrolledClosed(c gnet.Conn, err error) bool {
 	return ok
 }
 
-// recoverConn is Recovered for a deferred call on the loop.
+// recoverConn is Recovered for a deferred call on the loop (recover is
+// called by the deferred function itself); the mechanism's guard too
+// (conn.NewLoop).
 func (env *Env) recoverConn(x any, where string) { env.Recovered(recover(), x, where) }
 
 // MsgSameCluster is the line of an upstream refused for reaching the

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/flexway/flexway/engine/conn"
 	"github.com/flexway/flexway/engine/splice"
 	"github.com/flexway/flexway/relay"
@@ -39,6 +40,14 @@ type Loop struct {
 	// tried again.
 	pp       *splice.Pipe
 	ppFailed int
+
+	// id numbers the loop in the order of first use (the watchdog's
+	// lines); ticked: when its tick last ran (unix ns), read by the
+	// watchdog from its own goroutine; tickPosted: a tick is posted and
+	// has not run yet (a stuck loop holds one, not one per SweepEvery).
+	id         int
+	ticked     atomic.Int64
+	tickPosted atomic.Bool
 }
 
 // loopOf returns the state of a gnet loop (made at its first use).
@@ -47,8 +56,9 @@ func (env *Env) loopOf(el gnet.EventLoop) *Loop {
 	defer env.loopsMu.Unlock()
 	l := env.loops[el]
 	if l == nil {
-		l = &Loop{env: env, el: el, clients: map[*Client]struct{}{}}
-		l.fc = conn.NewLoop(el, env.guard, &env.Flow)
+		l = &Loop{env: env, el: el, clients: map[*Client]struct{}{}, id: len(env.loops)}
+		l.ticked.Store(time.Now().UnixNano())
+		l.fc = conn.NewLoop(el, env.recoverConn, &env.Flow)
 		env.loops[el] = l
 	}
 	return l
@@ -65,16 +75,48 @@ func (env *Env) Loops() []*Loop {
 	return out
 }
 
-// Run runs fn on the loop, guarded as a callback, then applies the pauses
-// it asked (Settle). An error: the loop is gone, fn never runs.
-func (l *Loop) Run(where string, fn func()) error {
-	return l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		defer l.env.Series.LoopTask.UpdateDuration(time.Now())
-		defer l.fc.Settle()
-		defer l.env.guard(where)
-		fn()
-		return nil
-	}))
+// Run runs fn on the loop through its one guarded entry (task.Run): a
+// panic in it is recovered, logged with its stack and counted, the engine
+// serves on; then the pauses it asked are applied (Settle). An error: the
+// loop is gone, fn never runs.
+func (l *Loop) Run(where string, fn func()) error { return l.RunFor(where, nil, fn) }
+
+// RunFor is Run for a task that serves one connection x (a *Client): a
+// panic in it closes that connection (Env.Recovered, invariant 8).
+func (l *Loop) RunFor(where string, x any, fn func()) error {
+	return l.post(&task{l: l, where: where, x: x, fn: fn, took: l.env.Series.LoopTask})
+}
+
+// task is work posted to a loop from another goroutine (a worker's
+// verdict, a timer, a dial's end, the tick). Every task reaches gnet
+// through post and runs through Run: none runs outside the recover that
+// guards the loop's callbacks (invariant 8; TestOneEntryPostsToTheLoops).
+type task struct {
+	l     *Loop
+	where string // the log's "where" on a panic
+	x     any    // the connection it serves, closed on a panic; nil: none
+	fn    func()
+	took  *metrics.PrometheusHistogram // how long it held the loop
+}
+
+// post hands t to the loop: the only call of gnet's Execute in the
+// sessions (engine/conn's Loop.run is the mechanism's, with the same
+// guard).
+func (l *Loop) post(t *task) error { return l.el.Execute(context.Background(), t) }
+
+// Run implements gnet.Runnable: t on its loop, guarded.
+func (t *task) Run(context.Context) error {
+	l := t.l
+	if t.took != nil {
+		defer t.took.UpdateDuration(time.Now())
+	}
+	defer l.fc.Settle() // after the recovery: the pauses it asked
+	defer l.env.recoverConn(t.x, t.where)
+	if hook := l.env.Hooks.Task.Load(); hook != nil {
+		(*hook)(l, t.where, t.x)
+	}
+	t.fn()
+	return nil
 }
 
 // Traffic runs x's traffic event (a client's or a broker connection's
@@ -94,9 +136,32 @@ func Traffic(x *conn.Conn) bool {
 	return true
 }
 
+// PostTick posts the loop's tick (Tick) from the engine's ticker, unless
+// the one posted before has not run yet.
+func (l *Loop) PostTick() {
+	if !l.tickPosted.CompareAndSwap(false, true) {
+		return
+	}
+	if err := l.Run("sweep", func() {
+		l.tickPosted.Store(false)
+		l.Tick(time.Now())
+	}); err != nil {
+		l.tickPosted.Store(false) // the loop is gone
+	}
+}
+
+// Ticked returns when the loop's tick last ran (its first use before the
+// first); from any goroutine. A loop stuck in a callback or a task stops
+// ticking: the watchdog stops telling systemd it lives (P1).
+func (l *Loop) Ticked() time.Time { return time.Unix(0, l.ticked.Load()) }
+
+// ID numbers the loop in the order of its first use.
+func (l *Loop) ID() int { return l.id }
+
 // Tick is the loop's sweep (sweep.go), the unmutes due (quota.go) and the
 // flow mechanism's tick; run on the loop (Run).
 func (l *Loop) Tick(now time.Time) {
+	l.ticked.Store(now.UnixNano())
 	l.env.sweep(l)
 	l.env.sweepMuted(l)
 	l.fc.Tick(now)

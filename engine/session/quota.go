@@ -6,7 +6,6 @@ package session
 // a client that ignores throttle_time_ms is held to the rate all the same.
 
 import (
-	"context"
 	"time"
 
 	"github.com/flexway/flexway/codec"
@@ -15,7 +14,6 @@ import (
 	"github.com/flexway/flexway/engine/conn"
 	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/quota"
-	"github.com/panjf2000/gnet/v2"
 )
 
 // quotaConn is a client's part of the quotas, from its first request
@@ -42,7 +40,7 @@ type quotaConn struct {
 	// is the fallback. A silence that ends up to a tick late costs a
 	// consumer throttled ten times a second a tenth of its rate.
 	timer *time.Timer
-	wake  gnet.Runnable
+	wake  *task
 }
 
 // limitsOf reads the rates in force from a snapshot.
@@ -339,15 +337,11 @@ func (cl *Client) armUnmute(q *quotaConn) {
 		q.timer.Reset(d)
 		return
 	}
-	el := cl.lp.el
-	q.wake = gnet.RunnableFunc(func(context.Context) error {
-		start := time.Now()
-		defer cl.env.Series.LoopUnmute.UpdateDuration(start)
-		cl.env.unmute(cl.lp, cl, start)
-		cl.lp.fc.Settle() // the pauses the requests it handled asked
-		return nil
-	})
-	q.timer = time.AfterFunc(d, func() { _ = el.Execute(context.Background(), q.wake) })
+	lp := cl.lp
+	q.wake = &task{l: lp, where: "unmute", x: cl, took: cl.env.Series.LoopUnmute, fn: func() {
+		cl.env.unmute(lp, cl, time.Now())
+	}}
+	q.timer = time.AfterFunc(d, func() { _ = lp.post(q.wake) })
 }
 
 // muted reports whether requests wait for the end of a throttle.

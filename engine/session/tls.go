@@ -28,7 +28,6 @@ import (
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/engine/looptls"
 	"github.com/flexway/flexway/engine/signals"
-	"github.com/panjf2000/gnet/v2"
 )
 
 // clientTLS is a client's TLS after the handshake: its record layer on
@@ -111,20 +110,15 @@ func (cl *Client) onTLSHello() {
 	cl.auth.tlsHS = ad
 	conn := tls.Server(ad, cl.env.Sec.TLSConfig)
 	deadline := cl.clock.opened.Add(cl.snap.Listener.AuthTimeout.D())
-	el := cl.c.EventLoop()
 	err = cl.env.Pools.Handshake.Submit(func() {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		herr := conn.HandshakeContext(ctx)
 		cancel()
-		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			defer cl.lp.fc.Settle()
-			defer cl.env.recoverConn(cl.c, "tls")
-			if cl.closed {
-				return nil
+		_ = cl.lp.RunFor("tls", cl, func() {
+			if !cl.closed {
+				cl.tlsDone(conn, ad, herr)
 			}
-			cl.tlsDone(conn, ad, herr)
-			return nil
-		}))
+		})
 	})
 	if err != nil {
 		cl.close(signals.CloseHandshakePool)

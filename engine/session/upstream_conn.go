@@ -73,17 +73,16 @@ func (cl *Client) dial() {
 		if !cl.env.Signals.Upstream(cluster, broker, false) {
 			why = signals.CloseDialFailedAgain // the outage is logged once
 		}
-		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		_ = cl.lp.RunFor("dial", cl, func() {
 			if cl.closed {
-				return nil
+				return
 			}
 			if upstream.IsAuthError(err) {
 				cl.upAuthFailed(err, "dial", "broker", broker)
-				return nil
+				return
 			}
 			cl.close(why, "upstream", u.Name(), "cluster", cluster, "broker", broker, "error", err.Error())
-			return nil
-		}))
+		})
 	}
 	go func() {
 		conn, err := u.Dial(context.Background(), addr)

@@ -22,7 +22,6 @@ package session
 //     derivation) run on a goroutine, their result back on the loop.
 
 import (
-	"context"
 	"errors"
 	"io"
 	"time"
@@ -124,16 +123,13 @@ func (u *upstreamConn) renewIfIdle() {
 	// A broker that does not answer within the upstream's timeout (a
 	// dial's bound, SASL included) fails the renewal: the client's
 	// requests never wait without end.
-	gen, el, cl := s.gen, u.c.EventLoop(), u.cl
+	gen, cl := s.gen, u.cl
 	time.AfterFunc(up.Config().Timeout.D(), func() {
-		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			defer cl.lp.fc.Settle()
-			defer cl.env.recoverConn(nil, "upstream sasl")
+		_ = cl.lp.RunFor("upstream sasl", cl, func() {
 			if !u.closed && s.gen == gen && s.renewal >= renewExchange {
 				u.renewFailed(errors.New("no answer to the re-authentication within the upstream's timeout"))
 			}
-			return nil
-		}))
+		})
 	})
 	u.write([][]byte{s.auth.Begin()})
 }
@@ -166,15 +162,10 @@ func (u *upstreamConn) authTraffic() bool {
 	ans := append([]byte(nil), b[codec.SizeLen:]...)
 	u.discard(total)
 	s.renewal = renewComputing
-	a, el, cl := s.auth, u.c.EventLoop(), u.cl
+	a, cl := s.auth, u.cl
 	go func() {
 		next, done, err := a.Next(ans)
-		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			defer cl.lp.fc.Settle()
-			defer cl.env.recoverConn(nil, "upstream sasl")
-			u.authStep(next, done, err)
-			return nil
-		}))
+		_ = cl.lp.RunFor("upstream sasl", cl, func() { u.authStep(next, done, err) })
 	}()
 	return true
 }

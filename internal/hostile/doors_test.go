@@ -5,9 +5,12 @@ package hostile
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -61,6 +64,18 @@ func flood(g *gateway, n, addrs, held int) error {
 	if err != nil {
 		return err
 	}
+	// While they are held, a globex client from an address of its own
+	// still gets in and authenticates, within seconds.
+	var errs []error
+	if r, err := dialFrom("127.0.0.1", g.kafka()); err != nil {
+		errs = append(errs, fmt.Errorf("globex during the flood: %w", err))
+	} else {
+		code, err := r.plain("globex-app", g.keys["globex-app"])
+		r.Close()
+		if err != nil || code != 0 {
+			errs = append(errs, fmt.Errorf("globex during the flood: code %d, %v", code, err))
+		}
+	}
 	var peak atomic.Int64
 	stop := make(chan struct{})
 	go func() { // the descriptors, while the connections wait
@@ -82,6 +97,7 @@ func flood(g *gateway, n, addrs, held int) error {
 		return rs[i].closedWithin(10*time.Second + closeWithin - time.Since(start))
 	})
 	close(stop)
+	err = errors.Join(append(errs, err)...)
 	if p := int(peak.Load()); p > before+held+16 {
 		err = errors.Join(err, fmt.Errorf("%d descriptors for %d unauthenticated connections from %d addresses (before %d, bound %d)",
 			p, n, addrs, before, held))
@@ -302,6 +318,16 @@ func unreadFetches(g *gateway, _ bool) error {
 		}
 	}
 	steady(g, 2*time.Second, 30*time.Second)
+	for i, r := range rs { // the answers were there, large, unread
+		_ = r.c.SetReadDeadline(time.Now().Add(ioDeadline))
+		var sz [4]byte
+		if _, err := io.ReadFull(r.c, sz[:]); err != nil {
+			return fmt.Errorf("fetch %d: %w", i, err)
+		}
+		if n := binary.BigEndian.Uint32(sz[:]); n < 10<<20 {
+			return fmt.Errorf("fetch %d: an answer of %d bytes, not the large one tried", i, n)
+		}
+	}
 	return nil
 }
 
@@ -352,12 +378,18 @@ func fillOrders(g *gateway, per int) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		val := make([]byte, 16<<10)
+		var mu sync.Mutex
+		var first error
 		for p := int32(0); p < 3; p++ {
 			for i := 0; i < per/len(val); i++ {
-				cl.Produce(ctx, &kgo.Record{Value: val, Partition: p}, nil)
+				cl.Produce(ctx, &kgo.Record{Value: val, Partition: p}, func(_ *kgo.Record, e error) {
+					mu.Lock()
+					defer mu.Unlock()
+					first = cmp.Or(first, e)
+				})
 			}
 		}
-		err = cl.Flush(ctx)
+		err = cmp.Or(cl.Flush(ctx), first)
 	})
 	return err
 }

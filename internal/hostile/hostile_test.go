@@ -117,7 +117,6 @@ func TestHostile(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("\n%s", table(rows))
 	fmt.Fprintf(os.Stderr, "\n%s", table(rows)) // make hostile's table, also without -v
 	if failed {
 		t.Fail()
@@ -133,7 +132,7 @@ func runAttack(t *testing.T, g *gateway, a attack, idle int64) row {
 	t.Helper()
 	r := row{name: a.name, bound: a.bound}
 	notef = t.Logf
-	waitRSS(g, idle+rssIdleSlack, 90*time.Second)
+	waitRSS(g, idle+rssIdleSlack, 30*time.Second)
 	before, _ := settled(g, readSample(g, true), 0, 0, &sampler{})
 	r.f.before = before
 	ref := before

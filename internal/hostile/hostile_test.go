@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,9 @@ func attacks() []attack {
 // other on one gateway, and prints each one's figures. By default the quick
 // subset; with -hostile.full (make hostile) all of them, full size.
 func TestHostile(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc and dials from 127.0.0.2 and up: Linux only")
+	}
 	bin := buildFlexway(t)
 	g := startGateway(t, bin)
 	if err := (&canary{g: g}).round(0); err != nil { // served once: what any first client sets up

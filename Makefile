@@ -7,6 +7,7 @@ include mk/deps.mk
 include mk/interop.mk
 include mk/bench.mk
 include mk/package.mk
+include mk/hostile.mk
 
 .PHONY: all build run check test test-stress test-go test-real fuzz fuzz-targets bench vet install clean
 

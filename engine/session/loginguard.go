@@ -1,14 +1,12 @@
 package session
 
 import (
-	"context"
 	"time"
 
 	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/engine/conn"
 	"github.com/flexway/flexway/engine/signals"
-	"github.com/panjf2000/gnet/v2"
 )
 
 // Failed logins cost the guesser time (issue 33.4): a credential refused
@@ -73,16 +71,11 @@ func (cl *Client) loginDelay(now time.Time) time.Duration {
 func (cl *Client) authFailedAfter(h codec.RequestHeader, mode authMode, d time.Duration) {
 	cl.auth.state = stAuthing
 	cl.pause(conn.Held)
-	el := cl.c.EventLoop()
 	time.AfterFunc(d, func() {
-		_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			defer cl.lp.fc.Settle() // after the recovery: the close it asked
-			defer cl.env.recoverConn(cl.c, "auth")
-			if cl.closed {
-				return nil // closed meanwhile: auth_timeout, the engine's stop
+		_ = cl.lp.RunFor("auth", cl, func() {
+			if !cl.closed { // else closed meanwhile: auth_timeout, the engine's stop
+				cl.authFailed(&h, mode)
 			}
-			cl.authFailed(&h, mode)
-			return nil
-		}))
+		})
 	})
 }

@@ -26,15 +26,22 @@ type canary struct {
 	during int   // rounds begun while the attack ran
 	err    error // the first round that failed
 	attack bool
-	stop   chan struct{}
-	done   chan struct{}
+	// kept: the clients of an established globex (made before the attack,
+	// authenticated), used by every round instead of new ones; nil: new
+	// clients each round.
+	kept *keptClients
+	stop chan struct{}
+	done chan struct{}
 }
 
 // startCanary runs one round, then rounds one after the other until end.
 // The first round is done before it returns: the attack starts on a
 // gateway that served globex.
-func startCanary(g *gateway) (*canary, error) {
+func startCanary(g *gateway, established bool) (*canary, error) {
 	c := &canary{g: g, stop: make(chan struct{}), done: make(chan struct{})}
+	if established {
+		c.kept = &keptClients{}
+	}
 	if err := c.round(0); err != nil {
 		return nil, fmt.Errorf("before the attack: %w", err)
 	}
@@ -76,6 +83,9 @@ func (c *canary) attackOver() {
 func (c *canary) end() error {
 	close(c.stop)
 	<-c.done
+	if c.kept != nil {
+		c.kept.close()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
@@ -96,6 +106,9 @@ func (c *canary) round(i int) error {
 		kgo.SeedBrokers(c.g.kafka()),
 		kgo.SASL(plain.Auth{User: "globex-app", Pass: c.g.keys["globex-app"]}.AsMechanism()),
 		kgo.DialTimeout(canaryDeadline),
+	}
+	if c.kept != nil {
+		return c.kept.round(ctx, opts, i, start)
 	}
 	p, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic("orders"))...)
 	if err != nil {
@@ -127,5 +140,46 @@ func (c *canary) round(i int) error {
 				return nil
 			}
 		}
+	}
+}
+
+// keptClients are an established globex's producer and consumer: made at
+// the first round, kept until the canary ends (an attack that fills the
+// places of new connections must leave the ones authenticated served).
+type keptClients struct {
+	p, cons *kgo.Client
+}
+
+func (k *keptClients) round(ctx context.Context, opts []kgo.Opt, i int, start time.Time) error {
+	if k.p == nil {
+		var err error
+		if k.p, err = kgo.NewClient(append(opts, kgo.DefaultProduceTopic("orders"))...); err != nil {
+			return err
+		}
+		if k.cons, err = kgo.NewClient(append(opts, kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))...); err != nil {
+			return err
+		}
+	}
+	val := fmt.Sprintf("kept-canary-%d-%d", i, start.UnixNano())
+	if err := k.p.ProduceSync(ctx, &kgo.Record{Value: []byte(val)}).FirstErr(); err != nil {
+		return fmt.Errorf("round %d (established): produce after %v: %w", i, time.Since(start).Round(time.Millisecond), err)
+	}
+	for {
+		fs := k.cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return fmt.Errorf("round %d (established): record not read back within %v", i, canaryDeadline)
+		}
+		for it := fs.RecordIter(); !it.Done(); {
+			if string(it.Next().Value) == val {
+				return nil
+			}
+		}
+	}
+}
+
+func (k *keptClients) close() {
+	if k.p != nil {
+		k.p.Close()
+		k.cons.Close()
 	}
 }

@@ -92,7 +92,6 @@ func isClosed(c net.Conn) bool {
 // rate reached is noted (failed logins cost the guesser time: item 33.4).
 func loginFlood(g *gateway, _ bool) error {
 	const n, workers = 2000, 8
-	from := attacker(0)
 	start := time.Now()
 	name := strings.Repeat("u", 60<<10)
 	before, err := scrape(g.admin)
@@ -103,8 +102,10 @@ func loginFlood(g *gateway, _ bool) error {
 	var mu sync.Mutex
 	var bad []error
 	_ = parallel(workers, func(int) error {
-		for next.Add(1) <= n {
-			if err := refusedLogin(g, from, name); err != nil {
+		// Each login from an address of its own (127.0.x.y): the write
+		// bound alone, not the guesser's slow-down (guessSlowed).
+		for i := next.Add(1); i <= n; i = next.Add(1) {
+			if err := refusedLogin(g, floodAddr(int(i)), name); err != nil {
 				mu.Lock()
 				bad = append(bad, err)
 				mu.Unlock()
@@ -113,11 +114,49 @@ func loginFlood(g *gateway, _ bool) error {
 		return nil
 	})
 	took := time.Since(start)
-	notef("login-flood: %d refused logins from %s in %v (%.0f a second)", n, from, took.Round(time.Millisecond), n/took.Seconds())
+	notef("login-flood: %d refused logins from %d addresses in %v (%.0f a second)", n, n, took.Round(time.Millisecond), n/took.Seconds())
 	if len(bad) > 0 {
 		return fmt.Errorf("%d of %d logins not refused as they should: %w", len(bad), n, bad[0])
 	}
-	return refusalsCounted(g, before, n)
+	return errors.Join(refusalsCounted(g, before, n), guessSlowed(g))
+}
+
+// floodAddr is the i-th of the login flood's addresses: 127.1.x.y.
+func floodAddr(i int) string { return fmt.Sprintf("127.1.%d.%d", i/250, 1+i%250) }
+
+// guessSlowed: from one address, 12 wrong keys sent at once take their
+// refusals over seconds (the delay that grows, issue 33.4), while the
+// right key from the same address is answered at once.
+func guessSlowed(g *gateway) error {
+	from := attacker(attackers - 1)
+	start := time.Now()
+	var last atomic.Int64
+	err := parallel(12, func(int) error {
+		err := refusedLogin(g, from, "globex-app")
+		last.Store(max(last.Load(), int64(time.Since(start))))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	r, err := dialFrom(from, g.kafka())
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	good := time.Now()
+	if code, err := r.plain("globex-app", g.keys["globex-app"]); err != nil || code != 0 {
+		return fmt.Errorf("the right key from a guessing address: code %d, %v", code, err)
+	}
+	took := time.Since(good)
+	notef("login-flood: 12 wrong keys from one address answered over %v, the right key in %v", time.Duration(last.Load()).Round(time.Millisecond), took.Round(time.Microsecond))
+	switch {
+	case time.Duration(last.Load()) < time.Second:
+		return fmt.Errorf("12 wrong keys from one address all answered within %v: no slow-down", time.Duration(last.Load()))
+	case took > time.Second:
+		return fmt.Errorf("the right key from a guessing address answered after %v", took)
+	}
+	return nil
 }
 
 func refusedLogin(g *gateway, from, user string) error {

@@ -8,6 +8,8 @@ package engine
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -189,4 +191,50 @@ func TestRequestOverConnectionBudgetRefused(t *testing.T) {
 	if _, err := at.c.Read(make([]byte, 1)); err == nil || !isTimeout(err) {
 		t.Fatalf("the connection at the bound was closed: %v", err)
 	}
+}
+
+// The same over TLS: what a client sent is counted once decrypted (and
+// while still ciphertext): eight certificate clients of acme each announce
+// a 7 MiB Metadata request and send 6 MiB of it; four fit the tenant's
+// 32 MiB, the others are not read; every byte is given back at the close.
+func TestRequestsBeingReadCountedOverTLS(t *testing.T) {
+	te := newTLSEnv(t, inboundListener)
+	b := &te.e.env.Bounds
+	readCap := int64(te.e.opts.ReadBufferCap)
+	stop := make(chan struct{})
+	defer close(stop)
+	peak := samplePeak(b.Requests.Used, stop)
+	frame := partialMetadata(7<<20, 6<<20)
+	const conns = 8
+	cert := te.client["billing"]
+	dial := te.dialer(&cert, tls.VersionTLS12, tls.VersionTLS13)
+	var cs []net.Conn
+	var wg sync.WaitGroup
+	for i := 0; i < conns; i++ {
+		c, err := dial(context.Background(), "tcp", te.boot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.SetWriteDeadline(time.Now().Add(60 * time.Second))
+			_, _ = c.Write(frame)
+		}()
+	}
+	waitUntil(t, 60*time.Second, "the tenant's share reached over TLS", func() bool {
+		return te.e.env.Series.ReadWaits.Load() > 0 && b.Requests.Used() >= inboundShare-7<<20
+	})
+	// One read per connection, and a TLS record's worth decrypted ahead.
+	bound := int64(inboundShare) + conns*(readCap+32<<10)
+	if p := peak.Load(); p > bound {
+		t.Errorf("requests being read over TLS held %d bytes, over %d", p, bound)
+	}
+	for _, c := range cs {
+		_ = c.Close()
+	}
+	wg.Wait()
+	waitUntil(t, 10*time.Second, "every byte given back", func() bool { return b.Requests.Used() == 0 })
+	t.Logf("over TLS: requests peak %d bytes (bound %d), %d read pauses", peak.Load(), bound, te.e.env.Series.ReadWaits.Load())
 }

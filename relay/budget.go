@@ -81,6 +81,11 @@ func (b *Budget) SyncOutbound(out int64) {
 		return
 	}
 	b.Outbound = out
+	b.shares(d)
+}
+
+// shares adds d to the tenant's and the replica's counts.
+func (b *Budget) shares(d int64) {
 	if b.Tenant != nil {
 		b.Tenant.used.Add(d)
 	}
@@ -103,12 +108,7 @@ func (b *Budget) SyncInbound(in int64) {
 	if b.Requests != nil {
 		b.Requests.used.Add(d)
 	}
-	if b.Tenant != nil {
-		b.Tenant.used.Add(d)
-	}
-	if b.Replica != nil {
-		b.Replica.used.Add(d)
-	}
+	b.shares(d)
 }
 
 // Fits says whether the connection may hold in bytes read and not handled
@@ -144,21 +144,11 @@ func (b *Budget) Share(t *Shared) {
 // Reserve takes n bytes for a forwarded request.
 func (b *Budget) Reserve(n int64) {
 	b.Reserved += n
-	if b.Tenant != nil {
-		b.Tenant.used.Add(n)
-	}
-	if b.Replica != nil {
-		b.Replica.used.Add(n)
-	}
+	b.shares(n)
 }
 
 // Release gives back n bytes reserved.
 func (b *Budget) Release(n int64) {
 	b.Reserved -= n
-	if b.Tenant != nil {
-		b.Tenant.used.Add(-n)
-	}
-	if b.Replica != nil {
-		b.Replica.used.Add(-n)
-	}
+	b.shares(-n)
 }

@@ -256,3 +256,57 @@ func TestTenantsNoGrowth(t *testing.T) {
 		t.Fatalf("the last tenant not dropped: %d", len(r.byName))
 	}
 }
+
+// B2 (issue 33.1): bytes read and not handled count in the shares and
+// fit at each bound exactly; below the floor they always fit; a request
+// never passes alone (an idle connection too).
+func TestInboundFitsAtTheBounds(t *testing.T) {
+	tenant, replica, reqs := &Shared{Limit: 100}, &Shared{Limit: 1000}, &Shared{}
+	b := Budget{Limit: 50, Tenant: tenant, Replica: replica, Requests: reqs}
+	const floor = 5
+	for _, c := range []struct {
+		in   int64
+		fits bool
+	}{{5, true}, {50, true}, {51, false}} {
+		if got := b.Fits(c.in, floor); got != c.fits {
+			t.Errorf("idle connection, %d bytes read: fits %v, want %v", c.in, got, c.fits)
+		}
+	}
+	b.Reserve(20)
+	if b.Fits(31, floor) || !b.Fits(30, floor) {
+		t.Errorf("beside 20 reserved, 30 read must fit and 31 not")
+	}
+	b.SyncInbound(30)
+	if tenant.Used() != 50 || replica.Used() != 50 || reqs.Used() != 30 {
+		t.Errorf("counted: tenant %d, replica %d, requests %d", tenant.Used(), replica.Used(), reqs.Used())
+	}
+	if !b.Fits(30, floor) || !b.Fits(10, floor) {
+		t.Error("what is already counted, or less, always fits")
+	}
+	tenant.used.Add(50) // another connection of the tenant: 100, its share
+	if b.Fits(31, floor) {
+		t.Error("a byte past the tenant's share fits")
+	}
+	if !b.Fits(floor, floor) {
+		t.Error("the floor does not fit")
+	}
+	tenant.used.Add(-50)
+	replica.used.Add(950) // the replica at its bound
+	if b.Fits(31, floor) {
+		t.Error("a byte past the replica's budget fits")
+	}
+	replica.used.Add(-950)
+	b.Release(20)
+	b.SyncInbound(0)
+	if tenant.Used() != 0 || replica.Used() != 0 || reqs.Used() != 0 {
+		t.Errorf("given back: tenant %d, replica %d, requests %d", tenant.Used(), replica.Used(), reqs.Used())
+	}
+	// Joining a tenant at authentication counts what was read before.
+	pre := Budget{Limit: 10, Replica: replica}
+	pre.SyncInbound(7)
+	t2 := &Shared{Limit: 100}
+	pre.Share(t2)
+	if t2.Used() != 7 || replica.Used() != 7 {
+		t.Errorf("after Share: tenant %d, replica %d, want 7 and 7", t2.Used(), replica.Used())
+	}
+}

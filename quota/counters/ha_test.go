@@ -25,11 +25,11 @@ type haReplica struct {
 	atSync []int64
 }
 
-func openHA(t *testing.T, url, name string, sync time.Duration) *haReplica {
+func openHA(t *testing.T, url, name string, every time.Duration) *haReplica {
 	t.Helper()
 	log, buf := newLog()
 	h := &haReplica{log: buf, clock: &syncClock{}}
-	h.store = openT(t, url, sync, log, func() time.Time {
+	h.store = openT(t, url, every, log, func() time.Time {
 		h.mu.Lock()
 		h.atSync = append(h.atSync, h.added.Load())
 		h.mu.Unlock()
@@ -88,9 +88,9 @@ func (h *haReplica) begun() int {
 func TestSentinelFailoverKeepsCounting(t *testing.T) {
 	const pw = "s3cret-ha-pw"
 	ha := testkit.StartRedisSentinel(t, pw)
-	const sync = 100 * time.Millisecond
+	const every = 100 * time.Millisecond
 	key := dayKey("plans:acme", time.Now())
-	reps := []*haReplica{openHA(t, ha.URL(), "plans:acme", sync), openHA(t, ha.URL(), "plans:acme", sync)}
+	reps := []*haReplica{openHA(t, ha.URL(), "plans:acme", every), openHA(t, ha.URL(), "plans:acme", every)}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, h := range reps {
@@ -158,15 +158,18 @@ func TestSentinelFailoverKeepsCounting(t *testing.T) {
 // the master of its slot, and each replica sees the sum.
 func TestClusterCountsAcrossSlots(t *testing.T) {
 	cl := testkit.StartRedisCluster(t, 3)
-	const sync = 100 * time.Millisecond
-	url := "redis-cluster://" + cl.Nodes[1].Addr()
+	const every = 100 * time.Millisecond
+	seed := "redis-cluster://" + cl.Nodes[1].Addr()
 	clocks := []*syncClock{{}, {}}
-	a := openT(t, url, sync, nil, clocks[0].now)
-	b := openT(t, url, sync, nil, clocks[1].now)
+	a := openT(t, seed, every, nil, clocks[0].now)
+	b := openT(t, seed, every, nil, clocks[1].now)
 	now := time.Now()
 	owners := map[int]bool{}
 	var names []string
 	for i := 0; len(owners) < 3 || len(names) < 6; i++ {
+		if i == 1000 {
+			t.Fatalf("1000 names, their day keys on %d masters only", len(owners))
+		}
 		name := "acme-" + strconv.Itoa(i)
 		_, node, err := cl.Do("GET", dayKey(name, now))
 		if err != nil {

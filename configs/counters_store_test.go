@@ -28,10 +28,10 @@ func TestCountersStoreForms(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ url, why string }{
-		{"redis-sentinel://:hunter2@sentinel-0:26379", "the primary's master name"},
+		{"redis-sentinel://:hunter2@sentinel-0:26379", "a Sentinel URL names the primary's master name, then the database"},
 		{"redis-sentinel://:hunter2@sentinel-0:26379,sentinel-1:x/flexway", "host 2 of 2: the port is not a number from 1 to 65535"},
 		{"redis-cluster://:hunter2@redis-0/3", "a Redis Cluster has no database number"},
-		{"redis-cluster://:hunter2@redis-0?read_timeout=soon", "read_timeout"},
+		{"redis-cluster://:hunter2@redis-0?read_timeout=soon", `invalid read_timeout duration: time: invalid duration "soon"`},
 		{"sentinel://:hunter2@sentinel-0/flexway", `the scheme "sentinel" is none of these`},
 		{"redis://:hunter2@[::1", "not a well-formed URL"},
 	} {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flexway/flexway/quota/counters"
+	"github.com/flexway/flexway/quota/counters/storeurl"
 )
 
 // The observability, server and audit sections.
@@ -67,8 +67,8 @@ func (l *loader) checkServer() {
 		default:
 			// The store's own parser (one Redis, Sentinel, Cluster): its
 			// reason never holds the URL, which may hold a password.
-			var ue *counters.URLError
-			if err := counters.CheckURL(store); errors.As(err, &ue) {
+			var ue *storeurl.Error
+			if _, err := storeurl.Parse(store); errors.As(err, &ue) {
 				d.errorf(p.at("store"), "not a usable redis://, rediss://, unix://, redis-sentinel:// or redis-cluster:// URL: %s", ue.Reason)
 			}
 		}

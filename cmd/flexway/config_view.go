@@ -7,7 +7,7 @@ import (
 
 	"github.com/flexway/flexway/audit"
 	"github.com/flexway/flexway/configs"
-	"github.com/flexway/flexway/quota/counters"
+	"github.com/flexway/flexway/quota/counters/storeurl"
 )
 
 // What /config says beside the bounds (O4, issue 24.6): the quotas, the
@@ -69,11 +69,11 @@ func countersInForce(c *configs.Counters) any {
 // one).
 func storeName(store string) string {
 	if s, _, ok := strings.Cut(store, "://"); ok && (strings.HasSuffix(s, "-sentinel") || strings.HasSuffix(s, "-cluster")) {
-		h, err := counters.HostOf(store)
+		st, err := storeurl.Parse(store)
 		if err != nil {
 			return "(not a URL)"
 		}
-		return s + "://" + h
+		return s + "://" + st.Host
 	}
 	u, err := url.Parse(store)
 	if err != nil || u.Host == "" {

@@ -12,7 +12,7 @@
 // replica keeps deciding on what it knows, logs once a minute, and sends
 // the deltas it kept when Redis is back. The store is one Redis, a primary
 // Redis Sentinel names (followed through a failover, said once), or a
-// Redis Cluster (url.go).
+// Redis Cluster (storeurl, client.go).
 package counters
 
 import (
@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/quota"
+	"github.com/flexway/flexway/quota/counters/storeurl"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -56,7 +57,7 @@ type Redis struct {
 	lastDown time.Time               // the last unreachable line
 	atPrim   string                  // the Sentinel-named primary of the last good sync ("": none)
 
-	primary atomic.Pointer[string] // a Sentinel's: the last connection's address (url.go's primaryHook)
+	primary atomic.Pointer[string] // a Sentinel's: the last connection's address (client.go's primaryHook)
 
 	kick      chan struct{} // a Running counter made: its first read at once (running.go)
 	stop      chan struct{}
@@ -84,7 +85,7 @@ type discard struct{}
 
 func (discard) Printf(context.Context, string, ...any) {}
 
-// Open returns the store at rawURL, in one of the forms url.go lists (one
+// Open returns the store at rawURL, in one of the forms storeurl reads (one
 // Redis, a primary Sentinel names, a Cluster), reconciled every sync
 // (DefaultSync if 0 or less). Its error wraps ErrStoreURL and never holds
 // the URL. It does not wait for Redis: a store that is not there yet is
@@ -95,7 +96,7 @@ func Open(rawURL string, sync time.Duration, log *slog.Logger) (*Redis, error) {
 }
 
 func open(rawURL string, sync time.Duration, log *slog.Logger, now func() time.Time) (*Redis, error) {
-	st, err := parseStore(rawURL)
+	st, err := storeurl.Parse(rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +105,8 @@ func open(rawURL string, sync time.Duration, log *slog.Logger, now func() time.T
 		sync = DefaultSync
 	}
 	r := newStore(sync, log, now)
-	r.cl = st.client(&r.primary)
-	r.host = st.host
+	r.cl = newClient(st, &r.primary)
+	r.host = st.Host
 	go r.run()
 	return r, nil
 }

@@ -1,7 +1,9 @@
-package counters
+// Package storeurl reads server.counters.store (issue 36 item 5, SPEC Q3):
+// its forms, into go-redis's options, refused with a reason that never
+// holds the URL. quota/counters opens it; configs checks it.
+package storeurl
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -9,11 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // The forms of server.counters.store (issue 36 item 5; README):
@@ -40,47 +39,33 @@ const (
 	redisPort      = "6379"
 )
 
-// ErrStoreURL is what Open's and CheckURL's errors wrap: a URL the store
+// ErrURL is what Parse's and Check's errors wrap: a URL the store
 // cannot use.
-var ErrStoreURL = errors.New("server.counters.store: not a usable redis://, rediss://, unix://, redis-sentinel:// or redis-cluster:// URL")
+var ErrURL = errors.New("server.counters.store: not a usable redis://, rediss://, unix://, redis-sentinel:// or redis-cluster:// URL")
 
-// URLError is a refusal of a URL, with its reason. Neither holds the URL
+// Error is a refusal of a URL, with its reason. Neither holds the URL
 // (a password may be in it).
-type URLError struct{ Reason string }
+type Error struct{ Reason string }
 
-func (e *URLError) Error() string { return ErrStoreURL.Error() + ": " + e.Reason }
-func (e *URLError) Unwrap() error { return ErrStoreURL }
+func (e *Error) Error() string { return ErrURL.Error() + ": " + e.Reason }
+func (e *Error) Unwrap() error { return ErrURL }
 
-// CheckURL says whether Open would take rawURL, and if not why (a
-// *URLError), without connecting.
-func CheckURL(rawURL string) error {
-	_, err := parseStore(rawURL)
-	return err
-}
-
-// HostOf is what the store at rawURL names in the logs (Host), never a
-// password: host:port, the socket, or the hosts (a Sentinel's with
-// /master).
-func HostOf(rawURL string) (string, error) {
-	st, err := parseStore(rawURL)
-	return st.host, err
-}
-
-// storeURL is a parsed server.counters.store: one of one, fail, clus.
-type storeURL struct {
-	host string // for the logs: host:port, the socket, hosts[/master]; never a password
-	one  *redis.Options
-	fail *redis.FailoverOptions
-	clus *redis.ClusterOptions
+// Store is a parsed server.counters.store: one of One, Failover, Cluster.
+type Store struct {
+	Host     string // for the logs: host:port, the socket, hosts[/master]; never a password
+	One      *redis.Options
+	Failover *redis.FailoverOptions
+	Cluster  *redis.ClusterOptions
 }
 
 // urlErr is a refusal: reason must not hold the URL.
-func urlErr(reason string) error { return &URLError{Reason: reason} }
+func urlErr(reason string) error { return &Error{Reason: reason} }
 
-func parseStore(raw string) (storeURL, error) {
+// Parse reads rawURL, without connecting; its error is an *Error.
+func Parse(raw string) (Store, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return storeURL{}, urlErr("no scheme")
+		return Store{}, urlErr("no scheme")
 	}
 	switch scheme {
 	case "redis", "rediss", "unix":
@@ -90,20 +75,20 @@ func parseStore(raw string) (storeURL, error) {
 	case "redis" + clusterScheme, "rediss" + clusterScheme:
 		return parseCluster(strings.TrimSuffix(scheme, clusterScheme), rest)
 	}
-	return storeURL{}, urlErr(fmt.Sprintf("the scheme %q is none of these", scheme))
+	return Store{}, urlErr(fmt.Sprintf("the scheme %q is none of these", scheme))
 }
 
 // parseOne is go-redis's ParseURL: one Redis.
-func parseOne(raw, scheme string) (storeURL, error) {
+func parseOne(raw, scheme string) (Store, error) {
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
-		return storeURL{}, libErr(err, raw)
+		return Store{}, libErr(err, raw)
 	}
 	host := opt.Addr
 	if u, err := url.Parse(raw); err == nil && scheme == "unix" {
 		host = u.Path
 	}
-	return storeURL{host: host, one: opt}, nil
+	return Store{Host: host, One: opt}, nil
 }
 
 // multi is a multi-host URL's parts: the hosts (with their ports), the
@@ -184,28 +169,28 @@ func readers(q url.Values, names ...string) error {
 
 // parseSentinel rewrites the Sentinel form into ParseFailoverURL's:
 // redis://[sentinel_user:sentinel_password@]host1/db?master_name=m&addr=host2&username=u&password=p.
-func parseSentinel(scheme, rest string) (storeURL, error) {
+func parseSentinel(scheme, rest string) (Store, error) {
 	m, err := splitMulti(rest, sentinelPort)
 	if err != nil {
-		return storeURL{}, err
+		return Store{}, err
 	}
 	parts := strings.Split(strings.Trim(m.path, "/"), "/")
 	if parts[0] == "" || len(parts) > 2 {
-		return storeURL{}, urlErr("a Sentinel URL names the primary's master name, then the database: redis-sentinel://host:26379/mymaster[/0]")
+		return Store{}, urlErr("a Sentinel URL names the primary's master name, then the database: redis-sentinel://host:26379/mymaster[/0]")
 	}
 	db := "0"
 	if len(parts) == 2 {
 		if n, err := strconv.Atoi(parts[1]); err != nil || n < 0 {
-			return storeURL{}, urlErr(fmt.Sprintf("the database %q is not a number", parts[1]))
+			return Store{}, urlErr(fmt.Sprintf("the database %q is not a number", parts[1]))
 		}
 		db = parts[1]
 	}
 	q := m.query
 	if err := reserved(q, "addr", "master_name", "username", "password", "db"); err != nil {
-		return storeURL{}, err
+		return Store{}, err
 	}
 	if err := readers(q, "replica_only", "route_by_latency", "route_randomly", "use_disconnected_replicas"); err != nil {
-		return storeURL{}, err
+		return Store{}, err
 	}
 	g := &url.URL{Scheme: scheme, Host: m.hosts[0], Path: "/" + db}
 	if su, sp := q.Get("sentinel_username"), q.Get("sentinel_password"); su != "" || sp != "" {
@@ -225,27 +210,27 @@ func parseSentinel(scheme, rest string) (storeURL, error) {
 	g.RawQuery = q.Encode()
 	opt, err := redis.ParseFailoverURL(g.String())
 	if err != nil {
-		return storeURL{}, libErr(err, g.String())
+		return Store{}, libErr(err, g.String())
 	}
 	perHostTLS(opt.TLSConfig)
-	return storeURL{host: strings.Join(m.hosts, ",") + "/" + parts[0], fail: opt}, nil
+	return Store{Host: strings.Join(m.hosts, ",") + "/" + parts[0], Failover: opt}, nil
 }
 
 // parseCluster rewrites the Cluster form into ParseClusterURL's:
 // redis://[user:password@]host1?addr=host2&addr=host3.
-func parseCluster(scheme, rest string) (storeURL, error) {
+func parseCluster(scheme, rest string) (Store, error) {
 	m, err := splitMulti(rest, redisPort)
 	if err != nil {
-		return storeURL{}, err
+		return Store{}, err
 	}
 	if strings.Trim(m.path, "/") != "" {
-		return storeURL{}, urlErr("a Redis Cluster has no database number: redis-cluster://host1:6379,host2:6379")
+		return Store{}, urlErr("a Redis Cluster has no database number: redis-cluster://host1:6379,host2:6379")
 	}
 	if err := reserved(m.query, "addr"); err != nil {
-		return storeURL{}, err
+		return Store{}, err
 	}
 	if err := readers(m.query, "read_only", "route_by_latency", "route_randomly"); err != nil {
-		return storeURL{}, err
+		return Store{}, err
 	}
 	g := &url.URL{Scheme: scheme, Host: m.hosts[0], User: m.user}
 	for _, h := range m.hosts[1:] {
@@ -254,10 +239,10 @@ func parseCluster(scheme, rest string) (storeURL, error) {
 	g.RawQuery = m.query.Encode()
 	opt, err := redis.ParseClusterURL(g.String())
 	if err != nil {
-		return storeURL{}, libErr(err, g.String())
+		return Store{}, libErr(err, g.String())
 	}
 	perHostTLS(opt.TLSConfig)
-	return storeURL{host: strings.Join(m.hosts, ","), clus: opt}, nil
+	return Store{Host: strings.Join(m.hosts, ","), Cluster: opt}, nil
 }
 
 // perHostTLS lets each node's certificate be checked against its own
@@ -297,66 +282,4 @@ func leaks(msg, given string) bool {
 		}
 	}
 	return false
-}
-
-// The store's own settings, whatever the form (DESIGN.md, the go-redis
-// choice): a reconciliation that fails is tried again at the next sync
-// with its deltas, so no retry inside one (an INCRBY retried after a lost
-// answer would count twice; in a Cluster, no redirect either: a moved slot
-// fails its commands for this sync, the slot map is read again for the
-// next), short timeouts (the goroutine is alone), a pool of 2 (per node).
-const (
-	storeTimeout = time.Second
-	storePool    = 2
-)
-
-// client makes the store's client; a Sentinel's reports each connection's
-// address to primary (the failover line).
-func (s storeURL) client(primary *atomic.Pointer[string]) redis.UniversalClient {
-	off := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	switch {
-	case s.fail != nil:
-		o := s.fail
-		o.MaxRetries, o.PoolSize = -1, storePool
-		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = storeTimeout, storeTimeout, storeTimeout, storeTimeout
-		o.ContextTimeoutEnabled, o.DisableIdentity = true, true
-		cl := redis.NewFailoverClient(o)
-		cl.AddHook(primaryHook{primary})
-		return cl
-	case s.clus != nil:
-		o := s.clus
-		o.MaxRetries, o.MaxRedirects, o.PoolSize = -1, -1, storePool
-		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = storeTimeout, storeTimeout, storeTimeout, storeTimeout
-		o.ContextTimeoutEnabled, o.DisableIdentity = true, true
-		o.MaintNotificationsConfig = off
-		return redis.NewClusterClient(o)
-	}
-	o := s.one
-	o.MaxRetries, o.PoolSize = -1, storePool
-	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = storeTimeout, storeTimeout, storeTimeout, storeTimeout
-	o.ContextTimeoutEnabled, o.DisableIdentity = true, true
-	o.MaintNotificationsConfig = off
-	return redis.NewClient(o)
-}
-
-// primaryHook records the address of each connection the failover client
-// opens: its own dials go to the primary the Sentinels name (theirs are
-// another client's, without this hook).
-type primaryHook struct{ primary *atomic.Pointer[string] }
-
-func (h primaryHook) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := next(ctx, network, addr)
-		if err == nil {
-			a := c.RemoteAddr().String()
-			h.primary.Store(&a)
-		}
-		return c, err
-	}
-}
-
-func (h primaryHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (h primaryHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }

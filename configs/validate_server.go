@@ -2,10 +2,13 @@ package configs
 
 import (
 	"encoding/hex"
+	"errors"
 	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/flexway/flexway/quota/counters/storeurl"
 )
 
 // The observability, server and audit sections.
@@ -60,11 +63,13 @@ func (l *loader) checkServer() {
 		case len(missing) > 0:
 			d.errorf(p.at("store"), "the environment does not set %s", strings.Join(missing, ", "))
 		case store == "":
-			d.errorf(p.at("store"), "required: the shared counter store, redis://host:port")
+			d.errorf(p.at("store"), "required: the shared counter store, redis://host:port (or redis-sentinel://, redis-cluster://)")
 		default:
-			// The URL may hold a password: never echo it.
-			if u, err := url.Parse(store); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
-				d.errorf(p.at("store"), "not a redis://, rediss:// or unix:// URL")
+			// The store's own parser (one Redis, Sentinel, Cluster): its
+			// reason never holds the URL, which may hold a password.
+			var ue *storeurl.Error
+			if _, err := storeurl.Parse(store); errors.As(err, &ue) {
+				d.errorf(p.at("store"), "not a usable redis://, rediss://, unix://, redis-sentinel:// or redis-cluster:// URL: %s", ue.Reason)
 			}
 		}
 		c.Store = store

@@ -3,9 +3,11 @@ package main
 import (
 	"cmp"
 	"net/url"
+	"strings"
 
 	"github.com/flexway/flexway/audit"
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/quota/counters/storeurl"
 )
 
 // What /config says beside the bounds (O4, issue 24.6): the quotas, the
@@ -63,8 +65,16 @@ func countersInForce(c *configs.Counters) any {
 }
 
 // storeName names a URL (a counter store, an OTLP endpoint) without its
-// credentials.
+// credentials; a Sentinel's or a Cluster's by its hosts (url.Parse takes
+// one).
 func storeName(store string) string {
+	if s, _, ok := strings.Cut(store, "://"); ok && (strings.HasSuffix(s, "-sentinel") || strings.HasSuffix(s, "-cluster")) {
+		st, err := storeurl.Parse(store)
+		if err != nil {
+			return "(not a URL)"
+		}
+		return s + "://" + st.Host
+	}
 	u, err := url.Parse(store)
 	if err != nil || u.Host == "" {
 		return "(not a URL)"

@@ -142,6 +142,9 @@ func TestStoreNameKeepsNoSecret(t *testing.T) {
 		"rediss://user:s3cret@redis.internal:6380": "rediss://redis.internal:6380",
 		"redis://10.0.0.5:6379?password=s3cret":    "redis://10.0.0.5:6379",
 		"s3cret":                                   "(not a URL)",
+		"redis-sentinel://:s3cret@s1:26380,s2/mymaster/1?sentinel_password=s3cret": "redis-sentinel://s1:26380,s2:26379/mymaster",
+		"redis-cluster://u:s3cret@n1:7000,n2":                                      "redis-cluster://n1:7000,n2:6379",
+		"redis-cluster://u:s3cret@n1:7000/2":                                       "(not a URL)",
 	} {
 		if got := storeName(in); got != want || strings.Contains(got, "s3cret") {
 			t.Errorf("storeName(%q) = %q, want %q", in, got, want)

@@ -3,8 +3,11 @@ package testkit
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +24,10 @@ type Redis struct {
 	persist bool
 	cmd     *exec.Cmd
 	exit    chan struct{}
+
+	pass     string   // requirepass and masterauth: Do and the PING at start AUTH first
+	extra    []string // more arguments (replicaof, cluster-enabled: redisha.go)
+	sentinel string   // a Sentinel's configuration: the server runs with --sentinel
 }
 
 // StartRedis starts a redis-server and waits until it answers PING.
@@ -34,10 +41,16 @@ func StartRedisPersistent(t testing.TB) *Redis { return startRedis(t, true) }
 
 func startRedis(t testing.TB, persist bool) *Redis {
 	t.Helper()
+	return startRedisAs(t, &Redis{persist: persist})
+}
+
+// startRedisAs starts r (its pass, extra, sentinel set) on a free port.
+func startRedisAs(t testing.TB, r *Redis) *Redis {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found: run scripts/install-deps.sh (%v)", err)
 	}
-	r := &Redis{t: t, dir: t.TempDir(), persist: persist}
+	r.t, r.dir = t, t.TempDir()
 	t.Cleanup(r.Kill)
 	for try := 0; ; try++ {
 		r.Port = FreePort(t)
@@ -86,9 +99,22 @@ func (r *Redis) start() error {
 	if r.persist {
 		aof = []string{"--appendonly", "yes", "--appendfsync", "always"}
 	}
-	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
+	args := append([]string{"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
 		"--save", "", "--dir", r.dir, "--daemonize", "no",
-		"--protected-mode", "no", "--loglevel", "warning"}, aof...)...)
+		"--protected-mode", "no", "--loglevel", "warning"}, aof...)
+	if r.pass != "" {
+		args = append(args, "--requirepass", r.pass, "--masterauth", r.pass)
+	}
+	args = append(args, r.extra...)
+	if r.sentinel != "" { // its file first (it rewrites it), no persistence
+		conf := filepath.Join(r.dir, "sentinel.conf")
+		if err := os.WriteFile(conf, []byte(r.sentinel), 0o600); err != nil {
+			return err
+		}
+		args = []string{conf, "--sentinel", "--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
+			"--dir", r.dir, "--daemonize", "no", "--protected-mode", "no", "--loglevel", "warning"}
+	}
+	cmd := exec.Command("redis-server", args...)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -101,7 +127,7 @@ func (r *Redis) start() error {
 			return fmt.Errorf("exited at start (port %d taken?)", r.Port)
 		default:
 		}
-		if ping(r.Addr()) {
+		if ping(r.Addr(), r.pass) {
 			r.cmd, r.exit = cmd, exit
 			return nil
 		}
@@ -112,7 +138,9 @@ func (r *Redis) start() error {
 	return fmt.Errorf("no answer on %s within 10 s", r.Addr())
 }
 
-// Do sends one command (inline form) and returns its first reply line.
+// Do sends one command (inline form) and returns its reply: a bulk
+// string's value, an array's elements a line each, any other reply's line
+// as sent ("+OK", ":12", "-ERR ...", "$-1" for none).
 func (r *Redis) Do(args ...string) (string, error) {
 	c, err := net.DialTimeout("tcp", r.Addr(), time.Second)
 	if err != nil {
@@ -120,32 +148,68 @@ func (r *Redis) Do(args ...string) (string, error) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(2 * time.Second))
+	br := bufio.NewReader(c)
+	if r.pass != "" {
+		if _, err := c.Write([]byte("AUTH " + r.pass + "\r\n")); err != nil {
+			return "", err
+		}
+		if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "+OK") {
+			return "", fmt.Errorf("AUTH: %q %v", line, err)
+		}
+	}
 	if _, err := c.Write([]byte(strings.Join(args, " ") + "\r\n")); err != nil {
 		return "", err
 	}
-	br := bufio.NewReader(c)
+	return readReply(br, 0)
+}
+
+// readReply reads one RESP2 reply (Do's forms), arrays nested 4 deep at most.
+func readReply(br *bufio.Reader, depth int) (string, error) {
 	line, err := br.ReadString('\n')
 	if err != nil {
 		return "", err
 	}
 	line = strings.TrimRight(line, "\r\n")
-	if strings.HasPrefix(line, "$") && line != "$-1" { // a bulk string: its value
-		v, err := br.ReadString('\n')
-		return strings.TrimRight(v, "\r\n"), err
+	n, _ := strconv.Atoi(line[min(1, len(line)):])
+	switch {
+	case strings.HasPrefix(line, "$") && n >= 0:
+		b := make([]byte, n+2)
+		if _, err := io.ReadFull(br, b); err != nil {
+			return "", err
+		}
+		return string(b[:n]), nil
+	case strings.HasPrefix(line, "*") && n > 0 && depth < 4:
+		out := make([]string, 0, n)
+		for range n {
+			v, err := readReply(br, depth+1)
+			if err != nil {
+				return "", err
+			}
+			out = append(out, v)
+		}
+		return strings.Join(out, "\n"), nil
 	}
 	return line, nil
 }
 
-func ping(addr string) bool {
+func ping(addr, pass string) bool {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
 		return false
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+	cmd := "PING\r\n"
+	if pass != "" {
+		cmd = "AUTH " + pass + "\r\n" + cmd
+	}
+	if _, err := c.Write([]byte(cmd)); err != nil {
 		return false
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if pass != "" && err == nil && strings.HasPrefix(line, "+OK") {
+		line, err = br.ReadString('\n')
+	}
 	return err == nil && strings.HasPrefix(line, "+PONG")
 }

@@ -10,21 +10,23 @@
 // counter (a rate bucket's) is one hash, learned whatever the second
 // (running.go). Redis unreachable: the
 // replica keeps deciding on what it knows, logs once a minute, and sends
-// the deltas it kept when Redis is back.
+// the deltas it kept when Redis is back. The store is one Redis, a primary
+// Redis Sentinel names (followed through a failover, said once), or a
+// Redis Cluster (storeurl, client.go).
 package counters
 
 import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flexway/flexway/quota"
+	"github.com/flexway/flexway/quota/counters/storeurl"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // DefaultSync is the reconciliation's period when none is given (the
@@ -37,8 +39,8 @@ const downLogEvery = time.Minute
 
 // Redis is a quota.Store shared through a Redis.
 type Redis struct {
-	cl   *redis.Client // nil: Local (the reconciliation only empties finished windows)
-	host string        // the store's host:port (or socket path) for the logs: never the URL
+	cl   redis.UniversalClient // nil: Local (the reconciliation only empties finished windows)
+	host string                // the store's host:port, socket path or hosts for the logs: never the URL
 	sync time.Duration
 	log  *slog.Logger
 	now  func() time.Time
@@ -53,6 +55,9 @@ type Redis struct {
 	epochSeq uint64                  // one epoch proposed per sync
 	down     bool                    // an unreachable line said, no reachable line since
 	lastDown time.Time               // the last unreachable line
+	atPrim   string                  // the Sentinel-named primary of the last good sync ("": none)
+
+	primary atomic.Pointer[string] // a Sentinel's: the last connection's address (client.go's primaryHook)
 
 	kick      chan struct{} // a Running counter made: its first read at once (running.go)
 	stop      chan struct{}
@@ -80,46 +85,28 @@ type discard struct{}
 
 func (discard) Printf(context.Context, string, ...any) {}
 
-// ErrStoreURL is Open's error for a URL it cannot use. It never holds the
-// URL (a password may be in it).
-var ErrStoreURL = errors.New("server.counters.store: not a usable redis://, rediss:// or unix:// URL")
-
-// Open returns the store at rawURL (redis://[user:password@]host:port[/db],
-// rediss://…, unix://…), reconciled every sync (DefaultSync if 0 or less).
-// It does not wait for Redis: a store that is not there yet is one that is
-// unreachable (local counts, a line a minute, reconciled when it comes).
+// Open returns the store at rawURL, in one of the forms storeurl reads (one
+// Redis, a primary Sentinel names, a Cluster), reconciled every sync
+// (DefaultSync if 0 or less). Its error wraps ErrStoreURL and never holds
+// the URL. It does not wait for Redis: a store that is not there yet is
+// one that is unreachable (local counts, a line a minute, reconciled when
+// it comes).
 func Open(rawURL string, sync time.Duration, log *slog.Logger) (*Redis, error) {
 	return open(rawURL, sync, log, time.Now)
 }
 
 func open(rawURL string, sync time.Duration, log *slog.Logger, now func() time.Time) (*Redis, error) {
-	opt, err := redis.ParseURL(rawURL)
+	st, err := storeurl.Parse(rawURL)
 	if err != nil {
-		return nil, ErrStoreURL
-	}
-	host := opt.Addr
-	if u, err := url.Parse(rawURL); err == nil && u.Scheme == "unix" {
-		host = u.Path
+		return nil, err
 	}
 	quietOnce.Do(func() { redis.SetLogger(discard{}) })
 	if sync <= 0 {
 		sync = DefaultSync
 	}
-	// A reconciliation that fails is tried again at the next sync, with its
-	// deltas: no retry inside one (an INCRBY retried after a lost answer
-	// would count twice), and short timeouts (the goroutine is alone).
-	opt.MaxRetries = -1
-	opt.DialTimeout = time.Second
-	opt.ReadTimeout = time.Second
-	opt.WriteTimeout = time.Second
-	opt.PoolTimeout = time.Second
-	opt.ContextTimeoutEnabled = true
-	opt.PoolSize = 2
-	opt.DisableIdentity = true
-	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	r := newStore(sync, log, now)
-	r.cl = redis.NewClient(opt)
-	r.host = host
+	r.cl = newClient(st, &r.primary)
+	r.host = st.Host
 	go r.run()
 	return r, nil
 }
@@ -180,7 +167,8 @@ func (r *Redis) Close() error {
 	return nil
 }
 
-// Host is the store's host:port (or socket path): what the logs name.
+// Host is the store's host:port, socket path, or hosts (a Sentinel's
+// with /master): what the logs name, never a password.
 func (r *Redis) Host() string { return r.host }
 
 func (r *Redis) run() {
@@ -413,15 +401,27 @@ func (r *Redis) settleWindow(rd *round, o op) {
 
 // logState says the store's state: a line a minute at most, whatever the
 // store does; a store that comes and goes says it once, and once that it
-// is back.
+// is back, or, a Sentinel having named another primary, once that it
+// failed over (saying it is back).
 func (r *Redis) logState(err error, now time.Time) {
+	prim := ""
+	if p := r.primary.Load(); p != nil {
+		prim = *p
+	}
 	switch {
 	case err != nil && (r.lastDown.IsZero() || now.Sub(r.lastDown) >= downLogEvery):
 		r.log.Warn("shared counter store unreachable: deciding on this replica's counts until it is back",
 			"store", r.host, "error", err.Error())
 		r.down, r.lastDown = true, now
+	case err == nil && prim != r.atPrim && r.atPrim != "":
+		r.log.Warn("shared counter store failed over: counting at its new primary, this replica's counts reconciled",
+			"store", r.host, "primary", prim, "previous", r.atPrim)
+		r.down = false
 	case err == nil && r.down:
 		r.log.Info("shared counter store reachable again: this replica's counts reconciled", "store", r.host)
 		r.down = false
+	}
+	if err == nil && prim != "" {
+		r.atPrim = prim
 	}
 }

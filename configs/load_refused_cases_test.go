@@ -269,7 +269,7 @@ func refusedBoundsCases() []refusedCase {
 		{"version is required", func(t *testing.T) fixture {
 			return base().apply(t, edit{"flexway", "version: 1\n", ""})
 		}, []string{"flexway.yaml: version: required"}},
-		{"O1 budget_wait_buckets not increasing (not served yet: its checks)", func(t *testing.T) fixture {
+		{"O1 budget_wait_buckets not increasing", func(t *testing.T) fixture {
 			return base().unbuilt().apply(t, edit{"flexway", "version: 1\n", "version: 1\nobservability: { kafka: { budget_wait_buckets: [1ms, 10ms, 5ms] } }\n"})
 		}, []string{"observability.kafka.budget_wait_buckets[2]: 5ms: the bounds must increase"}},
 		{"O1 observability.otlp without an endpoint, a ratio above 1, an unknown protocol", func(t *testing.T) fixture {
@@ -284,7 +284,7 @@ func refusedBoundsCases() []refusedCase {
 }
 
 // refusedUpstreamCases: upstreams (seed 001 "Les amonts"; SPEC U1), then
-// quotas (seed 001 "Quotas"; SPEC Q3), not served yet: their checks.
+// quotas (seed 001 "Quotas"; SPEC Q3).
 func refusedUpstreamCases() []refusedCase {
 	return []refusedCase{
 		{"U1 protocol other than kafka", func(t *testing.T) fixture {
@@ -310,7 +310,7 @@ func refusedUpstreamCases() []refusedCase {
 				edit{"flexway", "    brokers: [kafka-0.kafka:9093, kafka-1.kafka:9093, kafka-2.kafka:9093]\n", "    embedded: { brokers: 1 }\n"})
 		}, []string{"upstreams.events.tls: the embedded upstream is reached in clear text", "upstreams.events.sasl: the embedded upstream asks no SASL"}},
 
-		// ---- quotas (seed 001 "Quotas"; SPEC Q3), not served yet: their checks ----
+		// ---- quotas (seed 001 "Quotas"; SPEC Q3) ----
 		{"Q3 quotas.quota naming no policy", func(t *testing.T) fixture {
 			return base().unbuilt().apply(t, edit{"flexway", "  kafka:\n", "  kafka:\n    quotas: { quota: plans }\n"})
 		}, []string{`listeners.kafka.quotas.quota: "plans" names no policies.definitions entry`, "server.counters.store is required"}},

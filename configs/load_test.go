@@ -126,7 +126,7 @@ components:
 				t.Errorf("copy = %+v", c)
 			}
 		}},
-		{name: "Q3 quota policy with the counter store from the environment (not served yet: its checks)", f: func(t *testing.T) fixture {
+		{name: "Q3 quota policy with the counter store from the environment", f: func(t *testing.T) fixture {
 			t.Setenv("COUNTERS_URL", "redis://redis:6379/0")
 			return base().unbuilt().apply(t, edit{"flexway", "listeners:\n  kafka:\n", `server:
   counters: { store: "${COUNTERS_URL}" }

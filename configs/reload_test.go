@@ -46,8 +46,8 @@ func TestStartOnlyDiff(t *testing.T) {
 		{"observability.otlp (the exporters are made at start)", []edit{
 			{"flexway", "version: 1\n", "version: 1\nobservability: { otlp: { endpoint: \"http://127.0.0.1:4318\", sampling_ratio: 0.5 } }\n"},
 		}, []string{"observability.otlp"}},
-		// observability.kafka is not served yet (notServed): the check of
-		// the version that serves it.
+		// observability.kafka.budget_wait_buckets: the histogram's bounds
+		// are made at start (start-only).
 		{"histogram bounds", []edit{
 			{"flexway", "version: 1\n", "version: 1\nobservability: { kafka: { budget_wait_buckets: [1ms, 1s] } }\n"},
 		}, []string{"observability.kafka.budget_wait_buckets"}},

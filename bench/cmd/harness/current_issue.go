@@ -30,10 +30,14 @@ var issueRows = []issueRow{
 		func(sc string) bool { return sc == scFranzConsume }, "thr"},
 	{func(sc string) string {
 		return "large fetches: franz-go, 50 MiB / 10 MiB a partition, " + sc[strings.LastIndex(sc, ", ")+2:]
-	}, func(sc string) bool { return strings.HasPrefix(sc, "franz-go consume 1 KiB, fetch 50 MiB / 10 MiB per partition, ") }, "thr"},
+	}, func(sc string) bool {
+		return strings.HasPrefix(sc, "franz-go consume 1 KiB, fetch 50 MiB / 10 MiB per partition, ")
+	}, "thr"},
 	{func(sc string) string {
 		return "p99 at half load: Java producer at " + rateLabel(sc) + ", p50 / p99; worst after the first 5 s"
-	}, func(sc string) bool { return strings.HasPrefix(sc, "perf-test produce 1 KiB acks=all (16 KiB batches), fixed ") }, "fixed"},
+	}, func(sc string) bool {
+		return strings.HasPrefix(sc, "perf-test produce 1 KiB acks=all (16 KiB batches), fixed ")
+	}, "fixed"},
 	{func(sc string) string { return "p99 at half load: franz-go at " + rateLabel(sc) + ", p50 / p99" },
 		func(sc string) bool {
 			return strings.HasPrefix(sc, "franz-go produce 1 KiB acks=all, fixed ") && !strings.Contains(sc, "linger 0")

@@ -128,8 +128,11 @@ func (c *composer) hostileRows() ([]currentRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	held := reHeld.FindAllStringSubmatch(text, -1)
-	cell := fmt.Sprintf("%d attacks held; %s; each attack's figures in hostile.log", len(held), testVerdict(text))
+	cell := hostileTable(text)
+	if cell == "" {
+		cell = fmt.Sprintf("%d attacks held", len(reHeld.FindAllStringSubmatch(text, -1)))
+	}
+	cell += "; " + testVerdict(text) + "; each attack's figures in hostile.log"
 	return []currentRow{{workload: "hostile peers (`make hostile`): every attack of internal/hostile on the built binary",
 		cells: [4]string{"–", cell, "–", "–"}, runs: "one run", part: "hostile"}}, nil
 }
@@ -389,4 +392,43 @@ func (c *composer) soakRows() ([]currentRow, error) {
 		thousands(n), get(reSoakLost), get(reSoakDup), thousands(tx), get(reSoakTorn), get(reSoakEnd))
 	return []currentRow{{workload: "a soak: 10 tenants, ~200 connections, groups and transactions, one fault of each kind, " + get(reSoakHead),
 		cells: [4]string{"–", cell, "–", "–"}, runs: "one run", part: "soak"}}, nil
+}
+
+// hostileTable reads make hostile's table (attack | RSS MiB before/peak/after
+// | fds | goroutines | log bytes | verdict | bound): the attacks, those that
+// failed, the largest RSS growth to the peak and the most log written.
+func hostileTable(text string) string {
+	n, growth, logs := 0, -1.0, -1.0
+	var failed []string
+	var grew, logged string
+	for _, l := range strings.Split(text, "\n") {
+		f := strings.Split(l, " | ")
+		if len(f) != 7 {
+			continue
+		}
+		for i := range f {
+			f[i] = strings.TrimSpace(f[i])
+		}
+		if f[5] != "PASS" && f[5] != "FAIL" {
+			continue
+		}
+		n++
+		if f[5] == "FAIL" {
+			failed = append(failed, f[0])
+		}
+		if r := strings.Split(f[1], "/"); len(r) == 3 && num(r[1])-num(r[0]) > growth {
+			growth, grew = num(r[1])-num(r[0]), f[0]
+		}
+		if b := num(f[4]); b > logs {
+			logs, logged = b, f[0]
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	cell := fmt.Sprintf("%d attacks, %d held", n, n-len(failed))
+	if len(failed) > 0 {
+		cell += " (failed: " + strings.Join(failed, ", ") + ")"
+	}
+	return cell + fmt.Sprintf("; RSS at most +%.0f MiB to the peak (%s); log at most %s bytes (%s)", growth, grew, thousands(int(logs)), logged)
 }

@@ -103,7 +103,7 @@ func TestCurrentComposesEveryPart(t *testing.T) {
 			"≤ 221 KiB held each (4352 KiB reserved and unread); heap +0.1 MiB after the close; pass", "–", "–",
 			"2026-12-07, abc1234+dirty, one run [stalled]"},
 		"hostile peers (`make hostile`): every attack of internal/hostile on the built binary": {"–",
-			"2 attacks held; **FAIL** (TestHostile/admin-flood, TestHostile); each attack's figures in hostile.log · **the part failed: see hostile.log**",
+			"3 attacks, 2 held (failed: admin-flood); RSS at most +53 MiB to the peak (partial-7MiB); log at most 18,432 bytes (admin-flood); **FAIL** (TestHostile/admin-flood, TestHostile); each attack's figures in hostile.log · **the part failed: see hostile.log**",
 			"–", "–", "2026-12-07, abc1234+dirty, one run [hostile]"},
 		"quotas configured, not reached: ratio to no quotas (throughput · CPU), franz-go produce 1 KiB acks=all, unlimited, 1M records / franz-go consume 1 KiB, 1M records": {
 			"–", "flexway+quotas 1.000 · 1.030 / 1.100 · 0.920", "–", "–", "2026-12-07, abc1234+dirty, 2 runs [quota]"},

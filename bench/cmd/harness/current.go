@@ -331,7 +331,7 @@ func (c *composer) markdown() string {
 // machine is the machine's line, from the first part's env.txt.
 func (c *composer) machine() string {
 	for _, p := range c.order {
-		e := readEnv(filepath.Join(c.dir, p, "env.txt"))
+		e := c.partEnv(p)
 		if e["cpu"] == "" {
 			continue
 		}
@@ -362,7 +362,7 @@ func (c *composer) warnings() []string {
 	}
 	want, _, _ := strings.Cut(commit, "+")
 	for _, p := range c.order {
-		got := readEnv(filepath.Join(c.dir, p, "env.txt"))["commit"]
+		got := c.partEnv(p)["commit"]
 		if got == "" {
 			continue
 		}

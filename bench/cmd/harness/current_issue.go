@@ -57,7 +57,7 @@ func (c *composer) issueRows() ([]currentRow, error) {
 	}
 	h := &harness{results: rs}
 	noProxy := "no binary (" + c.goproxyBin() + ")"
-	if readEnv(filepath.Join(dir, "env.txt"))["goproxy"] != "" {
+	if c.partEnv("issue")["goproxy"] != "" {
 		noProxy = "–"
 	}
 	var seen []string

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -58,33 +59,74 @@ func (c *composer) manyRows() ([]currentRow, error) {
 		cells: [4]string{"–", cell, "–", "–"}, runs: "one run", part: "many"}}, nil
 }
 
-// densityRows: density.md's rows, the largest level first.
+// densityRows: density.md of each round (density/density.md, or
+// density/<round>/density.md): at the largest level, the RSS and heap per
+// pair (median and min–max of the rounds), the pairs alive, the goroutines;
+// the RSS per pair of the smaller levels.
 func (c *composer) densityRows() ([]currentRow, error) {
-	dir := filepath.Join(c.dir, "density")
-	text, err := readText(filepath.Join(dir, "density.md"))
-	if err != nil {
-		return nil, err
+	files := mustGlob(filepath.Join(c.dir, "density", "density.md"))
+	files = append(files, mustGlob(filepath.Join(c.dir, "density", "*", "density.md"))...)
+	levels := map[int][][]string{} // pairs -> a row per round
+	for _, f := range files {
+		text, err := readText(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range mdRows(text, func(f string) bool { _, err := strconv.Atoi(f); return err == nil }) {
+			if n, _ := strconv.Atoi(r[0]); len(r) >= 9 {
+				levels[n] = append(levels[n], r)
+			}
+		}
 	}
-	rows := mdRows(text, func(f string) bool { _, err := strconv.Atoi(f); return err == nil })
-	if len(rows) == 0 || len(rows[len(rows)-1]) < 9 {
-		return nil, fmt.Errorf("no level in density/density.md")
+	var ns []int
+	for n := range levels {
+		ns = append(ns, n)
 	}
-	top := rows[len(rows)-1]
-	n, _ := strconv.Atoi(top[0])
-	alive, _ := strconv.Atoi(top[2])
-	opened, _ := strconv.Atoi(top[1])
-	cell := fmt.Sprintf("%s RSS each (heap %s), %s of %s alive after 5 s; goroutines %s", top[5], top[6], thousands(alive), thousands(opened), top[8])
-	for _, r := range rows[:len(rows)-1] {
-		m, _ := strconv.Atoi(r[0])
-		cell += fmt.Sprintf("; %s pairs %s each", thousands(m), r[5])
+	if len(ns) == 0 {
+		return nil, fmt.Errorf("no level in density/")
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(ns)))
+	kib := func(rows [][]string, col int) string { // "4.3 KiB (4.2–4.4)"
+		var v []float64
+		for _, r := range rows {
+			x, _, _ := strings.Cut(r[col], " ")
+			v = append(v, num(x))
+		}
+		med, rest, _ := strings.Cut(spread(v, "%.1f"), " ")
+		return strings.TrimSpace(med + " KiB " + rest)
+	}
+	top := levels[ns[0]]
+	alive, opened, gor := math.MaxInt, 0, []string{}
+	for _, r := range top {
+		a, _ := strconv.Atoi(r[2])
+		o, _ := strconv.Atoi(r[1])
+		alive, opened = min(alive, a), max(opened, o)
+		if !contains(gor, r[8]) {
+			gor = append(gor, r[8])
+		}
+	}
+	cell := fmt.Sprintf("%s RSS each (heap %s), %s of %s alive after 5 s; goroutines %s",
+		kib(top, 5), kib(top, 6), thousands(alive), thousands(opened), strings.Join(gor, ", "))
+	for _, n := range ns[1:] {
+		cell += fmt.Sprintf("; %s pairs %s each", thousands(n), kib(levels[n], 5))
 	}
 	broker := "the bench broker"
-	if k := readEnv(filepath.Join(dir, "env.txt"))["kafka"]; k != "" {
+	if k := c.partEnv("density")["kafka"]; k != "" {
 		v, _, _ := strings.Cut(k, " ")
 		broker = "Apache Kafka " + v
 	}
-	return []currentRow{{workload: fmt.Sprintf("idle authenticated connection pairs, %s, against %s", thousands(n), broker),
-		cells: [4]string{"–", cell, "–", "–"}, runs: "one run", part: "density"}}, nil
+	return []currentRow{{workload: fmt.Sprintf("idle authenticated connection pairs, %s, against %s", thousands(ns[0]), broker),
+		cells: [4]string{"–", cell, "–", "–"}, runs: runsLabel(len(top)), part: "density"}}, nil
+}
+
+// partEnv is bench/run's env.txt of part p (its first round's, when it
+// ran in rounds: p/1/env.txt).
+func (c *composer) partEnv(p string) map[string]string {
+	e := readEnv(filepath.Join(c.dir, p, "env.txt"))
+	if len(e) == 0 {
+		e = readEnv(filepath.Join(c.dir, p, "1", "env.txt"))
+	}
+	return e
 }
 
 var (

@@ -31,6 +31,7 @@ type currentRow struct {
 	cells    [4]string
 	runs     string // "3 runs", "one run"
 	part     string
+	from     string // the file it was read from, in the part's folder
 }
 
 // tablePart is a line of bench/table's parts.tsv.
@@ -149,7 +150,7 @@ func (c *composer) partRows(p string) []currentRow {
 		why += fmt.Sprintf(" (%v)", err)
 	}
 	if len(rows) == 0 {
-		return []currentRow{{workload: partWorkloads[p], cells: [4]string{"–", why, "–", "–"}, runs: "–", part: p}}
+		return []currentRow{{workload: partWorkloads[p], cells: [4]string{"–", why, "–", "–"}, runs: "–", part: p, from: p + ".log"}}
 	}
 	for i := range rows {
 		rows[i].cells[1] += " · **" + why + "**"
@@ -320,10 +321,15 @@ func (c *composer) markdown() string {
 		cells = append(cells, fmt.Sprintf("%s, %s, %s [%s]", day, commit, r.runs, r.part))
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
 	}
-	b.WriteString("\nWhat made each row (bench/table's parts; each part's results and log in this folder):\n\n")
+	b.WriteString("\nWhat made each row: its part, and the file of this folder it was read from:\n\n")
 	for _, r := range c.rows {
-		p := c.parts[r.part]
-		fmt.Fprintf(&b, "- %s: [%s] `%s` (%s, %d s), %s/\n", r.workload, r.part, p.cmd, p.status, p.seconds, r.part)
+		fmt.Fprintf(&b, "- %s: [%s] %s\n", r.workload, r.part, r.from)
+	}
+	abs, _ := filepath.Abs(c.dir)
+	b.WriteString("\nThe parts, in the order they ran (bench/table; each one's output in <part>.log):\n\n")
+	for _, name := range c.order {
+		p := c.parts[name]
+		fmt.Fprintf(&b, "- [%s] `%s`: %s, %d s\n", name, strings.ReplaceAll(p.cmd, abs, "<this folder>"), p.status, p.seconds)
 	}
 	return b.String()
 }

@@ -72,7 +72,7 @@ func (c *composer) issueRows() ([]currentRow, error) {
 			if !ir.match(sc) {
 				continue
 			}
-			row := currentRow{workload: ir.workload(sc), part: "issue"}
+			row := currentRow{workload: ir.workload(sc), part: "issue", from: "issue/runs.tsv"}
 			n := 0
 			for i, p := range append([]string{direct}, hopCols...) {
 				cell, k := issueCell(h, ir.kind, sc, p)

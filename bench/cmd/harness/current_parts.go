@@ -56,7 +56,7 @@ func (c *composer) manyRows() ([]currentRow, error) {
 	n, each, _ := strings.Cut(f[0], " × ")
 	cell := fmt.Sprintf("peak %s (idle %s; %s 10 s after, %s 60 s after) · %s · %s in all; budgets %s", f[2], f[1], f[4], f[6], f[8], thr, f[3])
 	return []currentRow{{workload: fmt.Sprintf("%s large-fetch consumers at once, %s each", n, each),
-		cells: [4]string{"–", cell, "–", "–"}, runs: "one run", part: "many"}}, nil
+		cells: [4]string{"–", cell, "–", "–"}, runs: "one run", part: "many", from: "many/many.md"}}, nil
 }
 
 // densityRows: density.md of each round (density/density.md, or
@@ -116,7 +116,7 @@ func (c *composer) densityRows() ([]currentRow, error) {
 		broker = "Apache Kafka " + v
 	}
 	return []currentRow{{workload: fmt.Sprintf("idle authenticated connection pairs, %s, against %s", thousands(ns[0]), broker),
-		cells: [4]string{"–", cell, "–", "–"}, runs: runsLabel(len(top)), part: "density"}}, nil
+		cells: [4]string{"–", cell, "–", "–"}, runs: runsLabel(len(top)), part: "density", from: "density/density.md (each round's)"}}, nil
 }
 
 // partEnv is bench/run's env.txt of part p (its first round's, when it
@@ -161,7 +161,7 @@ func (c *composer) stalledRows() ([]currentRow, error) {
 		cell = fmt.Sprintf("≤ %s KiB held each (%s KiB reserved and unread); heap %s MiB after the close; %s", m[1], m[2], m[3], cell)
 	}
 	return []currentRow{{workload: "20 stalled readers (4 Fetches of 64 MiB never read, `max_in_flight_bytes` 4 MiB), in process",
-		cells: [4]string{"–", cell, "–", "–"}, runs: "one run", part: "stalled"}}, nil
+		cells: [4]string{"–", cell, "–", "–"}, runs: "one run", part: "stalled", from: "stalled.log"}}, nil
 }
 
 // hostileRows: make hostile's attacks, how many held, and its verdict.
@@ -176,7 +176,7 @@ func (c *composer) hostileRows() ([]currentRow, error) {
 	}
 	cell += "; " + testVerdict(text) + "; each attack's figures in hostile.log"
 	return []currentRow{{workload: "hostile peers (`make hostile`): every attack of internal/hostile on the built binary",
-		cells: [4]string{"–", cell, "–", "–"}, runs: "one run", part: "hostile"}}, nil
+		cells: [4]string{"–", cell, "–", "–"}, runs: "one run", part: "hostile", from: "hostile.log"}}, nil
 }
 
 // quotaRows: quota-runs.tsv, each variant's ratios to the no-quota gateway
@@ -225,7 +225,7 @@ func (c *composer) quotaRows() ([]currentRow, error) {
 		parts = append(parts, v+" "+strings.Join(per, " / "))
 	}
 	return []currentRow{{workload: "quotas configured, not reached: ratio to no quotas (throughput · CPU), " + strings.Join(scs, " / "),
-		cells: [4]string{"–", strings.Join(parts, "; "), "–", "–"}, runs: runsLabel(len(runs)), part: "quota"}}, nil
+		cells: [4]string{"–", strings.Join(parts, "; "), "–", "–"}, runs: runsLabel(len(runs)), part: "quota", from: "quota/quota-runs.tsv"}}, nil
 }
 
 // readTSV reads a tab-separated file with a header line: a map per row.
@@ -318,7 +318,7 @@ func (c *composer) reachedRows() ([]currentRow, error) {
 		}
 		verb := map[string]string{"produce": "producing at 1 MiB/s", "consume": "consuming at 2 MiB/s"}[d]
 		rows = append(rows, currentRow{workload: fmt.Sprintf("quotas reached: %d libraries %s (%s)", len(rate), verb, strings.Join(sortedKeys(rate), ", ")),
-			cells: [4]string{"–", cell, "–", "–"}, runs: runsLabel(len(runs)), part: "reached"})
+			cells: [4]string{"–", cell, "–", "–"}, runs: runsLabel(len(runs)), part: "reached", from: "reached/quota-reached-runs.tsv"})
 	}
 	if nb := c.neighbourRow(dir); nb != nil {
 		rows = append(rows, *nb)
@@ -360,7 +360,7 @@ func (c *composer) neighbourRow(dir string) *currentRow {
 			cols[1] = append(cols[1], s)
 		}
 	}
-	row := currentRow{workload: "a noisy neighbour: globex's p99 alone, then beside acme flat out", runs: "one run", part: "reached"}
+	row := currentRow{workload: "a noisy neighbour: globex's p99 alone, then beside acme flat out", runs: "one run", part: "reached", from: "reached/quota-reached.md"}
 	for i, v := range cols {
 		row.cells[i] = "–"
 		if len(v) > 0 {
@@ -403,7 +403,7 @@ func (c *composer) otlpRows() ([]currentRow, error) {
 		return nil, fmt.Errorf("no round in otlp/runs.tsv")
 	}
 	return []currentRow{{workload: fmt.Sprintf("`observability.otlp` on: %s, CPU s/GiB ratio to without; %s", strings.Join(vs, " / "), strings.Join(scs, "; ")),
-		cells: [4]string{"–", strings.Join(per, "; "), "–", "–"}, runs: runsLabel(n), part: "otlp"}}, nil
+		cells: [4]string{"–", strings.Join(per, "; "), "–", "–"}, runs: runsLabel(n), part: "otlp", from: "otlp/runs.tsv"}}, nil
 }
 
 var (
@@ -433,7 +433,7 @@ func (c *composer) soakRows() ([]currentRow, error) {
 	cell := fmt.Sprintf("%s records acknowledged, %s lost, %s duplicated; %s transactions committed, %s torn; %s",
 		thousands(n), get(reSoakLost), get(reSoakDup), thousands(tx), get(reSoakTorn), get(reSoakEnd))
 	return []currentRow{{workload: "a soak: 10 tenants, ~200 connections, groups and transactions, one fault of each kind, " + get(reSoakHead),
-		cells: [4]string{"–", cell, "–", "–"}, runs: "one run", part: "soak"}}, nil
+		cells: [4]string{"–", cell, "–", "–"}, runs: "one run", part: "soak", from: "soak/report.md"}}, nil
 }
 
 // hostileTable reads make hostile's table (attack | RSS MiB before/peak/after

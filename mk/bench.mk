@@ -78,7 +78,7 @@
 #                        hostile, quota, reached, otlp; soak when named, or
 #                        "all"), BENCH_REPEAT (3) runs each, then ONE table,
 #                        bench/results/table-<date>/current.md, with the date,
-#                        the commit and the machine. About 40 minutes (50 with
+#                        the commit and the machine. About 35 minutes (45 with
 #                        the soak). Takes the broker's lock itself, part by
 #                        part: do not wrap it in flock.
 #   make bench-micro     the codec micro-benchmarks and the in-process kfake

@@ -72,6 +72,15 @@
 #                        and after a change (issue 23.5); BENCH_PARTS as above.
 #   make bench-density   bench/run density: 1,000 and 9,000 idle authenticated
 #                        connection pairs: RSS per pair, GC pauses, one producer.
+#   make bench-table     bench/table (issue 35.4): every row of BENCHMARKS.md's
+#                        current table at the checkout's commit, part after part
+#                        (BENCH_TABLE_PARTS: issue, many, density, stalled,
+#                        hostile, quota, reached, otlp; soak when named, or
+#                        "all"), BENCH_REPEAT (3) runs each, then ONE table,
+#                        bench/results/table-<date>/current.md, with the date,
+#                        the commit and the machine. About 35 minutes (45 with
+#                        the soak). Takes the broker's lock itself, part by
+#                        part: do not wrap it in flock.
 #   make bench-micro     the codec micro-benchmarks and the in-process kfake
 #                        loopback benchmark (what `make bench` runs).
 #   make soak            bench/cmd/soak (issue 25.4): the built gateway, 10
@@ -94,7 +103,7 @@
 GO ?= go
 BENCH_RUN := $(CURDIR)/bench/run
 
-.PHONY: bench-real bench-new bench-issue11 bench-many bench-quota bench-quota-reached bench-neighbour bench-otlp bench-alternate bench-density bench-all bench-micro soak
+.PHONY: bench-real bench-new bench-issue11 bench-many bench-quota bench-quota-reached bench-neighbour bench-otlp bench-alternate bench-density bench-all bench-table bench-micro soak
 
 bench-real:
 	GO=$(GO) $(BENCH_RUN) real
@@ -128,6 +137,9 @@ bench-density:
 
 bench-all:
 	GO=$(GO) $(BENCH_RUN) all
+
+bench-table:
+	GO=$(GO) bench/table
 
 bench-micro:
 	$(GO) test ./codec -run '^$$' -bench . -benchmem

@@ -223,7 +223,7 @@ plot "%s" using 1:2:3:4 with yerrorbars lc rgb "#d62728" pt 5 ps 1.2 lw 1.5 titl
 	must(os.WriteFile(gpPath, []byte(script), 0o644))
 	if out, err := exec.Command("gnuplot", gpPath).CombinedOutput(); err != nil {
 		h.say("gnuplot failed: %v\n%s", err, out)
-	} else if data, err := os.ReadFile(png); err == nil {
+	} else if data, err := os.ReadFile(png); err == nil && plotsToDocs() {
 		docs := filepath.Join(h.root, "docs")
 		_ = os.MkdirAll(docs, 0o755)
 		must(os.WriteFile(filepath.Join(docs, "bench-rss-fetch.png"), data, 0o644))

@@ -113,6 +113,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "client" { // the franz-go clients of the quotas-reached part (client.go)
 		os.Exit(clientMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "current" { // make bench-table's table (current.go)
+		os.Exit(currentMain(os.Args[2:]))
+	}
 	h := &harness{firstNodeID: 1}
 	mode := flag.String("mode", "real", "real (table, plot, profile) | density | all")
 	flag.StringVar(&h.root, "root", ".", "the repository")

@@ -90,7 +90,7 @@ unset multiplot
 	must(os.WriteFile(gpPath, []byte(gp), 0o644))
 	if out, err := exec.Command("gnuplot", gpPath).CombinedOutput(); err != nil {
 		h.say("gnuplot failed: %v\n%s", err, out)
-	} else {
+	} else if plotsToDocs() {
 		docs := filepath.Join(h.root, "docs")
 		_ = os.MkdirAll(docs, 0o755)
 		if data, err := os.ReadFile(png); err == nil {
@@ -118,3 +118,7 @@ func firstLineWith(s, prefix string) string {
 	}
 	return ""
 }
+
+// plotsToDocs says whether the plots are copied to docs/ (BENCH_PLOTS_TO_DOCS,
+// 1 by default; make bench-table sets 0: its runs leave the tree as it was).
+func plotsToDocs() bool { return os.Getenv("BENCH_PLOTS_TO_DOCS") != "0" }

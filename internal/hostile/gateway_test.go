@@ -153,6 +153,7 @@ func startGateway(t testing.TB, bin string) *gateway {
 	g.cmd = exec.Command("sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, fdLimit), bin, "-config", "flexway.yaml")
 	g.cmd.Dir = g.dir
 	g.cmd.Stdout, g.cmd.Stderr = g.out, g.out
+	g.cmd.SysProcAttr = dieWithTest()
 	if err := g.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

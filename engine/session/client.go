@@ -249,7 +249,7 @@ func (cl *Client) waitsOnGateway() bool {
 // kernel.
 func (cl *Client) process() {
 	defer cl.syncReads()
-	for !cl.closed && !cl.wait.held && cl.auth.state != stAuthing && !cl.auth.reauthing && cl.up.state != upDialing && (!cl.muted() || cl.ps.s != nil) {
+	for !cl.closed && !cl.wait.held && cl.auth.state != stAuthing && !cl.auth.reauthing && cl.up.state != upDialing && (!cl.muted() || (cl.ps.s != nil && !cl.q.paced)) {
 		if cl.ps.s != nil {
 			if !cl.feedProduce() {
 				return

@@ -43,6 +43,10 @@ type Series struct {
 	// ReadWaits: clients whose reads were paused because what they sent
 	// and the gateway had not handled reached a budget (inbound.go).
 	ReadWaits count
+	// QuotaCapped: requests that waited max_throttle for a quota debt and
+	// went on in debt (Q2, quota.go); QuotaPaced: streamed Produce
+	// requests paused in their middle for their quota (pace).
+	QuotaCapped, QuotaPaced count
 
 	// LoopEvent: how long each traffic event held its loop (every other
 	// connection of the loop waits meanwhile): a stall shows here.
@@ -71,6 +75,8 @@ var SeriesNames = []string{
 	"flexway_engine_spliced_detached_bytes_total",
 	"flexway_engine_loop_event_seconds_bucket",
 	"flexway_engine_loop_task_seconds_bucket",
+	"flexway_engine_quota_capped_total",
+	"flexway_engine_quota_paced_total",
 }
 
 // pausedFor counts a broker connection's pause of d.
@@ -100,6 +106,8 @@ func newFlowSeries(set *metrics.Set, st *conn.Stats) Series {
 		FetchRoomOuts:   c(`flexway_engine_splice_room_outs_total{direction="fetch"}`),
 		ProduceDetached: c(`flexway_engine_spliced_detached_bytes_total{direction="produce"}`),
 		FetchDetached:   c(`flexway_engine_spliced_detached_bytes_total{direction="fetch"}`),
+		QuotaCapped:     c(`flexway_engine_quota_capped_total`),
+		QuotaPaced:      c(`flexway_engine_quota_paced_total`),
 		LoopEvent:       set.NewPrometheusHistogramExt(`flexway_engine_loop_event_seconds`, loopEventBuckets),
 		LoopTask:        set.NewPrometheusHistogramExt(`flexway_engine_loop_task_seconds{task="run"}`, loopEventBuckets),
 		LoopUnmute:      set.NewPrometheusHistogramExt(`flexway_engine_loop_task_seconds{task="unmute"}`, loopEventBuckets),

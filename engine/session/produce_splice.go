@@ -154,6 +154,7 @@ func (e *produceEnds) Spliced(n int) {
 	if e.c.Detached() {
 		e.env.Series.ProduceDetached.Add(int64(n))
 	}
+	(*Client)(e).pace(n)
 }
 
 // PipeFull: the broker's socket is full; what the pipe still holds is read
@@ -176,12 +177,22 @@ func (e *produceEnds) PipeFull(rest int) {
 // Room bounds a pass by what the broker's socket takes (invariant 42), so
 // that nothing is left in the pipe to be read out and copied: the records
 // the broker cannot take yet stay in the client's socket.
-func (e *produceEnds) Room(dst int) int { return e.env.room(dst) }
+// A paced stream's pass is bounded by its quota as well (paceRoom).
+func (e *produceEnds) Room(dst int) int {
+	r := e.env.room(dst)
+	if q := (*Client)(e).paceRoom(); q >= 0 && (r < 0 || q < r) {
+		return q
+	}
+	return r
+}
 
 // RoomOut: the broker's socket is full. The broker connection is above its
 // mark until its socket takes more (conn.NoRoom): the client is paused,
 // and read again (what waits in its socket spliced first) once it does.
 func (e *produceEnds) RoomOut() {
+	if (*Client)(e).pacing() {
+		return // its quota's, not its broker's: unmute goes on (quota.go)
+	}
 	e.env.Series.ProduceRoomOuts.Add(1)
 	if u := e.up.conn; u != nil && !u.closed {
 		u.c.NoRoom()
@@ -191,7 +202,10 @@ func (e *produceEnds) RoomOut() {
 // UnitOut writes straight to the broker's socket: the batch was flushed, nothing is unsent.
 func (e *produceEnds) UnitOut(sl [][]byte) { _ = e.up.conn.c.Writev(sl) }
 
-func (e *produceEnds) UnitTaken(int) { e.env.Series.ProduceUnits.Add(1) }
+func (e *produceEnds) UnitTaken(used int) {
+	e.env.Series.ProduceUnits.Add(1)
+	(*Client)(e).pace(used)
+}
 
 func (e *produceEnds) DestClear() bool {
 	u := e.up.conn
@@ -204,7 +218,7 @@ func (e *produceEnds) DestClear() bool {
 func (e *produceEnds) Failed(why string) {
 	cl := (*Client)(e)
 	cl.dropUnread()
-	cl.ps.s = nil
+	cl.ps.s, cl.ps.pend = nil, nil
 	cl.count(codec.KeyProduce, signals.Refused, signals.CauseUnsupported, 0)
 	cl.close(signals.CloseMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+why)
 }

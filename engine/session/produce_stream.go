@@ -26,6 +26,8 @@ type produceStream struct {
 	// ended: a stream went through since the last look at the socket
 	// for the next request's head (spliceOn)
 	ended bool
+	// pend: the stream's answer owed, until its last byte (streamThrottle)
+	pend *decide.Pending
 }
 
 // beginProduce starts relaying the frame of size bytes at the head of the
@@ -65,7 +67,7 @@ func (cl *Client) beginStream(size int32, head []byte) bool {
 		cl.ps.gather = true
 		return false
 	}
-	if !cl.checkSession() || cl.quotaHold(h.Key, int(size)) {
+	if !cl.checkSession() || cl.quotaHold(h.Key, 0) { // its bytes are charged as they come (pace)
 		return false // closed, or its principal owes: it waits, muted (quota.go)
 	}
 	p := cl.queue.Get()
@@ -82,10 +84,10 @@ func (cl *Client) beginStream(size int32, head []byte) bool {
 		cl.queue.Put(p) // while it waits, the client is not read (syncReads, flow.go)
 		return false
 	}
-	cl.quotaGate(&h, int(size)) // spent by quotaHold (never true for a Produce)
-	cl.quotaPending(p)          // its answer carries the throttle; the silence begins as it leaves
+	cl.quotaGate(&h, 0) // spent by quotaHold (never true for a Produce)
+	cl.quotaPending(p)  // its answer carries the throttle; the silence begins as it leaves
 	cl.up.corr++
-	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large = ps, 0, h.Version, true
+	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large, cl.ps.pend = ps, 0, h.Version, true, p
 	cl.syncMarks() // its records are spliced: paused at its broker's first byte unsent
 	cl.owe(p)
 	cl.countRequest(h.Key, p, decide.Forward) // allowed, or throttled (quotaPending)
@@ -115,7 +117,7 @@ func (cl *Client) feedProduce() bool {
 		}
 		used, err := ps.Feed(chunk)
 		if err != nil {
-			cl.ps.s = nil
+			cl.ps.s, cl.ps.pend = nil, nil
 			cl.count(codec.KeyProduce, signals.Refused, signals.CauseUnsupported, 0)
 			cl.close(signals.CloseMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+err.Error())
 			return false
@@ -125,11 +127,12 @@ func (cl *Client) feedProduce() bool {
 		}
 		if used > 0 { // gnet's Discard(0) discards everything
 			cl.discard(used)
+			cl.pace(used)
 		}
 		if cl.closed {
 			return false
 		}
-		if !ps.Done() && cl.inBuffered() == 0 {
+		if !ps.Done() && cl.inBuffered() == 0 && !cl.pacing() {
 			// The records (and the headers between them) still in the
 			// socket go to the broker without the loop's buffer.
 			cl.spliceProduce()
@@ -155,7 +158,8 @@ func (cl *Client) feedProduce() bool {
 
 // endStream: the streamed request went through whole.
 func (cl *Client) endStream() {
-	cl.ps.s, cl.ps.carry, cl.ps.ended = nil, 0, true
+	cl.streamThrottle(cl.ps.pend)
+	cl.ps.s, cl.ps.carry, cl.ps.ended, cl.ps.pend = nil, 0, true, nil
 	if cl.inBuffered() == 0 {
 		cl.clock.frameSince = time.Time{}
 	} else {

@@ -29,7 +29,17 @@ type quotaConn struct {
 	nextKind  quota.Kind
 	nextScope quota.Scope
 
-	spent     bool      // the request at the head was spent (quotaHold), not yet taken (quotaGate)
+	spent bool // the request at the head was spent (quotaHold), not yet taken (quotaGate)
+	// heldSince: the request at the head has waited for a debt since
+	// then (zero: it does not wait); at max_throttle it goes on (Q2).
+	heldSince time.Time
+	// quietSince: the start of the silences after answers since the last
+	// request let through (waitedFrom)
+	quietSince time.Time
+	// paced: muted in the middle of a streamed Produce, whose bytes are
+	// charged as they are read (pace): the stream waits, not only the
+	// next request.
+	paced     bool
 	fetcher   bool      // counted among its principal's fetching connections (Principal.Fetcher)
 	muted     bool      // no request is handled until muteUntil
 	muteUntil time.Time // the end of the silence (KIP-219)
@@ -119,26 +129,33 @@ func (cl *Client) quotaLocal() {
 	now := time.Now()
 	if d, s := q.p.Spend(quota.Requests, 1, now, &q.lim); d > 0 {
 		cl.throttled(quota.Requests, s, d)
-		cl.mute(q, now.Add(d))
+		cl.silence(q, now, now.Add(d))
 	}
 }
 
 // quotaHold reports whether a request of key (a frame of size bytes)
 // must wait because its principal or tenant owes (invariant 33): any
 // request while requests are owed, a Produce while produced bytes are. The
-// connection is then muted until the debt is paid, whatever max_throttle
-// (it caps the throttle an answer announces, not the wait), and the
-// request stays in the buffer; what the client sends behind it waits in
-// the kernel. The debt is the principal's, so it holds the next request on
-// every connection of the principal, in any replica sharing its counters.
-// A Fetch owing bytes is not held: quotaGate answers it empty at once (Q2).
+// connection is then muted until the debt is paid, or until the request
+// has waited max_throttle (Q2: the cap bounds the wait as it bounds the
+// silence after an answer; no throttle may make a request expire), and
+// the request stays in the buffer; what the client sends behind it waits
+// in the kernel. Past the cap the request goes on, and its answer carries
+// what is still owed (capped): a debt larger than the cap is paid over
+// several throttles. The wait runs from the frame's first byte waiting in
+// the buffer (frameSince) when it came before: a request pipelined during
+// a silence has waited that silence already. The debt is the principal's,
+// so it holds the next request on every connection of the principal, in
+// any replica sharing its counters. A Fetch owing bytes is not held:
+// quotaGate answers it empty at once (Q2).
 //
 // A request let through is spent at once, in the same step as the look
 // at the debt, so that two loops seeing a paid debt together are a few
 // nanoseconds' race, not a request's: the principal's next request after
 // one past the bucket waits on every connection. The spending is kept for
 // quotaGate (q.spent) while the request waits for something else (its
-// broker connection, the budget).
+// broker connection, the budget). A streamed Produce is spent its size
+// prefix here, the rest as it is read (pace).
 func (cl *Client) quotaHold(key int16, size int) bool {
 	q := cl.quotaOn()
 	if q == nil || q.spent {
@@ -150,11 +167,49 @@ func (cl *Client) quotaHold(key int16, size int) bool {
 		d = max(d, q.p.Owed(quota.ProduceBytes, now, &q.lim))
 	}
 	if d > 0 {
-		cl.mute(q, now.Add(d))
-		return true
+		if q.heldSince.IsZero() {
+			q.heldSince = q.waitedFrom(cl.clock.frameSince, now)
+		}
+		if left := q.lim.MaxThrottle - now.Sub(q.heldSince); left > 0 {
+			cl.mute(q, now.Add(min(d, left)))
+			return true
+		}
+		cl.env.Series.QuotaCapped.Add(1) // waited max_throttle: it goes on, in debt
 	}
+	q.heldSince, q.quietSince = time.Time{}, time.Time{}
 	q.spend(key, size, now)
 	return false
+}
+
+// waitedFrom is when the request at the head began to wait for its quota:
+// now, or when its first byte was buffered (frameSince) if before, or the
+// start of the silence that just ended (a KIP-219 client sends its next
+// request as the throttle of the last answer ends: it has waited that
+// throttle already). So the wait of a request, silence included, is
+// capped at max_throttle.
+func (q *quotaConn) waitedFrom(frameSince, now time.Time) time.Time {
+	from := now
+	if !frameSince.IsZero() && frameSince.Before(from) {
+		from = frameSince
+	}
+	if !q.quietSince.IsZero() && now.Sub(q.muteUntil) < silenceSlack && q.quietSince.Before(from) {
+		from = q.quietSince
+	}
+	return from
+}
+
+// silenceSlack: a request that comes within this of the end of a silence
+// was sent as it ended (the client's clock runs from the answer's arrival).
+const silenceSlack = 50 * time.Millisecond
+
+// silence mutes the client after an answer that carries a throttle
+// (KIP-219), from now to until; quietSince keeps its start for the next
+// request's wait (waitedFrom).
+func (cl *Client) silence(q *quotaConn, now, until time.Time) {
+	if q.quietSince.IsZero() {
+		q.quietSince = now
+	}
+	cl.mute(q, until)
 }
 
 // spend charges a request of key (a frame of size bytes) and keeps the
@@ -226,7 +281,7 @@ func (cl *Client) quotaGate(h *codec.RequestHeader, size int) bool {
 		cl.throttled(quota.FetchBytes, s, time.Duration(throttleMs(d))*time.Millisecond)
 		cl.count(h.Key, signals.Throttled, signals.CauseQuota, throttleMs(d))
 		cl.answerPending(p)
-		cl.mute(q, now.Add(d))
+		cl.silence(q, now, now.Add(d))
 		return true
 	}
 	return false
@@ -299,7 +354,8 @@ func (cl *Client) answerThrottle(p *decide.Pending) {
 	if cl.q == nil {
 		cl.q = &quotaConn{}
 	}
-	cl.mute(cl.q, time.Now().Add(time.Duration(max(p.Throttle, p.BrokerThrottle))*time.Millisecond))
+	now := time.Now()
+	cl.silence(cl.q, now, now.Add(time.Duration(max(p.Throttle, p.BrokerThrottle))*time.Millisecond))
 }
 
 func throttleMs(d time.Duration) int32 {
@@ -355,7 +411,7 @@ func (cl *Client) muted() bool { return cl.q != nil && cl.q.muted }
 // a re-enrolment per mute (issue 22.7: with them, a held neighbour's sweeps
 // held the loop 10 ms and more).
 func (cl *Client) quotaPause() {
-	if cl.muted() && !cl.closed && cl.ps.s == nil { // a streamed Produce goes on to its end first
+	if cl.muted() && !cl.closed && (cl.ps.s == nil || cl.q.paced) { // a streamed Produce goes on to its end first, unless paced
 		if cl.auth.tls == nil && cl.c.Buffered() < MuteInPlace {
 			return // muted in place: read on (a KIP-219 client sends nothing meanwhile), not handled
 		}
@@ -398,10 +454,16 @@ func (env *Env) unmute(l *Loop, cl *Client, now time.Time) {
 		return
 	}
 	delete(l.muted, cl)
-	q.listed, q.muted = false, false
+	if q.paced && cl.ps.s != nil {
+		cl.clock.frameSince = now // the pause was the gateway's (idle_timeout's partial frame, sweep.go)
+	}
+	q.listed, q.muted, q.paced = false, false, false
 	cl.unpause(conn.Quota)
 	if !cl.closed {
 		cl.process()
+	}
+	if !cl.closed && cl.ps.s != nil && cl.inBuffered() == 0 {
+		cl.spliceOn() // a paced stream's rest waits in the socket
 	}
 }
 

@@ -1,0 +1,78 @@
+package session
+
+// A streamed Produce paced by producer_byte_rate (Q2, invariant 33): its
+// bytes are charged as they are read, from the gateway's buffer or spliced
+// from the client's socket, and once its principal or tenant owes, the
+// stream stops being read until the debt is paid (capped at max_throttle
+// a pause, then charged again). So a request larger than the rate times
+// max_throttle is held to the rate while it arrives, instead of being
+// charged whole at its head and making the next request wait for all of
+// it: no request waits longer than max_throttle for a quota, and the rate
+// holds whatever the batch size. What is still owed at its last byte is
+// the throttle its answer carries (streamThrottle), and the next request
+// waits for it as any other (quotaHold).
+
+import (
+	"time"
+
+	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/splice"
+	"github.com/flexway/flexway/quota"
+)
+
+// pace charges n bytes of the streamed Produce just read; past the
+// buckets' depth, the stream is muted (q.paced) for what is owed.
+func (cl *Client) pace(n int) {
+	if n <= 0 || cl.closed {
+		return
+	}
+	q := cl.quotaOn()
+	if q == nil || (q.lim.Client[quota.ProduceBytes] <= 0 && q.lim.Tenant[quota.ProduceBytes] <= 0) {
+		return
+	}
+	now := time.Now()
+	d, s := q.p.Spend(quota.ProduceBytes, int64(n), now, &q.lim)
+	if d <= 0 || cl.ps.s == nil || cl.ps.s.Done() {
+		return // the stream's end: its answer carries what is owed (streamThrottle)
+	}
+	q.paced = true
+	cl.env.Series.QuotaPaced.Add(1)
+	cl.throttled(quota.ProduceBytes, s, d)
+	cl.mute(q, now.Add(d))
+}
+
+// pacing reports whether the stream under way waits for its quota.
+func (cl *Client) pacing() bool { return cl.q != nil && cl.q.paced && cl.q.muted }
+
+// paceRoom bounds a splice pass of a streamed Produce by what the
+// buckets still hold (RoomMin at least: a pass moves something, and the
+// charge past the depth mutes the stream): -1, no bound.
+func (cl *Client) paceRoom() int {
+	if cl.pacing() {
+		return 0
+	}
+	q := cl.quotaOn()
+	if q == nil {
+		return -1
+	}
+	left := q.p.Left(quota.ProduceBytes, time.Now(), &q.lim)
+	if left < 0 {
+		return -1
+	}
+	return int(min(max(left, splice.RoomMin), 1<<30))
+}
+
+// streamThrottle gives the answer of a stream that went through whole the
+// throttle of what its principal or tenant still owes (capped), counted
+// as the others' (quotaPending).
+func (cl *Client) streamThrottle(p *decide.Pending) {
+	q := cl.quotaOn()
+	if q == nil || p == nil {
+		return
+	}
+	d, s := q.p.Debt(quota.ProduceBytes, time.Now(), &q.lim)
+	if ms := throttleMs(d); d > 0 && ms > p.Throttle {
+		cl.throttled(quota.ProduceBytes, s, time.Duration(ms-p.Throttle)*time.Millisecond)
+		p.Throttle = ms
+	}
+}

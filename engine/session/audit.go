@@ -46,6 +46,15 @@ const MetricAuditUnauthenticatedDropped = `flexway_kafka_audit_unauthenticated_d
 // did not parse: its API is unknown (never the key 0 it reads as).
 const OperationMalformed = "malformed"
 
+// OperationCertificate is the audit operation of a client certificate
+// refused (unknown, its tenant's connection bound reached, no operation of
+// the cluster for it): mTLS authenticates in the TLS handshake, with no
+// Kafka request to name (issue 34.6).
+const OperationCertificate = "certificate"
+
+// mechCert is clientAuth.mech for a client certificate (tls.go).
+const mechCert = "mtls"
+
 // StopAudit writes what is queued (bounded by ctx).
 func (env *Env) StopAudit(ctx context.Context) {
 	if env.Audit != nil {
@@ -93,10 +102,16 @@ func (cl *Client) auditRequest(h *codec.RequestHeader, frame []byte, p *decide.P
 
 // auditAuthRefused writes a SASL authentication refused (the user the
 // credential named, never the credential): a refused request.
+// A client certificate refused is audited under OperationCertificate: it
+// sent no request (issue 34.6).
 func (cl *Client) auditAuthRefused(res *auth.Result) {
 	tenant := ""
 	if res.ID != nil { // re-authentication as another principal
 		tenant = res.ID.Tenant
+	}
+	if cl.auth.mech == mechCert {
+		cl.auditRefusalOf(OperationCertificate, signals.CauseAuthentication, res.User, tenant)
+		return
 	}
 	cl.auditSASLRefused(codec.KeySASLAuthenticate, res.User, tenant)
 }

@@ -166,7 +166,7 @@ func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 			cl.env.Signals.Refused(bound.String(), res.ID.Tenant)
 			// Seed 002: past a tenant's bound the answer is SASL_AUTHENTICATION_FAILED, logged as such.
 			cl.env.RefusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound.String(), "user", res.User, "tenant", res.ID.Tenant, "cluster", cl.route.Cluster.Name, "mechanism", cl.auth.mech)
-			cl.auditSASLRefused(codec.KeySASLAuthenticate, res.User, res.ID.Tenant)
+			cl.auditAuthRefused(&res)
 			cl.authFailed(h, mode)
 			return
 		}
@@ -305,7 +305,7 @@ func (cl *Client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 	}
 	req := kmsg.NewPtrSASLAuthenticateRequest()
 	req.Version = h.Version
-	if h.Version > 2 || req.ReadFrom(body) != nil || cl.auth.mech == "mtls" {
+	if h.Version > 2 || req.ReadFrom(body) != nil || cl.auth.mech == mechCert {
 		cl.close(signals.CloseReauthMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant)
 		return
 	}

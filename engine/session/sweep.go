@@ -51,7 +51,7 @@ func (env *Env) sweep(l *Loop) {
 				cl.close(signals.CloseAuthTimeout)
 			}
 			continue
-		case cl.auth.mech == "mtls" && !cl.auth.sessEnd.IsZero() && !now.Before(cl.auth.sessEnd):
+		case cl.auth.mech == mechCert && !cl.auth.sessEnd.IsZero() && !now.Before(cl.auth.sessEnd):
 			// A certificate cannot re-authenticate: its connection is
 			// closed at the session's end (S3).
 			cl.close(signals.CloseCertSessionEnded, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal)

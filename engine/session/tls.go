@@ -161,10 +161,11 @@ func (cl *Client) tlsRead() {
 func (cl *Client) certAuth(cert *x509.Certificate) {
 	snap := cl.env.Snap.Load()
 	res := auth.MatchCert(snap, cert)
+	cl.auth.mech = mechCert
 	if res.ID == nil {
-		cl.close(signals.CloseCertUnknown, "cause", res.Cause, "cluster", cl.route.Cluster.Name, "mechanism", "mtls")
+		cl.auditAuthRefused(&res)
+		cl.close(signals.CloseCertUnknown, "cause", res.Cause, "cluster", cl.route.Cluster.Name, "mechanism", mechCert)
 		return
 	}
-	cl.auth.mech = "mtls"
 	cl.authDone(res, nil, authCert, snap)
 }

@@ -3,10 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
-	"log/slog"
 	"testing"
 	"time"
 )

@@ -21,8 +21,9 @@ import (
 // Before, that record waited for the whole tenant's debt (65 s measured);
 // now every one is acknowledged within max_throttle and a margin, and the
 // tenant is still held to 1 MiB/s ±15 % (measured from 3 s after the
-// first acknowledgement, the first window's burst, to the end of a 30 s
-// run, between acknowledgements: a 4 MiB request is acknowledged whole). Each large request is paced while it arrives
+// first acknowledgement, past the first window's burst, to the end of a
+// 30 s run, as the slope of the bytes acknowledged: a 4 MiB request is
+// acknowledged whole). Each large request is paced while it arrives
 // (quota_pace.go): none waits at its head past the cap either.
 func TestQuotaCapHoldsWithLargeBatches(t *testing.T) {
 	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "acme.orders"),
@@ -74,7 +75,7 @@ func TestQuotaCapHoldsWithLargeBatches(t *testing.T) {
 		}
 	}()
 	wg.Wait()
-	got := acme.steady(3 * time.Second)
+	got := acme.slope(3 * time.Second)
 	t.Logf("acme %.3f MiB/s; %d small records, the slowest acknowledged in %v; %s", got/(1<<20), n, worst,
 		grepLines(metricsText(t, env.e), "flexway_engine_quota_"))
 	if n < 5 {
@@ -91,35 +92,32 @@ func TestQuotaCapHoldsWithLargeBatches(t *testing.T) {
 	}
 }
 
-// steady is the bytes per second acknowledged between the first count at
-// or after from (after the first count) and the last: the bytes of the
-// counts after the first, over the time between them. Requests of
-// megabytes are acknowledged in lumps; counting between lumps measures
-// their rate without a lump's worth of error at each end.
-func (m *meter) steady(from time.Duration) float64 {
+// slope is the bytes per second acknowledged from from (after the first
+// count) to the end: the least-squares slope of the bytes acknowledged so
+// far against time, over every acknowledgement. Requests of megabytes are
+// acknowledged in lumps, several producers' often together: a count over a
+// span is a lump's worth off at each end, the slope of the staircase is not.
+func (m *meter) slope(from time.Duration) float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.events) == 0 {
 		return 0
 	}
 	first := m.events[0].at
-	var start, end time.Duration
-	total, begun := 0, false
+	var n, sx, sy, sxx, sxy, cum float64
+	var last time.Duration
 	for _, e := range m.events {
 		at := e.at - first
-		switch {
-		case at < from:
-		case !begun:
-			begun, start, end = true, e.at, e.at
-		case e.at-start < 5*time.Millisecond && total == 0:
-			// the starting lump's other records
-		default:
-			total += e.n
-			end = e.at
+		if at < from {
+			continue
 		}
+		cum += float64(e.n)
+		x := at.Seconds()
+		n, sx, sy, sxx, sxy = n+1, sx+x, sy+cum, sxx+x*x, sxy+x*cum
+		last = at
 	}
-	if !begun || end-start < 5*time.Second {
+	if n < 2 || last-from < 10*time.Second {
 		return 0
 	}
-	return float64(total) / (end - start).Seconds()
+	return (n*sxy - sx*sy) / (n*sxx - sx*sx)
 }

@@ -26,8 +26,11 @@ type produceStream struct {
 	// ended: a stream went through since the last look at the socket
 	// for the next request's head (spliceOn)
 	ended bool
-	// pend: the stream's answer owed, until its last byte (streamThrottle)
-	pend *decide.Pending
+	// pend: the stream's answer owed, until its last byte (streamThrottle);
+	// throttled: its head was (quotaPending). It is counted at its end,
+	// with the throttle its answer carries.
+	pend      *decide.Pending
+	throttled bool
 }
 
 // beginProduce starts relaying the frame of size bytes at the head of the
@@ -90,7 +93,7 @@ func (cl *Client) beginStream(size int32, head []byte) bool {
 	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large, cl.ps.pend = ps, 0, h.Version, true, p
 	cl.syncMarks() // its records are spliced: paused at its broker's first byte unsent
 	cl.owe(p)
-	cl.countRequest(h.Key, p, decide.Forward) // allowed, or throttled (quotaPending)
+	cl.ps.throttled, cl.throttling = cl.throttling, false // counted at its end (endStream)
 	cl.ts.Produced(int(size))
 	return true
 }
@@ -158,7 +161,11 @@ func (cl *Client) feedProduce() bool {
 
 // endStream: the streamed request went through whole.
 func (cl *Client) endStream() {
-	cl.streamThrottle(cl.ps.pend)
+	if p := cl.ps.pend; p != nil {
+		cl.streamThrottle(p)
+		cl.throttling = cl.ps.throttled || p.Throttle > 0
+		cl.countRequest(codec.KeyProduce, p, decide.Forward) // allowed, or throttled
+	}
 	cl.ps.s, cl.ps.carry, cl.ps.ended, cl.ps.pend = nil, 0, true, nil
 	if cl.inBuffered() == 0 {
 		cl.clock.frameSince = time.Time{}

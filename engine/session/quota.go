@@ -183,24 +183,22 @@ func (cl *Client) quotaHold(key int16, size int) bool {
 
 // waitedFrom is when the request at the head began to wait for its quota:
 // now, or when its first byte was buffered (frameSince) if before, or the
-// start of the silence that just ended (a KIP-219 client sends its next
-// request as the throttle of the last answer ends: it has waited that
-// throttle already). So the wait of a request, silence included, is
-// capped at max_throttle.
+// start of the last silence after an answer (quietSince) if one came since
+// the last request let through: a KIP-219 client sends its next request as
+// the throttle of the last answer ends, and has waited that throttle
+// already. So the wait of a request, silence included, is capped at
+// max_throttle; a connection is let through in debt at most once per
+// silence.
 func (q *quotaConn) waitedFrom(frameSince, now time.Time) time.Time {
 	from := now
 	if !frameSince.IsZero() && frameSince.Before(from) {
 		from = frameSince
 	}
-	if !q.quietSince.IsZero() && now.Sub(q.muteUntil) < silenceSlack && q.quietSince.Before(from) {
+	if !q.quietSince.IsZero() && q.quietSince.Before(from) {
 		from = q.quietSince
 	}
 	return from
 }
-
-// silenceSlack: a request that comes within this of the end of a silence
-// was sent as it ended (the client's clock runs from the answer's arrival).
-const silenceSlack = 50 * time.Millisecond
 
 // silence mutes the client after an answer that carries a throttle
 // (KIP-219), from now to until; quietSince keeps its start for the next

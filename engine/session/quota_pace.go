@@ -2,15 +2,17 @@ package session
 
 // A streamed Produce paced by producer_byte_rate (Q2, invariant 33): its
 // bytes are charged as they are read, from the gateway's buffer or spliced
-// from the client's socket, and once its principal or tenant owes, the
-// stream stops being read until the debt is paid (capped at max_throttle
-// a pause, then charged again). So a request larger than the rate times
-// max_throttle is held to the rate while it arrives, instead of being
-// charged whole at its head and making the next request wait for all of
-// it: no request waits longer than max_throttle for a quota, and the rate
-// holds whatever the batch size. What is still owed at its last byte is
-// the throttle its answer carries (streamThrottle), and the next request
-// waits for it as any other (quotaHold).
+// from the client's socket. A request whose debt fits within max_throttle
+// goes through at the client's pace and its answer leaves at once with
+// the throttle (KIP-219, the seed's letter). Once its principal or tenant
+// owes more than max_throttle, the stream stops being read until the debt
+// is back at the cap: a request larger than the rate times max_throttle
+// is held to the rate while it arrives, instead of being charged whole at
+// its head and making the next request wait for all of it. So no request
+// waits longer than max_throttle at its head or in the silence after its
+// answer, and the rate holds whatever the batch size ("a debt larger than
+// the cap is paid over several throttles"). What is still owed at its
+// last byte is the throttle its answer carries (streamThrottle).
 
 import (
 	"time"
@@ -31,10 +33,16 @@ func (cl *Client) pace(n int) {
 		return
 	}
 	now := time.Now()
-	d, s := q.p.Spend(quota.ProduceBytes, int64(n), now, &q.lim)
-	if d <= 0 || cl.ps.s == nil || cl.ps.s.Done() {
+	q.p.Spend(quota.ProduceBytes, int64(n), now, &q.lim)
+	if cl.ps.s == nil || cl.ps.s.Done() {
 		return // the stream's end: its answer carries what is owed (streamThrottle)
 	}
+	capped := q.capped()
+	d := q.p.Owed(quota.ProduceBytes, now, &capped)
+	if d <= 0 {
+		return
+	}
+	_, s := q.p.Debt(quota.ProduceBytes, now, &q.lim)
 	q.paced = true
 	cl.env.Series.QuotaPaced.Add(1)
 	cl.throttled(quota.ProduceBytes, s, d)
@@ -55,7 +63,8 @@ func (cl *Client) paceRoom() int {
 	if q == nil {
 		return -1
 	}
-	left := q.p.Left(quota.ProduceBytes, time.Now(), &q.lim)
+	capped := q.capped()
+	left := q.p.Left(quota.ProduceBytes, time.Now(), &capped)
 	if left < 0 {
 		return -1
 	}
@@ -75,4 +84,12 @@ func (cl *Client) streamThrottle(p *decide.Pending) {
 		cl.throttled(quota.ProduceBytes, s, time.Duration(ms-p.Throttle)*time.Millisecond)
 		p.Throttle = ms
 	}
+}
+
+// capped are the limits whose buckets hold max_throttle more than their
+// depth: the debt a stream may run before it is paced.
+func (q *quotaConn) capped() quota.Limits {
+	l := q.lim
+	l.Window += l.MaxThrottle
+	return l
 }

@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flexway/flexway/engine/kernel"
 	"github.com/flexway/flexway/engine/session"
 
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 
 	"github.com/flexway/flexway/engine/signals"
 )
@@ -275,25 +275,19 @@ const (
 
 // ready waits until a listener has a queued connection and returns its
 // index, the ports taken in turn; or a reload's wake, or stop's.
-func (a *acceptor) ready(fds []unix.PollFd, next *int) (int, pollState) {
-	n := len(fds) - 1
+func (a *acceptor) ready(fds *kernel.PollSet, next *int) (int, pollState) {
+	n := fds.Len() - 1
 	for {
-		for j := range fds {
-			fds[j].Revents = 0
-		}
-		if _, err := unix.Poll(fds, -1); err != nil {
-			if err == unix.EINTR {
-				continue
-			}
+		if err := fds.Poll(-1); err != nil {
 			a.e.log.Error("kafka listeners: poll failed", "error", err.Error())
 			return 0, pollStop
 		}
-		if fds[0].Revents != 0 {
+		if fds.Ready(0) != 0 {
 			return 0, a.woken()
 		}
 		for k := 0; k < n; k++ {
 			j := (*next + k) % n
-			if fds[1+j].Revents != 0 {
+			if fds.Ready(1+j) != 0 {
 				*next = j + 1
 				return j, pollReady
 			}

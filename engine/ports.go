@@ -13,14 +13,14 @@ import (
 	"strconv"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/engine/kernel"
 	"github.com/flexway/flexway/engine/session"
-	"golang.org/x/sys/unix"
 )
 
 // polled closes the retired ports and returns the ports in force and the
 // descriptors to poll, the wake pipe first; false when a port cannot be
 // polled (logged) or the acceptor stops. Called by the accept goroutine.
-func (a *acceptor) polled() ([]*listenSpec, []unix.PollFd, bool) {
+func (a *acceptor) polled() ([]*listenSpec, *kernel.PollSet, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.stopped {
@@ -36,9 +36,9 @@ func (a *acceptor) polled() ([]*listenSpec, []unix.PollFd, bool) {
 	}
 	a.specs = kept
 	specs := append([]*listenSpec(nil), kept...)
-	fds := make([]unix.PollFd, 1+len(specs))
-	fds[0] = unix.PollFd{Fd: int32(a.wakeR.Fd()), Events: unix.POLLIN}
-	for i, s := range specs {
+	fds := &kernel.PollSet{}
+	fds.Add(int(a.wakeR.Fd()), kernel.Readable)
+	for _, s := range specs {
 		var fd int
 		rc, err := s.ln.SyscallConn()
 		if err == nil {
@@ -50,7 +50,7 @@ func (a *acceptor) polled() ([]*listenSpec, []unix.PollFd, bool) {
 		}
 		// The descriptor stays valid: a port is closed by this goroutine
 		// (retired) or after it returned (stop).
-		fds[1+i] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+		fds.Add(fd, kernel.Readable)
 	}
 	return specs, fds, true
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 
 	"github.com/flexway/flexway/engine/kernel"
 	"github.com/panjf2000/gnet/v2"
@@ -42,10 +41,9 @@ const (
 	closed
 )
 
-var errPeerGone = errors.New("conn: the peer reset the connection while paused")
+var errReenroll = errors.New("conn: re-enroll failed")
 
-// Conn is one socket's handle, on its loop only (AsyncWrite and Wake
-// excepted).
+// Conn is one socket's handle, on its loop only (AsyncWrite excepted).
 type Conn struct {
 	l     *Loop
 	owner Owner
@@ -92,10 +90,6 @@ func Open(l *Loop, gc gnet.Conn, o Owner, high, low int) *Conn {
 // Owner returns the Conn's owner.
 func (c *Conn) Owner() Owner { return c.owner }
 
-// SetOwner gives the Conn to another owner (a client's broker connection
-// kept after the client went, to drain its last requests).
-func (c *Conn) SetOwner(o Owner) { c.owner = o }
-
 // Loop returns the Conn's loop.
 func (c *Conn) Loop() *Loop { return c.l }
 
@@ -123,10 +117,6 @@ func (c *Conn) State() string {
 	return [...]string{"attached", "detached", "resuming", "closed"}[c.st]
 }
 
-// Stashed is what gnet had read and the owner not consumed when the socket
-// was detached, not read yet.
-func (c *Conn) Stashed() int { return c.stashed() }
-
 // Detached reports whether the socket is the Conn's, out of gnet (not
 // re-enrolling): its fd may be read by the owner itself.
 func (c *Conn) Detached() bool { return c.st == detached && c.fd >= 0 }
@@ -137,23 +127,13 @@ func (c *Conn) Paused() bool { return c.st == detached || c.st == resuming }
 // PausedFor reports whether r is one of the Conn's reasons.
 func (c *Conn) PausedFor(r Reason) bool { return c.why&r != 0 }
 
-// Reasons returns the Conn's reasons.
-func (c *Conn) Reasons() Reason { return c.why }
-
-// Fd is the socket's descriptor, -1 once closed.
+// Fd is the socket's descriptor: gnet's while attached, the Conn's while
+// detached or re-enrolling; -1 once closed.
 func (c *Conn) Fd() int {
-	fd, _ := c.sockFd()
-	return fd
-}
-
-func (c *Conn) sockFd() (int, error) {
-	switch {
-	case c.live != nil:
-		return c.live.Fd(), nil
-	case c.fd >= 0:
-		return c.fd, nil
+	if c.live != nil {
+		return c.live.Fd()
 	}
-	return -1, net.ErrClosed
+	return c.fd
 }
 
 // Pause adds r to the Conn's reasons; the socket is detached at the loop's
@@ -178,15 +158,6 @@ func (c *Conn) Resume(r Reason) {
 	}
 	c.why &^= r
 	if c.why == 0 && c.st == detached {
-		c.reenroll()
-	}
-}
-
-// resumeNow reads the socket again whatever its reasons (the peer closed
-// while it was detached: its last bytes and its close take the normal way).
-func (c *Conn) resumeNow() {
-	c.hup = true
-	if c.st == detached {
 		c.reenroll()
 	}
 }
@@ -222,16 +193,14 @@ func (c *Conn) detach() bool {
 	return true
 }
 
+// reenroll hands the detached socket to gnet again, on the same loop; a
+// failed enrollment is reported to the loop from a goroutine of its own
+// (the result comes only once the loop ran OnOpen).
 func (c *Conn) reenroll() {
 	c.disarm()
-	f := os.NewFile(uintptr(c.fd), "")
+	fd := c.fd
 	c.fd = -1
-	nc, err := net.FileConn(f) // its own dup
-	_ = f.Close()
-	if err == nil && nc.RemoteAddr() == nil { // getpeername failed: reset
-		_ = nc.Close()
-		err = errPeerGone
-	}
+	nc, err := kernel.Adopt(fd)
 	if err != nil {
 		c.closeDetached(err, false)
 		return
@@ -243,25 +212,21 @@ func (c *Conn) reenroll() {
 		c.closeDetached(err, false)
 		return
 	}
-	go c.watchEnroll(ch)
-}
-
-// watchEnroll reports a failed re-enroll to the loop (off the loop: the
-// result comes only once the loop ran OnOpen).
-func (c *Conn) watchEnroll(ch <-chan gnet.RegisteredResult) {
-	r := <-ch
-	if r.Err == nil && r.Conn != nil {
-		return
-	}
-	err := r.Err
-	if err == nil {
-		err = errors.New("conn: re-enroll failed")
-	}
-	_ = c.l.run("enroll", c, func() {
-		if c.st == resuming {
-			c.closeDetached(err, true)
+	go func() {
+		r := <-ch
+		if r.Err == nil && r.Conn != nil {
+			return
 		}
-	})
+		err := r.Err
+		if err == nil {
+			err = errReenroll
+		}
+		_ = c.l.run("enroll", c, func() {
+			if c.st == resuming {
+				c.closeDetached(err, true)
+			}
+		})
+	}()
 }
 
 // Reattached is OnOpen of the re-enrolled socket gc (its context is c).
@@ -274,6 +239,9 @@ func (c *Conn) Reattached(gc gnet.Conn) gnet.Action {
 	// first ones go with the first gnet connection (an idle pair's bytes).
 	c.local, c.remote = gc.LocalAddr(), gc.RemoteAddr()
 	c.l.stats.Resumes.Inc()
+	if c.full {
+		c.arm() // the socket without room, by its new fd: the watcher says when it has some
+	}
 	if c.q.Len() > 0 { // written while detached or re-enrolling: first
 		n, err := c.q.WriteTo(gc.Fd())
 		if err != nil {
@@ -378,14 +346,4 @@ func (c *Conn) Close() {
 // the loop, in order with the loop's own writes. b is not copied.
 func (c *Conn) AsyncWrite(b []byte) error {
 	return c.l.run("write", c, func() { _ = c.Write(b) })
-}
-
-// Wake raises a Traffic for the owner once the socket is attached (its
-// stash is read then); from any goroutine.
-func (c *Conn) Wake() error {
-	return c.l.run("wake", c, func() {
-		if c.live != nil {
-			_ = c.live.Wake(nil)
-		}
-	})
 }

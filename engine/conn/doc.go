@@ -18,7 +18,9 @@
 //     does not take waits in the Conn's queue (kernel.Queue), so a pause
 //     never waits for gnet to flush, the queue's length is the one measure
 //     of what a peer has not read, and the loop's watcher (kernel.Watcher)
-//     is the one signal that the socket takes more (the tick without one).
+//     is the one signal that the socket takes more: the tick asks poll(2)
+//     only of a socket the watcher is not armed for (no watcher, or its
+//     arming failed).
 //   - A pause is applied at a safe point (Loop.Settle, at the end of a
 //     callback): slices a caller peeked stay valid until its callback ends.
 //   - Bytes gnet read and the owner had not consumed when the socket was

@@ -4,17 +4,17 @@ import (
 	"io"
 	"net"
 	"os"
-	"time"
 
 	"github.com/flexway/flexway/engine/kernel"
-	"golang.org/x/sys/unix"
 )
 
 // Reading: the stash first, then gnet's buffer. Once both are asked for
 // at once, what gnet holds is moved after the stash (a copy, only while a
 // stash is left after a resume).
 
-func (c *Conn) stashed() int { return len(c.in) - c.off }
+// Stashed is what gnet had read and the owner not consumed when the socket
+// was detached, not read yet.
+func (c *Conn) Stashed() int { return len(c.in) - c.off }
 
 // absorb moves what gnet holds after the stash.
 func (c *Conn) absorb() {
@@ -48,11 +48,11 @@ func (c *Conn) stash(b []byte) {
 // event while it gathers such a frame; the room goes with the stash, once
 // the frame is consumed (Discard).
 func (c *Conn) Gather(n int) {
-	if c.live == nil && c.stashed() == 0 {
+	if c.live == nil && c.Stashed() == 0 {
 		return
 	}
 	if cap(c.in)-c.off < n {
-		b := make([]byte, c.stashed(), n)
+		b := make([]byte, c.Stashed(), n)
 		copy(b, c.in[c.off:])
 		c.in, c.off = b, 0
 	}
@@ -60,11 +60,9 @@ func (c *Conn) Gather(n int) {
 	c.absorb()
 }
 
-func (c *Conn) dropStash() { c.in, c.off, c.gather = nil, 0, 0 }
-
 // Buffered is what the owner may read now.
 func (c *Conn) Buffered() int {
-	n := c.stashed()
+	n := c.Stashed()
 	if c.live != nil {
 		n += c.live.InboundBuffered()
 	}
@@ -75,7 +73,7 @@ func (c *Conn) Buffered() int {
 // n < 0), valid until the next Discard or the end of the callback;
 // io.ErrShortBuffer when fewer are buffered.
 func (c *Conn) Peek(n int) ([]byte, error) {
-	if c.stashed() == 0 {
+	if c.Stashed() == 0 {
 		if c.live != nil {
 			return c.live.Peek(n)
 		}
@@ -84,13 +82,13 @@ func (c *Conn) Peek(n int) ([]byte, error) {
 		}
 		return nil, nil
 	}
-	if n <= 0 || n > c.stashed() {
+	if n <= 0 || n > c.Stashed() {
 		c.absorb()
 	}
 	if n <= 0 {
-		n = c.stashed()
+		n = c.Stashed()
 	}
-	if n > c.stashed() {
+	if n > c.Stashed() {
 		return nil, io.ErrShortBuffer
 	}
 	return c.in[c.off : c.off+n : c.off+n], nil
@@ -98,7 +96,7 @@ func (c *Conn) Peek(n int) ([]byte, error) {
 
 // Discard consumes n bytes (all of them for n <= 0).
 func (c *Conn) Discard(n int) {
-	s := c.stashed()
+	s := c.Stashed()
 	if s == 0 {
 		if c.live != nil {
 			_, _ = c.live.Discard(n)
@@ -109,7 +107,7 @@ func (c *Conn) Discard(n int) {
 		c.off += n
 		return
 	}
-	c.dropStash()
+	c.in, c.off, c.gather = nil, 0, 0
 	if c.live == nil {
 		return
 	}
@@ -153,9 +151,9 @@ func (c *Conn) Writev(bs [][]byte) error {
 		c.marks()
 		return nil
 	}
-	fd, err := c.sockFd()
-	if err != nil {
-		return err
+	fd := c.Fd()
+	if fd < 0 {
+		return net.ErrClosed
 	}
 	if err := c.q.WriteDirect(fd, bs); err != nil {
 		err = os.NewSyscallError("writev", err)
@@ -180,11 +178,10 @@ func (c *Conn) Full() bool { return c.full }
 // Unsent is what the socket's send queue holds (sent and not acknowledged,
 // or not sent yet), 0 where the kernel does not say.
 func (c *Conn) Unsent() int {
-	fd, err := c.sockFd()
-	if err != nil {
-		return 0
+	if fd := c.Fd(); fd >= 0 {
+		return max(kernel.Unsent(fd), 0)
 	}
-	return max(kernel.Unsent(fd), 0)
+	return 0
 }
 
 // Took counts the times the socket took queued bytes or had room again
@@ -216,10 +213,6 @@ func (c *Conn) NoRoom() {
 	c.marks()
 }
 
-// RoomMin is the room a socket must have for a NoRoom to end: smaller
-// passes would cost their system calls for little.
-const RoomMin = 4 << 10
-
 // marks tells the owner of a crossing: above when the queue passes high
 // (or the socket has no room), below when it is back to low and has room.
 // The state changes before the owner is told: a call it makes back sees it.
@@ -241,8 +234,8 @@ func (c *Conn) flush() {
 	if c.q.Len() == 0 || c.st == resuming || c.st == closed {
 		return
 	}
-	fd, err := c.sockFd()
-	if err != nil {
+	fd := c.Fd()
+	if fd < 0 {
 		return
 	}
 	n, err := c.q.WriteTo(fd)
@@ -270,7 +263,7 @@ func (c *Conn) writable() {
 		return
 	}
 	if c.full {
-		if fd, err := c.sockFd(); err != nil || roomBack(fd) {
+		if fd := c.Fd(); fd < 0 || roomBack(fd) {
 			c.full = false
 			c.took++
 		} else {
@@ -283,11 +276,11 @@ func (c *Conn) writable() {
 	}
 }
 
-// roomBack reports whether the socket takes RoomMin bytes or more (or its
-// room cannot be known).
+// roomBack reports whether the socket takes kernel.RoomMin bytes or more
+// (or its room cannot be known): a NoRoom ends there.
 func roomBack(fd int) bool {
 	r := kernel.Room(fd)
-	return r < 0 || r >= RoomMin
+	return r < 0 || r >= kernel.RoomMin
 }
 
 // writeFailed closes the connection after a write error, as gnet's Write
@@ -305,35 +298,10 @@ func (c *Conn) writeFailed(err error) {
 // a watcher the tick looks.
 func (c *Conn) arm() {
 	c.l.track(c)
-	fd, err := c.sockFd()
-	if err != nil || c.st == resuming {
-		return
+	if fd := c.Fd(); fd >= 0 && c.st != resuming {
+		c.l.arm(c, fd)
 	}
-	c.l.arm(c, fd)
 }
 
 // disarm forgets the Conn's arming (its socket closes or changes).
 func (c *Conn) disarm() { c.l.disarm(c) }
-
-// SetUserTimeout bounds how long the socket keeps bytes its peer takes
-// nothing of, open or closed (kernel.SetUserTimeout).
-func (c *Conn) SetUserTimeout(d time.Duration) error {
-	fd, err := c.sockFd()
-	if err != nil {
-		return err
-	}
-	return kernel.SetUserTimeout(fd, d)
-}
-
-// SetLinger sets SO_LINGER (0: a close resets the connection).
-func (c *Conn) SetLinger(sec int) error {
-	fd, err := c.sockFd()
-	if err != nil {
-		return err
-	}
-	l := unix.Linger{}
-	if sec >= 0 {
-		l.Onoff, l.Linger = 1, int32(sec)
-	}
-	return os.NewSyscallError("setsockopt", unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &l))
-}

@@ -7,7 +7,6 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/flexway/flexway/engine/kernel"
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 )
 
 // Stats counts what the mechanism did: the engine's series.
@@ -33,8 +32,8 @@ type Loop struct {
 	wFailed bool
 	armed   map[int32]*Conn
 
-	pfd      []unix.PollFd
-	pcs      []*Conn
+	ps       kernel.PollSet // the tick's poll(2)
+	pcs      []*Conn        // the Conn of each descriptor in ps
 	lastPoll time.Time
 }
 
@@ -113,12 +112,12 @@ func (l *Loop) untrack(c *Conn) {
 }
 
 // Tick runs at each of the engine's ticks, on the loop: pauses not applied
-// yet are tried again; bytes queued are written when the socket takes
-// them (the watcher's fallback), a socket without room is looked at again;
-// once a second, a peer that closed or reset while detached (POLLRDHUP,
-// POLLHUP, POLLERR) is read again, so that its last bytes and its close
-// take the normal way. One poll(2) for the loop, only while something is
-// detached.
+// yet are tried again; once a second, a peer that closed or reset while
+// detached (PeerClosed, Hangup) is read again, so that its last bytes and
+// its close take the normal way. A socket whose bytes wait (or without
+// room) is looked at only where the watcher is not armed for it (no
+// watcher, or its arming failed): the watcher is the one writable signal.
+// One poll(2) for the loop, only while something is detached or unwatched.
 func (l *Loop) Tick(now time.Time) {
 	l.Settle()
 	if len(l.tracked) == 0 {
@@ -128,7 +127,8 @@ func (l *Loop) Tick(now time.Time) {
 	if full {
 		l.lastPoll = now
 	}
-	l.pfd, l.pcs = l.pfd[:0], l.pcs[:0]
+	l.ps.Reset()
+	l.pcs = l.pcs[:0]
 	for c := range l.tracked {
 		switch {
 		case c.st == closed && c.notified:
@@ -140,28 +140,27 @@ func (l *Loop) Tick(now time.Time) {
 			l.untrack(c)
 			continue
 		}
-		var ev int16
+		var ev kernel.Events
 		if c.st == detached && full {
-			ev |= kernel.PollPeerClosed
+			ev |= kernel.PeerClosed
 		}
-		if c.q.Len() > 0 || c.full {
-			ev |= unix.POLLOUT
+		if (c.q.Len() > 0 || c.full) && c.wfd < 0 {
+			ev |= kernel.Writable
 		}
-		if fd, err := c.sockFd(); err == nil && ev != 0 && c.st != resuming {
-			l.pfd = append(l.pfd, unix.PollFd{Fd: int32(fd), Events: ev})
+		if fd := c.Fd(); fd >= 0 && ev != 0 && c.st != resuming {
+			l.ps.Add(fd, ev)
 			l.pcs = append(l.pcs, c)
 		}
 	}
-	if len(l.pfd) > 0 {
-		if _, err := unix.Poll(l.pfd, 0); err == nil {
-			for i, pf := range l.pfd {
-				c := l.pcs[i]
-				if pf.Revents&unix.POLLOUT != 0 {
-					c.writable()
-				}
-				if c.st == detached && pf.Revents&(kernel.PollPeerClosed|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
-					c.resumeNow()
-				}
+	if l.ps.Len() > 0 && l.ps.Poll(0) == nil {
+		for i, c := range l.pcs {
+			got := l.ps.Ready(i)
+			if got&kernel.Writable != 0 {
+				c.writable()
+			}
+			if c.st == detached && got&(kernel.PeerClosed|kernel.Hangup) != 0 {
+				c.hup = true // read again whatever its reasons
+				c.reenroll()
 			}
 		}
 	}

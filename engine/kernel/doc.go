@@ -1,9 +1,13 @@
 // Package kernel is the socket calls the gnet reactor lacks, each small and
 // allocation-free on the hot path: a write queue flushed with writev(2)
 // (Queue), the loop's pipe and splice(2) (Pipe), what a socket's send
-// buffer still takes (Room) and what it holds unsent (Unsent), a socket's dup
-// (Dup, FileTCP), a peek at what a socket holds (Peek), and the watcher
-// that says when a socket takes more (Watcher: the one writable signal).
+// buffer still takes (Room, RoomMin) and what it holds unsent (Unsent), a
+// peek at what a socket holds (Peek), poll(2) (PollSet), the socket
+// options SO_LINGER and TCP_USER_TIMEOUT (SetLinger, SetUserTimeout), a
+// detached socket made a net.Conn again (Adopt), and the watcher that says
+// when a socket takes more (Watcher: the one writable signal). Outside
+// this package, engine calls the kernel only through gnet and Go's net:
+// no other file of it imports x/sys/unix (internal/shape checks).
 //
 // Invariants it owns:
 //   - Nothing here blocks: every socket is non-blocking, EAGAIN and EINTR

@@ -4,22 +4,22 @@ import (
 	"github.com/valyala/bytebufferpool"
 )
 
-// Chunk is the unit of a Queue: chunks are pooled, so a queue that fills
+// chunkSize is the unit of a Queue: chunks are pooled, so a queue that fills
 // and drains (a consumer slower than its broker) reuses them.
-const Chunk = 64 << 10
+const chunkSize = 64 << 10
 
-// IOVMax: one writev takes at most this many slices (UIO_MAXIOV).
-const IOVMax = 1024
+// iovMax: one writev takes at most this many slices (UIO_MAXIOV).
+const iovMax = 1024
 
 // chunks pools the Queue's chunks. bytebufferpool calibrates what it keeps
 // by the length of what it is given back: a chunk goes back at its full
-// length (Put empties it), so that the calibration keeps Chunk-sized ones.
+// length (Put empties it), so that the calibration keeps chunkSize ones ones.
 var chunks bytebufferpool.Pool
 
 func getChunk() *bytebufferpool.ByteBuffer {
 	b := chunks.Get()
-	if cap(b.B) < Chunk {
-		b.B = make([]byte, 0, Chunk)
+	if cap(b.B) < chunkSize {
+		b.B = make([]byte, 0, chunkSize)
 	}
 	b.B = b.B[:0]
 	return b
@@ -90,9 +90,9 @@ func (q *Queue) Reset() {
 	q.iov.reset()
 }
 
-// Each calls f with the queued bytes in order, chunk by chunk, until f
+// each calls f with the queued bytes in order, chunk by chunk, until f
 // returns false; the slices are valid until the queue next changes.
-func (q *Queue) Each(f func(b []byte) bool) {
+func (q *Queue) each(f func(b []byte) bool) {
 	for i, b := range q.bufs {
 		s := b.B
 		if i == 0 {
@@ -104,13 +104,6 @@ func (q *Queue) Each(f func(b []byte) bool) {
 	}
 }
 
-// Take moves q's bytes and chunks to a new queue, leaving q empty.
-func (q *Queue) Take() Queue {
-	t := Queue{bufs: q.bufs, off: q.off, n: q.n}
-	q.bufs, q.off, q.n = nil, 0, 0
-	return t
-}
-
 // WriteTo writes what is queued to fd without blocking; it returns the
 // bytes written (dropped from the queue). EAGAIN is not an error.
 func (q *Queue) WriteTo(fd int) (int, error) {
@@ -118,9 +111,9 @@ func (q *Queue) WriteTo(fd int) (int, error) {
 		return 0, nil
 	}
 	q.iov.reset()
-	q.Each(func(b []byte) bool {
+	q.each(func(b []byte) bool {
 		q.iov.add(b)
-		return q.iov.len() < IOVMax
+		return q.iov.len() < iovMax
 	})
 	n, err := q.iov.writev(fd)
 	if n > 0 {
@@ -139,7 +132,7 @@ func (q *Queue) WriteDirect(fd int, bs [][]byte) error {
 			continue
 		}
 		total += len(b)
-		if q.iov.len() < IOVMax {
+		if q.iov.len() < iovMax {
 			q.iov.add(b)
 		}
 	}

@@ -97,30 +97,29 @@ func TestQueueDirectFull(t *testing.T) {
 	}
 }
 
-// Take moves the bytes; Discard and Reset give the chunks back; Each sees
-// the bytes in order.
-func TestQueueTakeDiscardEach(t *testing.T) {
+// Discard and Reset give the chunks back; what is left is the bytes
+// pushed, in order.
+func TestQueueDiscardReset(t *testing.T) {
 	var q Queue
 	want := bytes.Repeat([]byte("0123456789"), 20000) // 3 chunks and a bit
 	q.Push(want)
 	q.Discard(5)
-	tk := q.Take()
-	if q.Len() != 0 || tk.Len() != len(want)-5 {
-		t.Fatalf("after Take: %d and %d", q.Len(), tk.Len())
+	if q.Len() != len(want)-5 {
+		t.Fatalf("after Discard(5): %d bytes, want %d", q.Len(), len(want)-5)
 	}
 	var got []byte
-	tk.Each(func(b []byte) bool { got = append(got, b...); return true })
+	q.each(func(b []byte) bool { got = append(got, b...); return true })
 	if !bytes.Equal(got, want[5:]) {
-		t.Fatal("Each: not the bytes pushed, in order")
+		t.Fatal("not the bytes pushed, in order")
 	}
-	tk.Reset()
-	if tk.Len() != 0 {
+	q.Reset()
+	if q.Len() != 0 {
 		t.Fatal("Reset left bytes")
 	}
 	// Chunks come back from the pool at their size.
 	q.Push([]byte("x"))
-	if c := cap(q.bufs[0].B); c < Chunk {
-		t.Fatalf("a chunk of %d bytes, want %d", c, Chunk)
+	if c := cap(q.bufs[0].B); c < chunkSize {
+		t.Fatalf("a chunk of %d bytes, want %d", c, chunkSize)
 	}
 }
 

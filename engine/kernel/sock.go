@@ -2,8 +2,6 @@ package kernel
 
 import (
 	"errors"
-	"net"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -12,30 +10,14 @@ import (
 // its portable way (a copy, the tick).
 var ErrUnsupported = errors.New("kernel: not supported on this system")
 
-// Dup duplicates fd (close-on-exec).
-func Dup(fd int) (int, error) {
-	return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-}
+// ErrPeerGone: the socket's peer reset the connection (Adopt).
+var ErrPeerGone = errors.New("kernel: the peer reset the connection")
 
-// FileTCP is a *net.TCPConn on a dup of fd: Go's poller waits for it.
-func FileTCP(fd int) (*net.TCPConn, error) {
-	dup, err := Dup(fd)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(dup), "")
-	c, err := net.FileConn(f) // its own dup
-	_ = f.Close()
-	if err != nil {
-		return nil, err
-	}
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		_ = c.Close()
-		return nil, os.ErrInvalid
-	}
-	return tc, nil
-}
+// RoomMin is the least room worth a write into a socket's send buffer
+// (Room): a destination that takes less is full for a splice pass, and a
+// socket without room (conn's NoRoom) has room again from it. Smaller
+// passes would cost their system calls for little.
+const RoomMin = 4 << 10
 
 // Peek copies what the socket holds into b without taking it (MSG_PEEK),
 // without blocking; 0 when it holds nothing.

@@ -34,23 +34,9 @@ func Unsent(fd int) int {
 	return n
 }
 
-// PollPeerClosed is what poll(2) is asked to report of a peer that closed
-// its side (POLLRDHUP); POLLHUP and POLLERR are reported whatever is asked.
-const PollPeerClosed = unix.POLLRDHUP
-
-// SetKeepAlive turns TCP keepalive on fd on with its idle time, probe
-// interval and probe count (whole seconds).
-func SetKeepAlive(fd int, idle, intvl, cnt int) error {
-	for _, o := range [][3]int{
-		{unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1}, {unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, idle},
-		{unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, intvl}, {unix.IPPROTO_TCP, unix.TCP_KEEPCNT, cnt},
-	} {
-		if err := unix.SetsockoptInt(fd, o[0], o[1], o[2]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// PeerClosed is what Poll is asked to report of a peer that closed its
+// side (POLLRDHUP); Hangup is reported whatever is asked.
+const PeerClosed Events = unix.POLLRDHUP
 
 // SetUserTimeout bounds, by TCP_USER_TIMEOUT, how long the socket fd keeps
 // data the peer does not acknowledge, or a zero window the peer does not

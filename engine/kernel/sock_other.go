@@ -10,12 +10,9 @@ func Room(fd int) int { return -1 }
 // Unsent is -1 where the kernel does not say what a socket queues.
 func Unsent(fd int) int { return -1 }
 
-// PollPeerClosed: no POLLRDHUP; a peer's close shows as POLLHUP or at
-// the next read.
-const PollPeerClosed = 0
-
-// SetKeepAlive with its own times is Linux's here.
-func SetKeepAlive(fd int, idle, intvl, cnt int) error { return ErrUnsupported }
+// PeerClosed: no POLLRDHUP; a peer's close shows as Hangup or at the
+// next read.
+const PeerClosed Events = 0
 
 // SetUserTimeout (TCP_USER_TIMEOUT) is Linux's here: a socket closed with
 // bytes unsent is released as the system's own timers say.

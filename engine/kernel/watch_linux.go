@@ -82,8 +82,9 @@ func (w *Watcher) Run(deliver func([]Event)) {
 		n, err := wait()
 		if err != nil {
 			// Only Stop's event ends the goroutine (it then closes the
-			// fds: Stop never writes to a closed one); the tick flushes
-			// meanwhile.
+			// fds: Stop never writes to a closed one). With its set open
+			// epoll_wait fails only by EINTR: the armed sockets wait
+			// for the next call, the tick does not look at them.
 			if err != unix.EINTR {
 				time.Sleep(10 * time.Millisecond)
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/kernel"
 	"github.com/flexway/flexway/engine/signals"
 )
 
@@ -21,7 +22,7 @@ func (cl *Client) close(why signals.CloseCause, attrs ...any) {
 		return
 	}
 	if why.Transient() && !cl.answered {
-		_ = cl.c.SetLinger(0)
+		_ = kernel.SetLinger(cl.c.Fd(), 0)
 	}
 	cl.env.closingFor(why, cl.ts, attrs)
 	cl.flushOwn(false)
@@ -35,7 +36,7 @@ func (cl *Client) reset(why signals.CloseCause, attrs ...any) {
 	if cl.closed {
 		return
 	}
-	_ = cl.c.SetLinger(0)
+	_ = kernel.SetLinger(cl.c.Fd(), 0)
 	cl.close(why, attrs...)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/flexway/flexway/auth"
 	"github.com/flexway/flexway/configs"
 	"github.com/flexway/flexway/engine/conn"
+	"github.com/flexway/flexway/engine/kernel"
 	"github.com/flexway/flexway/engine/signals"
 	"github.com/flexway/flexway/quota"
 	"github.com/flexway/flexway/relay"
@@ -209,7 +210,7 @@ func (env *Env) Open(c gnet.Conn, route Route) bool {
 	}
 	high, low := env.marks()
 	cl.c = conn.Open(cl.lp.fc, c, cl, high, low)
-	_ = cl.c.SetUserTimeout(env.KernelWriteTimeout())
+	_ = kernel.SetUserTimeout(cl.c.Fd(), env.KernelWriteTimeout())
 	return true
 }
 

@@ -12,11 +12,6 @@ import (
 // much between two writes to the destination.
 const PipeSize = 1 << 20
 
-// RoomMin: a destination whose socket takes fewer bytes than this is full
-// for a pass bounded by its room. Smaller passes would cost their system
-// calls for little.
-const RoomMin = 4 << 10
-
 // unitPeek is what Unit looks at: a partition's header and the tags
 // around it take some 20 to 100 bytes (more with aborted transactions:
 // such a unit goes through the loop's buffer).
@@ -78,7 +73,7 @@ func (pp *Pipe) Pass(st Stream, e Ends, src, dst int) bool {
 		for left > 0 {
 			want := min(left, pp.Size())
 			if r := e.Room(dst); r >= 0 && r < want {
-				if r < RoomMin {
+				if r < kernel.RoomMin { // full for a pass bounded by its room
 					e.RoomOut()
 					return moved
 				}

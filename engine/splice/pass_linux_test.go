@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/engine/kernel"
 	"golang.org/x/sys/unix"
 )
 
@@ -158,10 +159,15 @@ func TestPassPipeFull(t *testing.T) {
 	}
 }
 
-// A destination without room: the pass ends before splicing anything.
+// A destination without room (one byte under kernel.RoomMin): the pass
+// ends before splicing anything; at RoomMin it passes, RoomMin at a time.
 func TestPassRoomOut(t *testing.T) {
-	e, _, _ := run(t, false, RoomMin-1)
+	e, _, _ := run(t, false, kernel.RoomMin-1)
 	if e.roomOuts != 1 || e.spliced != 0 {
 		t.Fatalf("%d room-outs, %d spliced", e.roomOuts, e.spliced)
+	}
+	e, want, got := run(t, false, kernel.RoomMin)
+	if e.roomOuts != 0 || e.spliced != 200<<10 || !bytes.Equal(got, want) {
+		t.Fatalf("room %d: %d room-outs, %d spliced, %d bytes of %d in order: %v", kernel.RoomMin, e.roomOuts, e.spliced, len(got), len(want), bytes.Equal(got, want))
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/decide"
-	"github.com/flexway/flexway/engine/splice"
+	"github.com/flexway/flexway/engine/kernel"
 	"github.com/flexway/flexway/quota"
 )
 
@@ -68,7 +68,7 @@ func (cl *Client) paceRoom() int {
 	if left < 0 {
 		return -1
 	}
-	return int(min(max(left, splice.RoomMin), 1<<30))
+	return int(min(max(left, kernel.RoomMin), 1<<30))
 }
 
 // streamThrottle gives the answer of a stream that went through whole the

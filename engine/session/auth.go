@@ -15,35 +15,35 @@ import (
 
 // handlePreAuth serves what a connection may ask before it authenticates:
 // ApiVersions, SaslHandshake, SaslAuthenticate (I5). Anything else closes.
-func (cl *Client) handlePreAuth(h *codec.RequestHeader, frame []byte) {
+func (cl *authn) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 	switch h.Key {
 	case codec.KeyApiVersions:
 		cl.scratch = cl.env.versions(cl.route.Cluster.Name).AppendAnswer(cl.scratch[:0], h)
-		cl.write(cl.scratch)
+		cl.client().write(cl.scratch)
 	case codec.KeySASLHandshake:
 		cl.saslHandshake(h, frame[h.BodyOffset:])
 	case codec.KeySASLAuthenticate:
 		if cl.auth.mech == "" {
-			cl.close(signals.CloseSASLOrder)
+			cl.client().close(signals.CloseSASLOrder)
 			return
 		}
 		req := kmsg.NewPtrSASLAuthenticateRequest()
 		req.Version = h.Version
 		if h.Version > 2 || req.ReadFrom(frame[h.BodyOffset:]) != nil {
-			cl.protocolError(*h, codec.ErrCodecShort)
+			cl.client().protocolError(*h, codec.ErrCodecShort)
 			return
 		}
 		cl.authenticate(req.SASLAuthBytes, h)
 	default:
-		cl.close(signals.CloseUnauthenticated, "api", decide.Name(h.Key))
+		cl.client().close(signals.CloseUnauthenticated, "api", decide.Name(h.Key))
 	}
 }
 
-func (cl *Client) saslHandshake(h *codec.RequestHeader, body []byte) {
+func (cl *authn) saslHandshake(h *codec.RequestHeader, body []byte) {
 	req := kmsg.NewPtrSASLHandshakeRequest()
 	req.Version = h.Version
 	if h.Version > 1 || req.ReadFrom(body) != nil {
-		cl.protocolError(*h, codec.ErrCodecShort)
+		cl.client().protocolError(*h, codec.ErrCodecShort)
 		return
 	}
 	resp := kmsg.NewPtrSASLHandshakeResponse()
@@ -68,14 +68,14 @@ func (cl *Client) saslHandshake(h *codec.RequestHeader, body []byte) {
 	} else {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		cl.env.RefusedLine("kafka authentication refused", "cause", "mechanism not served", "mechanism", auth.BoundName(req.Mechanism), "cluster", cl.route.Cluster.Name)
-		cl.auditSASLRefused(h.Key, "", "")
+		cl.client().auditSASLRefused(h.Key, "", "")
 	}
 	cl.writeKmsg(h.Key, h.Version, h.Correlation, resp)
 }
 
 // writeKmsg writes a whole answer the gateway built.
-func (cl *Client) writeKmsg(key, version int16, corr int32, resp kmsg.Response) {
-	cl.write(cl.frameKmsg(key, version, corr, resp))
+func (cl *authn) writeKmsg(key, version int16, corr int32, resp kmsg.Response) {
+	cl.client().write(cl.frameKmsg(key, version, corr, resp))
 }
 
 // authMode says how the verdict is answered.
@@ -91,7 +91,7 @@ const (
 // authenticate hands the credentials to the worker pool: hashing never
 // runs on the loop (I6). h is nil for the legacy framing (SaslHandshake v0
 // then raw SASL bytes). The token is copied: gnet's buffer is the loop's.
-func (cl *Client) authenticate(token []byte, h *codec.RequestHeader) {
+func (cl *authn) authenticate(token []byte, h *codec.RequestHeader) {
 	tok := append([]byte(nil), token...)
 	var hdr codec.RequestHeader
 	if h != nil {
@@ -136,7 +136,7 @@ func (cl *Client) authenticate(token []byte, h *codec.RequestHeader) {
 }
 
 // authDone runs on the loop with the worker's verdict.
-func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMode, snap *configs.Snapshot) {
+func (cl *authn) authDone(res auth.Result, h *codec.RequestHeader, mode authMode, snap *configs.Snapshot) {
 	if mode == authReauth {
 		cl.reauthDone(res, h, snap)
 		return
@@ -166,7 +166,7 @@ func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 			cl.env.Signals.Refused(bound.String(), res.ID.Tenant)
 			// Seed 002: past a tenant's bound the answer is SASL_AUTHENTICATION_FAILED, logged as such.
 			cl.env.RefusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound.String(), "user", res.User, "tenant", res.ID.Tenant, "cluster", cl.route.Cluster.Name, "mechanism", cl.auth.mech)
-			cl.auditAuthRefused(&res)
+			cl.client().auditAuthRefused(&res)
 			cl.authFailed(h, mode)
 			return
 		}
@@ -193,26 +193,26 @@ func (cl *Client) authDone(res auth.Result, h *codec.RequestHeader, mode authMod
 			MaxRequestBytes:    int64(snap.Listener.MaxRequestBytes),
 		},
 	}
-	cl.setSeries(cl.env.Signals.Tenant(cl.route.Cluster.Name, res.ID.Tenant), signals.MechOf(res.ID.Mechanism))
+	cl.client().setSeries(cl.env.Signals.Tenant(cl.route.Cluster.Name, res.ID.Tenant), signals.MechOf(res.ID.Mechanism))
 	if mode != authCert {
-		cl.count(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone, 0)
+		cl.client().count(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone, 0)
 	}
 	switch mode {
 	case authLegacy:
-		cl.write([]byte{0, 0, 0, 0})
+		cl.client().write([]byte{0, 0, 0, 0})
 	case authSASL:
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		resp.Version = h.Version
 		resp.SessionLifetimeMillis = lifetime.Milliseconds()
 		cl.writeKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp)
 	}
-	cl.process()
+	cl.client().process()
 }
 
 // authFailed answers SASL_AUTHENTICATION_FAILED (I4, B1) and closes. A
 // refusal by a tenant bound is counted as the bound's, never also as an
 // authentication (seed 001): the caller counts.
-func (cl *Client) authFailed(h *codec.RequestHeader, mode authMode) {
+func (cl *authn) authFailed(h *codec.RequestHeader, mode authMode) {
 	if mode == authSASL {
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		resp.Version = h.Version
@@ -221,14 +221,14 @@ func (cl *Client) authFailed(h *codec.RequestHeader, mode authMode) {
 		cl.writeKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp)
 	}
 	cl.auth.state = stPreAuth
-	cl.close(signals.CloseAuthFailed)
+	cl.client().close(signals.CloseAuthFailed)
 }
 
 // startSession sets the session's end (S3): the smallest of
 // max_session_lifetime and the credential's own end (a key's expires_at,
 // a token's exp, a certificate's NotAfter). It returns the lifetime to
 // announce (KIP-368).
-func (cl *Client) startSession(snap *configs.Snapshot) time.Duration {
+func (cl *authn) startSession(snap *configs.Snapshot) time.Duration {
 	now := time.Now()
 	max := snap.Listener.MaxSessionLifetime.D()
 	if c := cl.env.SessionLifetime; c > 0 && c < max {
@@ -246,13 +246,13 @@ func (cl *Client) startSession(snap *configs.Snapshot) time.Duration {
 // session past its end without re-authentication is closed (I6), and so is
 // one a reload revoked (S2). After a reload the session takes the
 // configuration in force (view, bounds, timeouts) at its next request.
-func (cl *Client) checkSession() bool {
+func (cl *authn) checkSession() bool {
 	if cl.auth.revoked != "" {
-		cl.close(signals.CloseRevoked, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal, "cause", cl.auth.revoked)
+		cl.client().close(signals.CloseRevoked, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal, "cause", cl.auth.revoked)
 		return false
 	}
 	if !cl.auth.sessEnd.IsZero() && !time.Now().Before(cl.auth.sessEnd) {
-		cl.close(signals.CloseSessionEnded, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal)
+		cl.client().close(signals.CloseSessionEnded, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal)
 		return false
 	}
 	if snap := cl.env.Snap.Load(); snap != cl.snap {
@@ -264,7 +264,7 @@ func (cl *Client) checkSession() bool {
 // adopt moves an open session to a new snapshot (after a reload whose
 // revocation check passed): the view is rebuilt from the new contract and
 // the bounds in force apply.
-func (cl *Client) adopt(snap *configs.Snapshot) {
+func (cl *authn) adopt(snap *configs.Snapshot) {
 	cl.snap = snap
 	cl.budget.Limit = int64(snap.Listener.MaxInFlightBytes)
 	cl.sess.Limits.MaxFetchWaitMs = int32(snap.Listener.MaxFetchWait.D() / time.Millisecond)
@@ -272,7 +272,7 @@ func (cl *Client) adopt(snap *configs.Snapshot) {
 	cl.sess.Limits.MaxRequestBytes = int64(snap.Listener.MaxRequestBytes)
 	cluster := snap.Clusters[cl.route.Cluster.Name]
 	if cluster == nil { // a reload removed it (CloseRemoved closes at once; kept safe here)
-		cl.closeRemoved()
+		cl.client().closeRemoved()
 		return
 	}
 	cl.route.Cluster = cluster
@@ -288,25 +288,25 @@ func (cl *Client) adopt(snap *configs.Snapshot) {
 
 // reauthRequest serves SaslHandshake and SaslAuthenticate on an open
 // session (KIP-368): the answers keep their place among the others.
-func (cl *Client) reauthRequest(h *codec.RequestHeader, frame []byte) {
+func (cl *authn) reauthRequest(h *codec.RequestHeader, frame []byte) {
 	body := frame[h.BodyOffset:]
 	if h.Key == codec.KeySASLHandshake {
 		req := kmsg.NewPtrSASLHandshakeRequest()
 		req.Version = h.Version
 		if h.Version != 1 || req.ReadFrom(body) != nil || req.Mechanism != cl.auth.mech {
-			cl.close(signals.CloseReauthMechanism, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant)
+			cl.client().close(signals.CloseReauthMechanism, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant)
 			return
 		}
 		resp := kmsg.NewPtrSASLHandshakeResponse()
 		resp.Version = h.Version
 		resp.SupportedMechanisms = []string{cl.auth.mech}
-		cl.answerLocal(cl.frameKmsg(17, h.Version, h.Correlation, resp))
+		cl.client().answerLocal(cl.frameKmsg(17, h.Version, h.Correlation, resp))
 		return
 	}
 	req := kmsg.NewPtrSASLAuthenticateRequest()
 	req.Version = h.Version
 	if h.Version > 2 || req.ReadFrom(body) != nil || cl.auth.mech == mechCert {
-		cl.close(signals.CloseReauthMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant)
+		cl.client().close(signals.CloseReauthMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant)
 		return
 	}
 	cl.authenticate(req.SASLAuthBytes, h)
@@ -314,7 +314,7 @@ func (cl *Client) reauthRequest(h *codec.RequestHeader, frame []byte) {
 
 // reauthDone: a re-authentication must prove the same principal; it takes
 // no connection-rate token; the session gets a new end.
-func (cl *Client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *configs.Snapshot) {
+func (cl *authn) reauthDone(res auth.Result, h *codec.RequestHeader, snap *configs.Snapshot) {
 	cl.auth.reauthing = false
 	resp := kmsg.NewPtrSASLAuthenticateResponse()
 	resp.Version = h.Version
@@ -326,13 +326,13 @@ func (cl *Client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 		cl.env.Log.Warn("kafka authentication refused", "cause", cause, "user", res.User, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "mechanism", cl.auth.mech)
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
-		cl.answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
-		cl.count(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication, 0)
-		cl.auditAuthRefused(&res)
-		cl.close(signals.CloseReauthRefused)
+		cl.client().answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
+		cl.client().count(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication, 0)
+		cl.client().auditAuthRefused(&res)
+		cl.client().close(signals.CloseReauthRefused)
 		return
 	}
-	cl.count(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone, 0)
+	cl.client().count(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone, 0)
 	cl.auth.ident = cl.env.identity(snap, res.ID)
 	lifetime := cl.startSession(snap)
 	cl.adopt(snap) // the new token's scopes, and the snapshot in force
@@ -340,12 +340,12 @@ func (cl *Client) reauthDone(res auth.Result, h *codec.RequestHeader, snap *conf
 		return
 	}
 	resp.SessionLifetimeMillis = lifetime.Milliseconds()
-	cl.answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
-	cl.process()
+	cl.client().answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
+	cl.client().process()
 }
 
 // frameKmsg encodes a whole answer frame into the client's scratch.
-func (cl *Client) frameKmsg(key, version int16, corr int32, resp kmsg.Response) []byte {
+func (cl *authn) frameKmsg(key, version int16, corr int32, resp kmsg.Response) []byte {
 	b := cl.scratch[:0]
 	b = append(b, 0, 0, 0, 0)
 	b = codec.AppendResponseHeader(b, key, version, corr)

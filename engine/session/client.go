@@ -187,7 +187,7 @@ func (cl *Client) onTraffic() {
 	}
 	switch {
 	case cl.auth.tls != nil:
-		cl.tlsRead()
+		cl.authn().tlsRead()
 	case cl.auth.tlsHS != nil:
 		// The handshake worker reads these.
 		if b, err := cl.c.Peek(cl.c.Buffered()); err == nil {
@@ -197,7 +197,7 @@ func (cl *Client) onTraffic() {
 		return
 	case cl.route.TLS:
 		if cl.route.Cluster == nil {
-			cl.onTLSHello()
+			cl.authn().onTLSHello()
 		}
 		return
 	}
@@ -248,10 +248,10 @@ func (cl *Client) waitsOnGateway() bool {
 // client is not read (syncReads, flow.go): what it pipelines waits in the
 // kernel.
 func (cl *Client) process() {
-	defer cl.syncReads()
+	defer cl.flow().syncReads()
 	for !cl.closed && !cl.wait.held && cl.auth.state != stAuthing && !cl.auth.reauthing && cl.up.state != upDialing && (!cl.muted() || (cl.ps.s != nil && !cl.q.paced)) {
 		if cl.ps.s != nil {
-			if !cl.feedProduce() {
+			if !cl.producer().feedProduce() {
 				return
 			}
 			continue
@@ -259,7 +259,7 @@ func (cl *Client) process() {
 		n := cl.inBuffered()
 		if n < codec.SizeLen {
 			if n == 0 && cl.ps.ended {
-				cl.spliceOn() // the next request's head may wait in the socket
+				cl.producer().spliceOn() // the next request's head may wait in the socket
 			}
 			return
 		}
@@ -281,7 +281,7 @@ func (cl *Client) process() {
 			return // sent after the drain began (U4): never taken, nor streamed
 		}
 		if n < total {
-			if cl.beginProduce(size, n) {
+			if cl.producer().beginProduce(size, n) {
 				continue
 			}
 			cl.refuseOverBudget(size)
@@ -337,7 +337,7 @@ func (cl *Client) frameTooLarge(size, limit int32) {
 func (cl *Client) handle(frame []byte) bool {
 	if cl.auth.legacySASL {
 		cl.auth.legacySASL = false
-		cl.authenticate(frame, nil)
+		cl.authn().authenticate(frame, nil)
 		return true
 	}
 	h, err := cl.parseRequest(frame)
@@ -346,10 +346,10 @@ func (cl *Client) handle(frame []byte) bool {
 		return true
 	}
 	if cl.auth.state != stAuthed {
-		cl.handlePreAuth(&h, frame)
+		cl.authn().handlePreAuth(&h, frame)
 		return true
 	}
-	if !cl.checkSession() {
+	if !cl.authn().checkSession() {
 		return true
 	}
 	if cl.answerLocally(&h, frame) {
@@ -401,7 +401,7 @@ func (cl *Client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
 		cl.count(h.Key, signals.Allowed, signals.CauseNone, 0)
 		return true
 	case codec.KeySASLHandshake, codec.KeySASLAuthenticate:
-		cl.reauthRequest(h, frame)
+		cl.authn().reauthRequest(h, frame)
 		return true
 	}
 	return false
@@ -429,7 +429,7 @@ func (cl *Client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Ou
 		cl.up.conn.write(cl.sess.RW.Vec.Slices())
 		if h.Key == codec.KeyProduce && cl.ps.large {
 			cl.ps.large = false // a Produce whole in one read
-			cl.syncMarks()
+			cl.flow().syncMarks()
 		}
 		if cl.closed {
 			return

@@ -93,11 +93,11 @@ func (cl *Client) releaseAs(peerClosed bool) {
 // what it read; so does the gateway. Only Produce is forwarded then:
 // nothing else has an effect without its answer.
 func (cl *Client) keepForDrain() bool {
-	if cl.streamingProduce() {
+	if cl.producer().streamingProduce() {
 		return false // the broker holds a part of a frame: it can only be closed
 	}
 	if cl.auth.tls != nil {
-		cl.tlsRead()
+		cl.authn().tlsRead()
 	}
 	if n := cl.inBuffered(); n > 0 {
 		if b, err := cl.peek(n); err == nil {

@@ -33,7 +33,7 @@ import (
 
 // pause pauses the client's reads for r; false when it cannot be paused
 // now (closed, or in its TLS handshake: a worker reads what the loop feeds).
-func (cl *Client) pause(r conn.Reason) bool {
+func (cl *flow) pause(r conn.Reason) bool {
 	if cl.closed || cl.auth.tlsHS != nil {
 		return false
 	}
@@ -42,7 +42,7 @@ func (cl *Client) pause(r conn.Reason) bool {
 }
 
 // unpause drops r from the client's reasons.
-func (cl *Client) unpause(r conn.Reason) {
+func (cl *flow) unpause(r conn.Reason) {
 	if !cl.closed {
 		cl.c.Resume(r)
 	}
@@ -50,8 +50,8 @@ func (cl *Client) unpause(r conn.Reason) {
 
 // syncReads pauses the client's reads while its head request waits on
 // the gateway and resumes them when it goes on (at the end of process).
-func (cl *Client) syncReads() {
-	cl.syncIn()
+func (cl *flow) syncReads() {
+	cl.client().syncIn()
 	if cl.closed || cl.auth.state != stAuthed {
 		return
 	}
@@ -59,7 +59,7 @@ func (cl *Client) syncReads() {
 	cl.syncReason(conn.Dial, cl.up.state == upDialing)
 }
 
-func (cl *Client) syncReason(r conn.Reason, want bool) {
+func (cl *flow) syncReason(r conn.Reason, want bool) {
 	switch {
 	case want && !cl.c.PausedFor(r):
 		cl.pause(r)
@@ -134,7 +134,7 @@ func (u *upstreamConn) Above() {
 	if u.closed || cl.closed || cl.c.PausedFor(conn.PeerFull) {
 		return
 	}
-	if cl.pause(conn.PeerFull) {
+	if cl.flow().pause(conn.PeerFull) {
 		cl.env.Series.ClientPauses.Add(1)
 	}
 }
@@ -147,8 +147,8 @@ func (u *upstreamConn) Below() {
 	if cl.closed || !cl.c.PausedFor(conn.PeerFull) {
 		return
 	}
-	if !u.closed && cl.splicesProduce() && cl.inBuffered() == 0 {
-		cl.spliceOn()
+	if !u.closed && cl.flow().splicesProduce() && cl.inBuffered() == 0 {
+		cl.producer().spliceOn()
 		if cl.closed || u.closed || u.c.Above() {
 			return // held on: the broker's socket is full again
 		}
@@ -162,7 +162,7 @@ func (u *upstreamConn) Drained() {}
 // syncMarks sets the broker connection's marks: 0 while the client's
 // Produce records are spliced (the producer is paused at the first byte
 // its broker did not take, invariant 40), flowHigh and flowLow otherwise.
-func (cl *Client) syncMarks() {
+func (cl *flow) syncMarks() {
 	u := cl.up.conn
 	if u == nil || u.c == nil || u.closed {
 		return
@@ -177,7 +177,7 @@ func (cl *Client) syncMarks() {
 // splicesProduce: the client is inside a streamed Produce, or its last
 // Produce was one, whose records are spliced once its broker's socket has
 // nothing unsent (invariant 39).
-func (cl *Client) splicesProduce() bool {
+func (cl *flow) splicesProduce() bool {
 	u := cl.up.conn
 	return (cl.ps.s != nil || cl.ps.large) && cl.env.Tune.ProduceSpliceMin.Load() > 0 && cl.auth.tls == nil && u != nil && u.rec == nil
 }

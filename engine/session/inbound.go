@@ -63,7 +63,7 @@ func (cl *Client) syncIn() {
 	}
 	cl.budget.SyncInbound(held)
 	if !cl.c.PausedFor(conn.Inbound) {
-		if !cl.pause(conn.Inbound) {
+		if !cl.flow().pause(conn.Inbound) {
 			return
 		}
 		cl.env.Series.ReadWaits.Add(1)

@@ -32,7 +32,7 @@ const causePoolFull = "authentication pool full"
 // then answers it, later when the credential itself was refused (guessed:
 // not a tenant or cluster check of a verified identity) and its address
 // has used up its free refusals.
-func (cl *Client) credentialRefused(res *auth.Result, h *codec.RequestHeader, mode authMode, guessed bool) {
+func (cl *authn) credentialRefused(res *auth.Result, h *codec.RequestHeader, mode authMode, guessed bool) {
 	delay := time.Duration(0)
 	if guessed && (mode == authSASL || mode == authLegacy) {
 		delay = cl.loginDelay(time.Now())
@@ -43,9 +43,9 @@ func (cl *Client) credentialRefused(res *auth.Result, h *codec.RequestHeader, mo
 	}
 	cl.env.RefusedLine("kafka authentication refused", line...)
 	if mode != authCert { // a certificate is no request
-		cl.count(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication, 0)
+		cl.client().count(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication, 0)
 	}
-	cl.auditAuthRefused(res)
+	cl.client().auditAuthRefused(res)
 	if delay <= 0 {
 		cl.authFailed(h, mode)
 		return
@@ -55,7 +55,7 @@ func (cl *Client) credentialRefused(res *auth.Result, h *codec.RequestHeader, mo
 
 // loginDelay records a refused credential of cl's address and returns how
 // long its answer waits, ending before auth_timeout.
-func (cl *Client) loginDelay(now time.Time) time.Duration {
+func (cl *authn) loginDelay(now time.Time) time.Duration {
 	d := cl.env.Bounds.perIP.logins.Refused(cl.ip, now)
 	if d <= 0 {
 		return 0
@@ -68,9 +68,9 @@ func (cl *Client) loginDelay(now time.Time) time.Duration {
 // authenticating (process takes no frame) and is not read meanwhile. The
 // wait is a timer whose end is posted to the connection's loop: the loop
 // never sleeps.
-func (cl *Client) authFailedAfter(h codec.RequestHeader, mode authMode, d time.Duration) {
+func (cl *authn) authFailedAfter(h codec.RequestHeader, mode authMode, d time.Duration) {
 	cl.auth.state = stAuthing
-	cl.pause(conn.Held)
+	cl.client().flow().pause(conn.Held)
 	time.AfterFunc(d, func() {
 		_ = cl.lp.RunFor("auth", cl, func() {
 			if !cl.closed { // else closed meanwhile: auth_timeout, the engine's stop

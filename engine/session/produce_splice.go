@@ -31,7 +31,7 @@ import (
 // partition's records to the broker, when it may (see above); true when
 // bytes moved (the stream went on by them). Runs on the loop, with
 // nothing of the client buffered and the stream's piece written.
-func (cl *Client) spliceProduce() bool {
+func (cl *producer) spliceProduce() bool {
 	ps := cl.ps.s
 	e := (*produceEnds)(cl)
 	if !e.More(ps.RecordsLeft()) || ps.Pending() > 0 {
@@ -51,7 +51,7 @@ func (cl *Client) spliceProduce() bool {
 // read into the loop's buffer at its resume, invariant 42), the broker's
 // connection with nothing unsent once the loop's batch for it is flushed
 // (what was written before comes first). A nil pipe: not now.
-func (cl *Client) spliceReady() (pp *splice.Pipe, cfd, bfd int) {
+func (cl *producer) spliceReady() (pp *splice.Pipe, cfd, bfd int) {
 	if cl.auth.tls != nil || cl.auth.tlsHS != nil || cl.closed {
 		return nil, 0, 0
 	}
@@ -87,9 +87,9 @@ const spliceChain = 8
 // client's event once a stream went through, and before a producer paused
 // for its broker is read again (upstreamConn.Below): it stops at the first
 // request not to be streamed, a socket emptied, or a broker's socket full.
-func (cl *Client) spliceOn() {
+func (cl *producer) spliceOn() {
 	cl.ps.ended = false
-	for i := 0; i < spliceChain && !cl.closed && cl.inBuffered() == 0; i++ {
+	for i := 0; i < spliceChain && !cl.closed && cl.client().inBuffered() == 0; i++ {
 		if ps := cl.ps.s; ps != nil {
 			if !cl.spliceProduce() || cl.closed || !ps.Done() {
 				return
@@ -109,9 +109,9 @@ func (cl *Client) spliceOn() {
 // in what is looked at: its size prefix is taken, then its head unit by
 // the pipe's Unit; true: begun (the stream's records are then the
 // caller's). Whatever it declines, gnet reads and the client's event handles.
-func (cl *Client) spliceNext() bool {
+func (cl *producer) spliceNext() bool {
 	if cl.ps.s != nil || !cl.ps.large || cl.ps.gather || cl.drain.on || cl.wait.held || cl.auth.reauthing ||
-		cl.up.state != upReady || cl.muted() || cl.env.Tune.ProduceSpliceMin.Load() == 0 {
+		cl.up.state != upReady || cl.client().muted() || cl.env.Tune.ProduceSpliceMin.Load() == 0 {
 		return false
 	}
 	pp, cfd, _ := cl.spliceReady()
@@ -217,7 +217,7 @@ func (e *produceEnds) DestClear() bool {
 // the broker, whose connection closes with it.
 func (e *produceEnds) Failed(why string) {
 	cl := (*Client)(e)
-	cl.dropUnread()
+	cl.producer().dropUnread()
 	cl.ps.s, cl.ps.pend = nil, nil
 	cl.count(codec.KeyProduce, signals.Refused, signals.CauseUnsupported, 0)
 	cl.close(signals.CloseMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+why)
@@ -229,7 +229,7 @@ func (e *produceEnds) Failed(why string) {
 // bytes unread sends a reset, where the client is owed an orderly close
 // (the stream may fail from a peek at the socket, or from a detached one,
 // where gnet had not read the rest).
-func (cl *Client) dropUnread() {
+func (cl *producer) dropUnread() {
 	pp := cl.lp.pp
 	if cl.auth.tls != nil || cl.closed || pp == nil {
 		return

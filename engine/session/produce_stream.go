@@ -38,12 +38,12 @@ type produceStream struct {
 // Produce the session streams; false: it waits until it is whole (another
 // API, a Produce not streamed), or until more of its head has come, or for
 // the broker connection or the budget, or the client was closed.
-func (cl *Client) beginProduce(size int32, n int) bool {
-	b, err := cl.peek(min(n, codec.SizeLen+codec.MaxStreamUnit))
+func (cl *producer) beginProduce(size int32, n int) bool {
+	b, err := cl.client().peek(min(n, codec.SizeLen+codec.MaxStreamUnit))
 	if err != nil || !cl.beginStream(size, b) {
 		return false
 	}
-	cl.discard(codec.SizeLen)
+	cl.client().discard(codec.SizeLen)
 	return true
 }
 
@@ -51,7 +51,7 @@ func (cl *Client) beginProduce(size int32, n int) bool {
 // bytes, its size prefix included, are head (from the loop's buffer, or
 // looked at in the socket: spliceNext); true: begun, and the caller takes
 // the size prefix. Nothing of head is kept.
-func (cl *Client) beginStream(size int32, head []byte) bool {
+func (cl *producer) beginStream(size int32, head []byte) bool {
 	if cl.ps.gather || cl.auth.state != stAuthed || cl.auth.legacySASL || int64(size) <= cl.env.Tune.StreamMin.Load() {
 		return false
 	}
@@ -70,7 +70,7 @@ func (cl *Client) beginStream(size int32, head []byte) bool {
 		cl.ps.gather = true
 		return false
 	}
-	if !cl.checkSession() || cl.quotaHold(h.Key, 0) { // its bytes are charged as they come (pace)
+	if !cl.client().authn().checkSession() || cl.client().quotaHold(h.Key, 0) { // its bytes are charged as they come (pace)
 		return false // closed, or its principal owes: it waits, muted (quota.go)
 	}
 	p := cl.queue.Get()
@@ -83,16 +83,16 @@ func (cl *Client) beginStream(size int32, head []byte) bool {
 	// The broker connection is enrolled and the budget allows the answer
 	// before the first byte is written; else the frame waits, and the
 	// stream is begun again when the client is processed again.
-	if _, ok := cl.admit(h.Key); !ok {
+	if _, ok := cl.client().admit(h.Key); !ok {
 		cl.queue.Put(p) // while it waits, the client is not read (syncReads, flow.go)
 		return false
 	}
-	cl.quotaGate(&h, 0) // spent by quotaHold (never true for a Produce)
-	cl.quotaPending(p)  // its answer carries the throttle; the silence begins as it leaves
+	cl.client().quotaGate(&h, 0) // spent by quotaHold (never true for a Produce)
+	cl.client().quotaPending(p)  // its answer carries the throttle; the silence begins as it leaves
 	cl.up.corr++
 	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large, cl.ps.pend = ps, 0, h.Version, true, p
-	cl.syncMarks() // its records are spliced: paused at its broker's first byte unsent
-	cl.owe(p)
+	cl.client().flow().syncMarks() // its records are spliced: paused at its broker's first byte unsent
+	cl.client().owe(p)
 	cl.ps.throttled, cl.throttling = cl.throttling, false // counted at its end (endStream)
 	cl.ts.Produced(int(size))
 	return true
@@ -103,9 +103,9 @@ func (cl *Client) beginStream(size int32, head []byte) bool {
 // needed, or the client was closed. A Feed error closes the client as a
 // malformed request: its frame is partly written to the broker, whose
 // connection closes with it.
-func (cl *Client) feedProduce() bool {
+func (cl *producer) feedProduce() bool {
 	ps := cl.ps.s
-	want := min(cl.inBuffered(), ps.Remaining())
+	want := min(cl.client().inBuffered(), ps.Remaining())
 	if want == 0 {
 		return false
 	}
@@ -114,28 +114,28 @@ func (cl *Client) feedProduce() bool {
 		lim = min(want, cl.ps.carry+streamPeek)
 	}
 	for {
-		chunk, err := cl.peek(lim)
+		chunk, err := cl.client().peek(lim)
 		if err != nil {
 			return false
 		}
 		used, err := ps.Feed(chunk)
 		if err != nil {
 			cl.ps.s, cl.ps.pend = nil, nil
-			cl.count(codec.KeyProduce, signals.Refused, signals.CauseUnsupported, 0)
-			cl.close(signals.CloseMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+err.Error())
+			cl.client().count(codec.KeyProduce, signals.Refused, signals.CauseUnsupported, 0)
+			cl.client().close(signals.CloseMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+err.Error())
 			return false
 		}
 		if sl := ps.Slices(); len(sl) > 0 {
 			cl.up.conn.write(sl)
 		}
 		if used > 0 { // gnet's Discard(0) discards everything
-			cl.discard(used)
-			cl.pace(used)
+			cl.client().discard(used)
+			cl.client().pace(used)
 		}
 		if cl.closed {
 			return false
 		}
-		if !ps.Done() && cl.inBuffered() == 0 && !cl.pacing() {
+		if !ps.Done() && cl.client().inBuffered() == 0 && !cl.client().pacing() {
 			// The records (and the headers between them) still in the
 			// socket go to the broker without the loop's buffer.
 			cl.spliceProduce()
@@ -160,14 +160,14 @@ func (cl *Client) feedProduce() bool {
 }
 
 // endStream: the streamed request went through whole.
-func (cl *Client) endStream() {
+func (cl *producer) endStream() {
 	if p := cl.ps.pend; p != nil {
-		cl.streamThrottle(p)
+		cl.client().streamThrottle(p)
 		cl.throttling = cl.ps.throttled || p.Throttle > 0
-		cl.countRequest(codec.KeyProduce, p, decide.Forward) // allowed, or throttled
+		cl.client().countRequest(codec.KeyProduce, p, decide.Forward) // allowed, or throttled
 	}
 	cl.ps.s, cl.ps.carry, cl.ps.ended, cl.ps.pend = nil, 0, true, nil
-	if cl.inBuffered() == 0 {
+	if cl.client().inBuffered() == 0 {
 		cl.clock.frameSince = time.Time{}
 	} else {
 		cl.clock.frameSince = cl.clock.lastActive
@@ -176,4 +176,4 @@ func (cl *Client) endStream() {
 
 // streamingProduce: a request is relayed to the broker half sent; the
 // broker connection cannot carry anything else of the client's.
-func (cl *Client) streamingProduce() bool { return cl.ps.s != nil }
+func (cl *producer) streamingProduce() bool { return cl.ps.s != nil }

@@ -413,7 +413,7 @@ func (cl *Client) quotaPause() {
 		if cl.auth.tls == nil && cl.c.Buffered() < MuteInPlace {
 			return // muted in place: read on (a KIP-219 client sends nothing meanwhile), not handled
 		}
-		cl.pause(conn.Quota)
+		cl.flow().pause(conn.Quota)
 	}
 }
 
@@ -456,12 +456,12 @@ func (env *Env) unmute(l *Loop, cl *Client, now time.Time) {
 		cl.clock.frameSince = now // the pause was the gateway's (idle_timeout's partial frame, sweep.go)
 	}
 	q.listed, q.muted, q.paced = false, false, false
-	cl.unpause(conn.Quota)
+	cl.flow().unpause(conn.Quota)
 	if !cl.closed {
 		cl.process()
 	}
 	if !cl.closed && cl.ps.s != nil && cl.inBuffered() == 0 {
-		cl.spliceOn() // a paced stream's rest waits in the socket
+		cl.producer().spliceOn() // a paced stream's rest waits in the socket
 	}
 }
 

@@ -70,7 +70,7 @@ func (env *Env) routeSNI(name string) (Route, bool) {
 
 // onTLSHello handles the first bytes of a TLS client: route by SNI, then
 // start the handshake in the worker pool.
-func (cl *Client) onTLSHello() {
+func (cl *authn) onTLSHello() {
 	const preAuthMax = int(configs.UnauthenticatedMaxRequestBytes)
 	n := min(cl.c.Buffered(), preAuthMax)
 	b, err := cl.c.Peek(n)
@@ -80,7 +80,7 @@ func (cl *Client) onTLSHello() {
 	name, err := looptls.ParseSNI(b)
 	if errors.Is(err, looptls.ErrHelloIncomplete) {
 		if n >= preAuthMax {
-			cl.close(signals.CloseHelloTooLarge)
+			cl.client().close(signals.CloseHelloTooLarge)
 		}
 		return
 	}
@@ -89,20 +89,20 @@ func (cl *Client) onTLSHello() {
 		if errors.Is(err, looptls.ErrNotTLS) {
 			cause = "a plaintext client on the TLS port"
 		}
-		cl.close(signals.CloseBadHello, "cause", cause)
+		cl.client().close(signals.CloseBadHello, "cause", cause)
 		return
 	}
 	route, ok := cl.env.routeSNI(name)
 	if !ok {
-		cl.close(signals.CloseUnknownSNI, "sni", name)
+		cl.client().close(signals.CloseUnknownSNI, "sni", name)
 		return
 	}
 	if cl.env.RefusedCluster(route.Cluster) { // U3, logged there
-		cl.close(signals.CloseSameCluster)
+		cl.client().close(signals.CloseSameCluster)
 		return
 	}
 	cl.route = route
-	cl.setSeries(cl.env.Signals.Tenant(route.Cluster.Name, ""), signals.MechNone)
+	cl.client().setSeries(cl.env.Signals.Tenant(route.Cluster.Name, ""), signals.MechNone)
 	ad := looptls.NewIO(cl.c, cl.c.LocalAddr(), cl.c.RemoteAddr(), false)
 	all, _ := cl.c.Peek(cl.c.Buffered())
 	ad.Feed(all) // copied: gnet's buffer is the loop's
@@ -121,14 +121,14 @@ func (cl *Client) onTLSHello() {
 		})
 	})
 	if err != nil {
-		cl.close(signals.CloseHandshakePool)
+		cl.client().close(signals.CloseHandshakePool)
 	}
 }
 
 // tlsDone runs on the loop when the handshake ends.
-func (cl *Client) tlsDone(conn *tls.Conn, ad *looptls.IO, herr error) {
+func (cl *authn) tlsDone(conn *tls.Conn, ad *looptls.IO, herr error) {
 	if herr != nil {
-		cl.close(signals.CloseHandshake, "error", herr.Error(), "cluster", cl.route.Cluster.Name)
+		cl.client().close(signals.CloseHandshake, "error", herr.Error(), "cluster", cl.route.Cluster.Name)
 		return
 	}
 	ad.OnLoop()
@@ -141,11 +141,11 @@ func (cl *Client) tlsDone(conn *tls.Conn, ad *looptls.IO, herr error) {
 		}
 	}
 	cl.tlsRead()
-	cl.process()
+	cl.client().process()
 }
 
 // tlsRead decrypts what the socket holds into the plaintext buffer.
-func (cl *Client) tlsRead() {
+func (cl *authn) tlsRead() {
 	err := cl.auth.tls.rec.Pump()
 	if err == nil || cl.closed {
 		return
@@ -153,18 +153,18 @@ func (cl *Client) tlsRead() {
 	if !errors.Is(err, io.EOF) { // a close_notify is a normal close
 		cl.env.Log.Info("kafka connection closed: TLS error", "cluster", cl.route.Cluster.Name, "error", err.Error())
 	}
-	cl.close(signals.CloseTLSRead)
+	cl.client().close(signals.CloseTLSRead)
 }
 
 // certAuth authenticates a verified client certificate (I3): declared in
 // auth.mtls.clients by subject, no SASL handshake.
-func (cl *Client) certAuth(cert *x509.Certificate) {
+func (cl *authn) certAuth(cert *x509.Certificate) {
 	snap := cl.env.Snap.Load()
 	res := auth.MatchCert(snap, cert)
 	cl.auth.mech = mechCert
 	if res.ID == nil {
-		cl.auditAuthRefused(&res)
-		cl.close(signals.CloseCertUnknown, "cause", res.Cause, "cluster", cl.route.Cluster.Name, "mechanism", mechCert)
+		cl.client().auditAuthRefused(&res)
+		cl.client().close(signals.CloseCertUnknown, "cause", res.Cause, "cluster", cl.route.Cluster.Name, "mechanism", mechCert)
 		return
 	}
 	cl.authDone(res, nil, authCert, snap)

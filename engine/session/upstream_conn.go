@@ -122,7 +122,7 @@ func (u *upstreamConn) opened(c gnet.Conn) {
 	}
 	u.ready = true
 	u.cl.up.state = upReady
-	u.cl.syncMarks()
+	u.cl.flow().syncMarks()
 	u.cl.process()
 }
 

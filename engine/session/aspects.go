@@ -1,0 +1,29 @@
+package session
+
+// A client's aspects (issue 34.1): the concerns of a client connection,
+// each a view of the one Client (the same memory, no copy, no allocation)
+// with the methods of its own files, so that no type carries them all.
+// A view reaches the whole client through client().
+
+// authn is a client seen as its authentication (auth.go, tls.go,
+// loginguard.go): the SASL exchange, the TLS handshake's end, a
+// certificate's match, the session's checks and its renewal (KIP-368).
+type authn Client
+
+func (cl *Client) authn() *authn  { return (*authn)(cl) }
+func (cl *authn) client() *Client { return (*Client)(cl) }
+
+// producer is a client seen as the producer of a large request relayed as
+// it arrives (produce_stream.go, produce_splice.go): streamed, its records
+// spliced from its socket to its broker's.
+type producer Client
+
+func (cl *Client) producer() *producer { return (*producer)(cl) }
+func (cl *producer) client() *Client   { return (*Client)(cl) }
+
+// flow is a client seen as its flow control (flow.go): its reads paused
+// for a reason, its broker connection's marks.
+type flow Client
+
+func (cl *Client) flow() *flow   { return (*flow)(cl) }
+func (cl *flow) client() *Client { return (*Client)(cl) }

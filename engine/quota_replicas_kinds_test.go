@@ -7,6 +7,7 @@ package engine
 
 import (
 	"context"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/internal/testkit"
+	"github.com/flexway/flexway/quota"
 	"github.com/flexway/flexway/quota/counters"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -168,4 +170,53 @@ func TestQuotaReplicasDebtCarriedRedis(t *testing.T) {
 	if took > owed+10*time.Second {
 		t.Errorf("its first record on B took %v, %v owed: held past the debt", took, owed.Round(time.Millisecond))
 	}
+}
+
+// The first read's bound (issue 34.5): a store that takes connections and
+// never answers (its own timeout, 1 s, not reached yet) holds a
+// principal's first request on the replica quota.FirstReadWait, not
+// longer: then the request goes on, decided on the replica's own buckets,
+// and a line says so.
+func TestQuotaReplicasFirstReadBounded(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() { // takes connections, answers nothing
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	store, err := counters.Open("redis://"+ln.Addr().String(), replicaSync, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	env := newTestEnvWith(t, envConfig{listenerExtra: "    quotas:\n      client: { producer_byte_rate: 1MiB }\n", upstream: spreadUpstream}, WithCounters(store))
+	cl := env.client("acme-app")
+	start := time.Now()
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "orders", Value: []byte("first")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("the first record, its buckets never read from the store: acknowledged in %v", took.Round(time.Millisecond))
+	if took < quota.FirstReadWait {
+		t.Errorf("acknowledged in %v: the first request was not held for the store's read (%v)", took, quota.FirstReadWait)
+	}
+	if took > quota.FirstReadWait+5*time.Second {
+		t.Errorf("acknowledged in %v: held past the bound (%v)", took, quota.FirstReadWait)
+	}
+	env.waitLog(10*time.Second, "quota buckets not yet read from the shared counter store", "tenant=acme")
 }

@@ -70,3 +70,53 @@ func TestRunningCarriesTheClock(t *testing.T) {
 		t.Errorf("a paid bucket's clock published: %q", v)
 	}
 }
+
+// The clock's script in a Redis Cluster: each Running hash's script goes
+// to the master of its slot, in the sync's one pipeline; a bucket made on
+// the other replica is raised to the clock at its first read, whichever
+// master holds it.
+func TestClusterCarriesTheClock(t *testing.T) {
+	cl := testkit.StartRedisCluster(t, 3)
+	const every = 100 * time.Millisecond
+	seed := "redis-cluster://" + cl.Nodes[0].Addr()
+	a := openT(t, seed, every, nil, nil)
+	b := openT(t, seed, every, nil, nil)
+	ahead := time.Now().Add(time.Minute).UnixNano()
+	owners := map[int]bool{}
+	var names []string
+	for i := 0; len(owners) < 3 || len(names) < 6; i++ {
+		if i == 1000 {
+			t.Fatalf("1000 names, their hashes on %d masters only", len(owners))
+		}
+		name := "clock-" + strconv.Itoa(i)
+		if _, node, err := cl.Do("HGET", runningKey(name), "t"); err != nil {
+			t.Fatal(err)
+		} else {
+			owners[node] = true
+		}
+		names = append(names, name)
+	}
+	for _, name := range names {
+		var tat atomic.Int64
+		ca := a.Counter(name, quota.Running)
+		ca.(quota.Clocked).Watch(&tat)
+		tat.Store(ahead)
+		ca.Add(time.Now(), 10)
+	}
+	want := strconv.FormatInt(ahead, 10)
+	for _, name := range names {
+		eventually(t, wait, name+"'s clock on its master", func() bool {
+			v, _, _ := cl.Do("HGET", runningKey(name), "t")
+			return v == want
+		})
+	}
+	for _, name := range names {
+		var tat atomic.Int64
+		cb := b.Counter(name, quota.Running)
+		cb.(quota.Clocked).Watch(&tat)
+		eventually(t, wait, name+"'s first read on b", func() bool { return quota.CounterReady(cb) })
+		if got := tat.Load(); got != ahead {
+			t.Errorf("%s: b's bucket clock %d after its first read, want %d", name, got, ahead)
+		}
+	}
+}

@@ -21,7 +21,10 @@ import (
 // nothing only reads, HMGET), and learns the others' part: n less what it
 // added itself in that epoch. What that part grew by since its last read is
 // added to the counter's others, whatever second it was spent in: nothing
-// rolls over before it is learned (DESIGN.md, invariant 22).
+// rolls over before it is learned (DESIGN.md, invariant 22). Field t is the
+// latest clock of the counter's bucket any replica published (putClock):
+// the debt not paid yet, which a replica whose read is a new start owes
+// too (quota.Clocked, issue 34.5).
 const runningKeyPrefix = "flexway:"
 
 func runningKey(name string) string { return runningKeyPrefix + name + ":running" }

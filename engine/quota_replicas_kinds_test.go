@@ -22,17 +22,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// replicaSync is the stores' reconciliation in these tests.
+// replicaSync is the stores' reconciliation in the debt's tests; the rates'
+// run under the default (1s) and a short one.
 const replicaSync = 200 * time.Millisecond
 
+var replicaSyncs = []time.Duration{counters.DefaultSync, replicaSync}
+
 // twoReplicas starts two gateways under the quotas of listenerExtra, each
-// with its own server.counters store on one redis-server srv, in front
-// of three kfake brokers each (spreadUpstream).
-func twoReplicas(t *testing.T, srv *testkit.Redis, listenerExtra string) [2]*testEnv {
+// with its own server.counters store (reconciled every every) on one
+// redis-server srv, in front of three kfake brokers each (spreadUpstream).
+func twoReplicas(t *testing.T, srv *testkit.Redis, every time.Duration, listenerExtra string) [2]*testEnv {
 	t.Helper()
 	var envs [2]*testEnv
 	for i := range envs {
-		store, err := counters.Open(srv.URL(), replicaSync, nil)
+		store, err := counters.Open(srv.URL(), every, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,11 +48,20 @@ func twoReplicas(t *testing.T, srv *testkit.Redis, listenerExtra string) [2]*tes
 // (a) A tenant's consumer_byte_rate, a consumer on each replica, the
 // answers both read together, seconds 4 to 14 (each replica ran alone
 // from a full bucket until it learned the other's spending, then paid it
-// back): the tenant's rate ±15 %.
+// back): the tenant's rate ±15 %, with the default sync and a short one.
 func TestQuotaReplicasShareConsumerRateRedis(t *testing.T) {
 	t.Parallel() // a rate over 10 s each: they wait together
+	for _, every := range replicaSyncs {
+		t.Run("sync "+every.String(), func(t *testing.T) {
+			t.Parallel()
+			shareConsumerRate(t, every)
+		})
+	}
+}
+
+func shareConsumerRate(t *testing.T, every time.Duration) {
 	srv := testkit.StartRedis(t)
-	envs := twoReplicas(t, srv, "    quotas:\n      tenant: { consumer_byte_rate: 1MiB }\n      window: 1s\n      max_throttle: 5s\n")
+	envs := twoReplicas(t, srv, every, "    quotas:\n      tenant: { consumer_byte_rate: 1MiB }\n      window: 1s\n      max_throttle: 5s\n")
 	var cons []*kgo.Client
 	m := newMeter()
 	for i, env := range envs {
@@ -83,11 +95,21 @@ func TestQuotaReplicasShareConsumerRateRedis(t *testing.T) {
 
 // (b) A tenant's request_rate, Metadata asked flat out on each replica
 // (four goroutines of one client each), the answers counted together,
-// seconds 4 to 14: the tenant's rate ±15 %.
+// seconds 4 to 14: the tenant's rate ±15 %, with the default sync and a
+// short one.
 func TestQuotaReplicasShareRequestRateRedis(t *testing.T) {
 	t.Parallel()
+	for _, every := range replicaSyncs {
+		t.Run("sync "+every.String(), func(t *testing.T) {
+			t.Parallel()
+			shareRequestRate(t, every)
+		})
+	}
+}
+
+func shareRequestRate(t *testing.T, every time.Duration) {
 	srv := testkit.StartRedis(t)
-	envs := twoReplicas(t, srv, "    quotas:\n      tenant: { request_rate: 100 }\n      window: 1s\n      max_throttle: 5s\n")
+	envs := twoReplicas(t, srv, every, "    quotas:\n      tenant: { request_rate: 100 }\n      window: 1s\n      max_throttle: 5s\n")
 	var cls []*kgo.Client
 	for _, env := range envs {
 		cls = append(cls, libraryClient(t, env, "acme-app"))
@@ -135,7 +157,7 @@ func TestQuotaReplicasShareRequestRateRedis(t *testing.T) {
 func TestQuotaReplicasDebtCarriedRedis(t *testing.T) {
 	t.Parallel()
 	srv := testkit.StartRedis(t)
-	envs := twoReplicas(t, srv, "    quotas:\n      client: { producer_byte_rate: 64KiB }\n      window: 1s\n      max_throttle: 30s\n")
+	envs := twoReplicas(t, srv, replicaSync, "    quotas:\n      client: { producer_byte_rate: 64KiB }\n      window: 1s\n      max_throttle: 30s\n")
 	opts := []kgo.Opt{kgo.ProducerBatchMaxBytes(1 << 20), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RequestTimeoutOverhead(40 * time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner())}
 	a := envs[0].client("acme-app", opts...)

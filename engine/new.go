@@ -282,5 +282,6 @@ func (e *Engine) openQuotas(snap *configs.Snapshot) error {
 		return err
 	}
 	e.env.Quotas.Buckets = quota.NewRegistry(e.env.Quotas.Counters, nil)
+	e.env.Quotas.Buckets.Log = e.log
 	return nil
 }

@@ -50,13 +50,17 @@ type Bucket struct {
 
 // SetCounter makes b count through c (a Store's Counter over Running):
 // what the other replicas spend is charged to b as it is learned, from the
-// moment b last looked (what they spent before now is not b's). Call it
-// before b is shared.
+// moment b last looked (what they spent before now is not b's, but the
+// debt they left is, when c carries it: Clocked). Call it before b is
+// shared.
 func (b *Bucket) SetCounter(c Counter) {
 	b.ctr = c
 	now := time.Now()
 	b.seen.Store(uint64(c.Total(now)))
 	b.look.Store(now.UnixNano())
+	if cc, ok := c.(Clocked); ok {
+		cc.Watch(&b.tat)
+	}
 }
 
 // Spend charges n units at rate per second with a depth of window (ns),

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,13 @@ type Principal struct {
 	key      string
 	refs     int          // connections (Registry.mu)
 	fetchers atomic.Int32 // its connections that fetch (Allowance)
+
+	// read: its buckets and its tenant's have been read from the shared
+	// store once (or the wait for it ran out), since made at its first
+	// Acquire (Unix ns) on this replica (firstRead).
+	read  atomic.Bool
+	since int64
+	reg   *Registry
 }
 
 // Spend charges n of kind to the principal's bucket and its tenant's at
@@ -83,7 +91,16 @@ func (p *Principal) Debt(k Kind, now time.Time, l *Limits) (time.Duration, Scope
 // now). Unlike Debt it is not capped at max_throttle: the cap bounds the
 // throttle announced in an answer, Owed the wait before the next request
 // is served, on any connection of the principal (DESIGN.md, invariant 33).
+//
+// A principal whose buckets a shared store has not read yet on this
+// replica owes the wait for that read (firstRead): its debt on another
+// replica is owed here from its first request.
 func (p *Principal) Owed(k Kind, now time.Time, l *Limits) time.Duration {
+	if !p.read.Load() {
+		if d := p.firstRead(now, l); d > 0 {
+			return d
+		}
+	}
 	w := int64(l.Window)
 	return time.Duration(max(p.Buckets[k].Debt(now, l.Client[k], w), p.Tenant.Buckets[k].Debt(now, l.Tenant[k], w), 0))
 }
@@ -158,6 +175,12 @@ type Registry struct {
 	mu        sync.Mutex
 	tenants   map[string]*Tenant
 	lastSweep time.Time
+
+	// Log says a first read that did not land in time (firstRead), a
+	// line a minute at most (lateLog: Unix ns of the last); nil: slog's
+	// default.
+	Log     *slog.Logger
+	lateLog atomic.Int64
 }
 
 // NewRegistry returns an empty registry. store (nil: none) shares the
@@ -201,7 +224,8 @@ func (r *Registry) Acquire(tenant, principal string, now time.Time) *Principal {
 	}
 	p := t.principals[principal]
 	if p == nil {
-		p = &Principal{Tenant: t, key: principal}
+		p = &Principal{Tenant: t, key: principal, since: now.UnixNano(), reg: r}
+		p.read.Store(r.store == nil)
 		if r.store != nil {
 			// The principal's rate is one over every replica, as its
 			// tenant's is: a key used on two gateways has one bucket.

@@ -7,7 +7,10 @@
 // of one deployment (server.counters: a Redis, package quota/counters).
 package quota
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Window is the span a Counter counts over; a Day or Month count starts
 // again at zero with each new window, a Running count never does.
@@ -67,4 +70,33 @@ type Ready interface {
 func CounterReady(c Counter) bool {
 	r, ok := c.(Ready)
 	return !ok || r.Ready()
+}
+
+// Clocked is what a shared store's Running Counter (a rate bucket's) also
+// does: it carries the bucket's state between replicas, not only its
+// spending, so that a principal in debt on one replica is in debt on
+// another from its first request there (issue 34.5). The spending learned
+// tells a bucket what the others spend from its first read on; what they
+// spent before is over with its time, except the part not yet paid: that
+// is the bucket's clock (Bucket's tat, Unix ns), which the store carries.
+type Clocked interface {
+	// Watch gives the counter its bucket's clock, read and raised off the
+	// request path: the store publishes it at each sync while it is ahead
+	// of now (the store keeps the latest of every replica's), and raises it
+	// to the store's whenever the counter's read is a new start (its first,
+	// one after an outage), and at once to what the last read learned (a
+	// bucket made again for a counter already read). Call it before the
+	// bucket is shared.
+	Watch(tat *atomic.Int64)
+}
+
+// RaiseClock moves a bucket's clock tat up to to (never down): the debt
+// another replica published is owed here too.
+func RaiseClock(tat *atomic.Int64, to int64) {
+	for {
+		old := tat.Load()
+		if old >= to || tat.CompareAndSwap(old, to) {
+			return
+		}
+	}
 }

@@ -29,8 +29,14 @@ func quotaTestClient(tb testing.TB, on bool, store quota.Store) *Client {
 	snap := &configs.Snapshot{Listener: l, Clusters: map[string]*configs.Cluster{"shop": {Name: "shop"}}}
 	env := NewEnv(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	env.Quotas.Buckets = quota.NewRegistry(store, nil)
-	return &Client{env: env, snap: snap, route: Route{Cluster: snap.Clusters["shop"]},
+	cl := &Client{env: env, snap: snap, route: Route{Cluster: snap.Clusters["shop"]},
 		auth: clientAuth{ident: &auth.Identity{Principal: "acme-app", Tenant: "acme", Mechanism: configs.Mechanism("plain")}}}
+	if q := cl.quotaOn(); q != nil { // the buckets read from the store once (Principal.Owed waits for it)
+		for q.p.Owed(quota.Requests, time.Now(), &q.lim) > 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return cl
 }
 
 // redisStore opens a shared counter store (server.counters) on a

@@ -68,6 +68,21 @@ type counter struct {
 	// ready: its first reconciliation has run, done or failed
 	// (quota.Ready); a store without Redis makes it ready.
 	ready atomic.Bool
+
+	// Running: its bucket's clock (quota.Clocked: nil until Watch), and the
+	// latest clock of every replica the last read found in the hash.
+	tat     atomic.Pointer[atomic.Int64]
+	learned atomic.Int64
+}
+
+// Watch implements quota.Clocked: the clock is published and raised by
+// the reconciliation (running.go); raised now to what the last read
+// learned, if the counter was read before (a bucket made again).
+func (c *counter) Watch(tat *atomic.Int64) {
+	c.tat.Store(tat)
+	if v := c.learned.Load(); v > 0 {
+		quota.RaiseClock(tat, v)
+	}
 }
 
 // Ready implements quota.Ready.

@@ -244,7 +244,7 @@ func (r *Redis) reconcile(timeout time.Duration) {
 	epoch := r.epochID + "." + strconv.FormatUint(r.epochSeq, 36)
 	for _, c := range list {
 		if c.window == quota.Running {
-			rd.runs = append(rd.runs, queueRunning(ctx, rd.pipe, c, epoch, runningTTL(r.sync)))
+			rd.runs = append(rd.runs, queueRunning(ctx, rd.pipe, c, epoch, runningTTL(r.sync), now))
 			continue
 		}
 		rd.queueWindows(c)

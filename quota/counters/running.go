@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/flexway/flexway/quota"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,7 +21,10 @@ import (
 // nothing only reads, HMGET), and learns the others' part: n less what it
 // added itself in that epoch. What that part grew by since its last read is
 // added to the counter's others, whatever second it was spent in: nothing
-// rolls over before it is learned (DESIGN.md, invariant 22).
+// rolls over before it is learned (DESIGN.md, invariant 22). Field t is the
+// latest clock of the counter's bucket any replica published (putClock):
+// the debt not paid yet, which a replica whose read is a new start owes
+// too (quota.Clocked, issue 34.5).
 const runningKeyPrefix = "flexway:"
 
 func runningKey(name string) string { return runningKeyPrefix + name + ":running" }
@@ -45,6 +49,7 @@ type running struct {
 	inKey  int64     // what this replica added to the hash in that epoch
 	seen   int64     // the others' part of the hash at the last read
 	lastOK time.Time // the last read
+	pub    int64     // the bucket's clock the hash was last given (field t)
 }
 
 // runOp is one Running counter's part of a reconciliation's pipeline.
@@ -54,7 +59,11 @@ type runOp struct {
 	d     int64  // what is sent
 	incr  *redis.IntCmd
 	epoch *redis.StringCmd
-	read  *redis.SliceCmd // d == 0: HMGET e n
+	read  *redis.SliceCmd  // d == 0: HMGET e n t
+	clock *redis.StringCmd // d > 0: HGET t
+	pub   int64            // the clock published (0: none)
+	put   *redis.Cmd       // its script
+	t     int64            // the hash's clock as read (settle)
 }
 
 // newEpochBase is this store's part of the epochs it proposes: random, so
@@ -63,22 +72,46 @@ func newEpochBase() string { return rand.Text()[:12] }
 
 // queueRunning adds c's commands to pipe. epoch is this sync's proposal
 // (unique per sync and store).
-func queueRunning(ctx context.Context, pipe redis.Pipeliner, c *counter, epoch string, ttl time.Duration) runOp {
+func queueRunning(ctx context.Context, pipe redis.Pipeliner, c *counter, epoch string, ttl time.Duration, now time.Time) runOp {
 	st := c.run
 	m := c.mine.Load()
 	o := runOp{c: c, m: m, d: int64(m - st.sent)}
 	key := runningKey(c.name)
+	if tat := c.tat.Load(); tat != nil {
+		// The bucket's clock while it is ahead of now (spending not paid
+		// yet), when it moved: the hash keeps the latest of all (field t),
+		// and lives until that debt is paid and ttl after, whoever adds.
+		if v := tat.Load(); v > now.UnixNano() {
+			ttl += time.Duration(v - now.UnixNano())
+			if v != st.pub {
+				o.pub = v
+				o.put = pipe.Eval(ctx, putClock, []string{key}, v, ttl.Milliseconds())
+			}
+		}
+	}
 	if o.d > 0 {
 		pipe.HSetNX(ctx, key, "e", epoch)
 		o.incr = pipe.HIncrBy(ctx, key, "n", o.d)
 		o.epoch = pipe.HGet(ctx, key, "e")
+		o.clock = pipe.HGet(ctx, key, "t")
 		pipe.PExpire(ctx, key, ttl)
 	} else {
 		o.d = 0
-		o.read = pipe.HMGet(ctx, key, "e", "n")
+		o.read = pipe.HMGet(ctx, key, "e", "n", "t")
 	}
 	return o
 }
+
+// putClock keeps in a Running hash's field t the latest bucket clock any
+// replica published (Unix ns: the replicas' clocks are taken to agree, as
+// NTP keeps them, within a few ms), and the hash until it is paid (ARGV[2]
+// ms at least). One script: no Redis version's options needed.
+const putClock = `local t = tonumber(redis.call('HGET', KEYS[1], 't') or '0')
+if tonumber(ARGV[1]) > t then
+  redis.call('HSET', KEYS[1], 't', ARGV[1])
+end
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`
 
 // settle reads o's answers: the others' growth learned is added to the
 // counter. A failure keeps the spending since the previous sync to send
@@ -88,6 +121,9 @@ func queueRunning(ctx context.Context, pipe redis.Pipeliner, c *counter, epoch s
 func (o *runOp) settle(now time.Time, stale time.Duration) error {
 	st := o.c.run
 	e, v, err := o.result()
+	if err == nil {
+		o.t, err = o.clockRead()
+	}
 	if err != nil {
 		if int64(st.snap-st.sent) > 0 {
 			st.sent = st.snap
@@ -102,9 +138,14 @@ func (o *runOp) settle(now time.Time, stale time.Duration) error {
 	}
 	othersNow := v - mineIn
 	var grow int64
+	o.c.learned.Store(o.t)
 	switch {
 	case st.lastOK.IsZero() || now.Sub(st.lastOK) > stale:
-		// a new start: what is there is the past
+		// a new start: what is there is the past, but for the debt the
+		// others left, owed here too (quota.Clocked)
+		if tat := o.c.tat.Load(); tat != nil && o.t > 0 {
+			quota.RaiseClock(tat, o.t)
+		}
 	case e != st.epoch:
 		grow = othersNow // made since the last read: all of it is new
 	default:
@@ -115,6 +156,12 @@ func (o *runOp) settle(now time.Time, stale time.Duration) error {
 		o.c.others.Add(uint64(grow))
 	}
 	st.epoch, st.inKey, st.seen, st.lastOK = e, mineIn, othersNow, now
+	if o.put != nil {
+		if err := o.put.Err(); err != nil {
+			return err // the store refuses scripts: said as a refusal is
+		}
+		st.pub = o.pub
+	}
 	return nil
 }
 
@@ -135,7 +182,7 @@ func (o *runOp) result() (string, int64, error) {
 	if err != nil {
 		return "", 0, err
 	}
-	if len(vals) != 2 {
+	if len(vals) != 3 {
 		return "", 0, errors.New("HMGET: unexpected answer")
 	}
 	e, _ := vals[0].(string)
@@ -146,4 +193,26 @@ func (o *runOp) result() (string, int64, error) {
 		}
 	}
 	return e, v, nil
+}
+
+// clockRead is the latest bucket clock the hash held (field t; 0: none).
+func (o *runOp) clockRead() (int64, error) {
+	var raw any
+	if o.clock != nil {
+		s, err := o.clock.Result()
+		if errors.Is(err, redis.Nil) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		raw = s
+	} else if vals := o.read.Val(); len(vals) == 3 {
+		raw = vals[2]
+	}
+	s, ok := raw.(string)
+	if !ok || s == "" {
+		return 0, nil
+	}
+	return strconv.ParseInt(s, 10, 64)
 }

@@ -21,8 +21,9 @@ type producer Client
 func (cl *Client) producer() *producer { return (*producer)(cl) }
 func (cl *producer) client() *Client   { return (*Client)(cl) }
 
-// flow is a client seen as its flow control (flow.go): its reads paused
-// for a reason, its broker connection's marks.
+// flow is a client seen as its flow control (flow.go, inbound.go): its
+// reads paused for a reason, what it sent counted in its budgets, its
+// broker connection's marks.
 type flow Client
 
 func (cl *Client) flow() *flow   { return (*flow)(cl) }

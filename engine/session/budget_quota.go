@@ -78,6 +78,17 @@ func (cl *Client) budgetCounters() (*tenantQuota, *configs.QuotaLimits) {
 	return tq, pol.Config.Limits
 }
 
+// budgetStage: a Produce waits for its tenant's budget counters to be
+// read once (budgetWaits); its verdict is judge's (produceQuota).
+type budgetStage struct{}
+
+func (budgetStage) admit(cl *Client, h codec.RequestHeader, _ []byte) step {
+	if cl.budgetWaits(h.Key) {
+		return stepWait
+	}
+	return stepNext
+}
+
 // budgetWaits reports whether a Produce must wait for its tenant's budget
 // counters to be read from the shared store once (issue 22.4): a replica
 // just started knows none of what was spent before it, and would let a

@@ -117,6 +117,9 @@ type budgetWait struct {
 	// inListed: in lp.reading, paused until what it sent fits its
 	// budgets (inbound.go)
 	inListed bool
+	// grant: the answer's bytes the in-flight budget granted the request
+	// passing the chain (inflight.go), for its verdict
+	grant int64
 }
 
 // clientClock is what the sweep's deadlines (sweep.go) are measured from.
@@ -284,7 +287,7 @@ func (cl *Client) process() {
 			if cl.producer().beginProduce(size, n) {
 				continue
 			}
-			cl.refuseOverBudget(size)
+			cl.flow().refuseOverBudget(size)
 			return
 		}
 		frame, err := cl.peek(total)
@@ -349,35 +352,7 @@ func (cl *Client) handle(frame []byte) bool {
 		cl.authn().handlePreAuth(&h, frame)
 		return true
 	}
-	if !cl.authn().checkSession() {
-		return true
-	}
-	if cl.answerLocally(&h, frame) {
-		cl.quotaLocal()
-		return true
-	}
-	if cl.quotaHold(h.Key, len(frame)) {
-		return false // its principal owes: it waits, muted (quota.go)
-	}
-	if cl.budgetWaits(h.Key) {
-		return false // its tenant's budget is not read yet (budget_quota.go)
-	}
-	grant, ok := cl.admit(h.Key)
-	if !ok {
-		return cl.closed // else it waits
-	}
-	if cl.quotaGate(&h, len(frame)) {
-		return true // a Fetch in debt, answered empty
-	}
-	p := cl.queue.Get()
-	out := cl.judge(&h, frame, grant, p)
-	if out == decide.Forward && h.Key == codec.KeyProduce {
-		cl.ts.Produced(len(frame))
-	}
-	cl.quotaPending(p)
-	cl.auditRequest(&h, frame, p, out) // O3, audit.go
-	cl.apply(&h, p, out)
-	return true
+	return cl.admitChain(h, frame) // chain.go
 }
 
 // parseRequest reads a request's header, and the body of an ApiVersions
@@ -388,111 +363,6 @@ func (cl *Client) parseRequest(frame []byte) (codec.RequestHeader, error) {
 		err = apiVersionsBody(h.Version, frame[h.BodyOffset:])
 	}
 	return h, err
-}
-
-// answerLocally serves what an open session asks of the gateway itself,
-// in order with the broker's answers: ApiVersions and the KIP-368
-// re-authentication. It reports whether it did.
-func (cl *Client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
-	switch h.Key {
-	case codec.KeyApiVersions:
-		cl.scratch = cl.env.versions(cl.route.Cluster.Name).AppendAnswer(cl.scratch[:0], h)
-		cl.answerLocal(cl.scratch)
-		cl.count(h.Key, signals.Allowed, signals.CauseNone, 0)
-		return true
-	case codec.KeySASLHandshake, codec.KeySASLAuthenticate:
-		cl.authn().reauthRequest(h, frame)
-		return true
-	}
-	return false
-}
-
-// judge asks decide for its verdict on a request granted grant bytes of
-// answer; p receives what the answer will need.
-func (cl *Client) judge(h *codec.RequestHeader, frame []byte, grant int64, p *decide.Pending) decide.Outcome {
-	out := cl.sess.Request(h, frame, cl.up.corr+1, int32(min(grant, int64(cl.fetchCap()))), p)
-	cl.sess.FetchQuota = 0 // quotaGate's, for this request alone
-	if out == decide.Forward && h.Key == codec.KeyProduce {
-		out = cl.produceQuota(h, frame, p, out) // budget_quota.go
-	}
-	return out
-}
-
-// apply carries out decide's verdict: the request forwarded (its answer
-// owed, its bytes reserved), answered by the gateway, dropped, or the
-// connection closed.
-func (cl *Client) apply(h *codec.RequestHeader, p *decide.Pending, out decide.Outcome) {
-	cl.countRequest(h.Key, p, out)
-	switch out {
-	case decide.Forward:
-		cl.up.corr++
-		cl.up.conn.write(cl.sess.RW.Vec.Slices())
-		if h.Key == codec.KeyProduce && cl.ps.large {
-			cl.ps.large = false // a Produce whole in one read
-			cl.flow().syncMarks()
-		}
-		if cl.closed {
-			return
-		}
-		cl.owe(p)
-	case decide.Answer:
-		cl.answerPending(p)
-	case decide.Drop:
-		cl.queue.Put(p)
-	case decide.Disconnect:
-		cause := p.Cause
-		cl.queue.Put(p)
-		cl.close(signals.CloseRefusedAPI, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api", decide.Name(h.Key), "version", h.Version, "cause", cause)
-	}
-}
-
-// admit says whether the request may be forwarded now: its broker
-// connection first (dialed at the first request), then the budgets (B2,
-// relay.Budget.Admit): what the broker may answer must fit, except one
-// answer alone. It returns the bytes granted, or false when the request
-// waits (the dial, or held for the budget) or the connection was closed.
-func (cl *Client) admit(key int16) (int64, bool) {
-	if cl.up.state == upNone {
-		cl.dial()
-		return 0, false
-	}
-	if cl.up.conn.mustRenew() { // KIP-368 towards the broker (upstream_secure.go)
-		return 0, false
-	}
-	ask := relay.Ask{
-		Outbound:      int64(cl.c.Queued()),
-		Want:          decide.AnswerReserve,
-		CloseOnTenant: cl.snap.Listener.OnTenantBudgetExceeded == "close",
-	}
-	if key == codec.KeyFetch {
-		ask.Want, ask.Min = int64(cl.fetchCap()), minFetchGrant
-	}
-	v := cl.budget.Admit(ask)
-	switch v.Kind {
-	case relay.Go:
-		cl.wait.replica = false
-		if !cl.wait.since.IsZero() {
-			cl.env.Signals.TenantWait(cl.ts, time.Since(cl.wait.since))
-			cl.wait.since = time.Time{}
-		}
-		return v.Grant, true
-	case relay.Close: // relay.CauseTenantShare, the one cause a budget closes for
-		cl.env.Signals.TenantBudget(cl.ts, false)
-		cl.close(signals.CloseTenantShare, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "max_tenant_in_flight_bytes", cl.budget.Tenant.Limit)
-		return 0, false
-	case relay.WaitBytes:
-		if v.By == relay.LevelTenant && cl.wait.since.IsZero() {
-			cl.env.Signals.TenantBudget(cl.ts, true)
-			cl.wait.since = time.Now()
-		}
-		if v.By == relay.LevelReplica && !cl.wait.replica {
-			cl.wait.replica = true
-			cl.env.Series.ReplicaWaits.Add(1)
-		}
-	}
-	// WaitBytes and WaitUntil: the frame stays in the buffer; the tick asks again.
-	cl.hold()
-	return 0, false
 }
 
 // apiVersionsBody checks the body of an ApiVersions request of a version
@@ -520,35 +390,6 @@ func apiVersionsBody(version int16, body []byte) error {
 		return codec.ErrCodecTrailing
 	}
 	return nil
-}
-
-// minFetchGrant: below this, a Fetch waits for the budget rather than ask
-// for crumbs (unless the connection is idle: one answer crosses alone).
-const minFetchGrant = 64 << 10
-
-func (cl *Client) fetchCap() int32 {
-	return int32(min(int64(cl.snap.Listener.MaxResponseBytes)/2, int64(1<<31-1)))
-}
-
-// hold parks the connection until its budget allows the next request.
-func (cl *Client) hold() {
-	if cl.wait.held {
-		return
-	}
-	cl.wait.held = true
-	if !cl.wait.listed {
-		cl.wait.listed = true
-		cl.lp.held = append(cl.lp.held, cl)
-	}
-}
-
-// resume retries a held connection (from the sweep, or when an answer frees bytes).
-func (cl *Client) resume() {
-	if !cl.wait.held || cl.closed {
-		return
-	}
-	cl.wait.held = false
-	cl.process()
 }
 
 func (cl *Client) protocolError(h codec.RequestHeader, err error) {

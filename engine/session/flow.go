@@ -51,7 +51,7 @@ func (cl *flow) unpause(r conn.Reason) {
 // syncReads pauses the client's reads while its head request waits on
 // the gateway and resumes them when it goes on (at the end of process).
 func (cl *flow) syncReads() {
-	cl.client().syncIn()
+	cl.client().flow().syncIn()
 	if cl.closed || cl.auth.state != stAuthed {
 		return
 	}

@@ -41,7 +41,7 @@ const preAuthInbound = 2 * (codec.SizeLen + int64(configs.UnauthenticatedMaxRequ
 // syncIn counts what the client sent and the gateway has not handled in
 // its budgets, and pauses or resumes its reads accordingly. Called at the
 // end of each processing of the client, and at each tick while paused.
-func (cl *Client) syncIn() {
+func (cl *flow) syncIn() {
 	if cl.closed || cl.c == nil {
 		return
 	}
@@ -63,31 +63,31 @@ func (cl *Client) syncIn() {
 	}
 	cl.budget.SyncInbound(held)
 	if !cl.c.PausedFor(conn.Inbound) {
-		if !cl.flow().pause(conn.Inbound) {
+		if !cl.client().flow().pause(conn.Inbound) {
 			return
 		}
 		cl.env.Series.ReadWaits.Add(1)
 	}
 	if !cl.wait.inListed {
 		cl.wait.inListed = true
-		cl.lp.reading = append(cl.lp.reading, cl)
+		cl.lp.reading = append(cl.lp.reading, cl.client())
 	}
 }
 
 // gathering returns the whole size of the frame at the head of the input
 // when it is not whole yet and is gathered (not streamed); else 0.
-func (cl *Client) gathering() int64 {
-	if cl.ps.s != nil || cl.inBuffered() < codec.SizeLen {
+func (cl *flow) gathering() int64 {
+	if cl.ps.s != nil || cl.client().inBuffered() < codec.SizeLen {
 		return 0
 	}
-	hb, err := cl.peek(codec.SizeLen)
+	hb, err := cl.client().peek(codec.SizeLen)
 	if err != nil {
 		return 0
 	}
 	size := codec.FrameSize(hb)
 	total := int64(codec.SizeLen) + int64(size)
 	switch {
-	case size < 0 || total <= int64(cl.inBuffered()):
+	case size < 0 || total <= int64(cl.client().inBuffered()):
 		return 0
 	case cl.auth.state == stAuthed && !cl.ps.gather && int64(size) > cl.env.Tune.StreamMin.Load():
 		return 0 // it may be streamed: it holds one read (invariant 26)
@@ -105,7 +105,7 @@ func (l *Loop) retryReading() {
 	l.reading = nil
 	for _, cl := range list {
 		cl.wait.inListed = false
-		cl.syncIn()
+		cl.flow().syncIn()
 	}
 }
 
@@ -113,7 +113,7 @@ func (l *Loop) retryReading() {
 // gathered whole, can never fit its connection's in-flight budget
 // (max_in_flight_bytes below max_request_bytes): it would be held unread
 // for ever. Kafka closes a connection whose request is too large.
-func (cl *Client) refuseOverBudget(size int32) {
+func (cl *flow) refuseOverBudget(size int32) {
 	if cl.closed || cl.auth.state != stAuthed {
 		return
 	}
@@ -121,5 +121,5 @@ func (cl *Client) refuseOverBudget(size int32) {
 	if total <= cl.budget.Limit || cl.gathering() == 0 {
 		return
 	}
-	cl.close(signals.CloseOverBudget, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "size", size, "max_in_flight_bytes", cl.budget.Limit)
+	cl.client().close(signals.CloseOverBudget, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "size", size, "max_in_flight_bytes", cl.budget.Limit)
 }

@@ -83,7 +83,7 @@ func (cl *producer) beginStream(size int32, head []byte) bool {
 	// The broker connection is enrolled and the budget allows the answer
 	// before the first byte is written; else the frame waits, and the
 	// stream is begun again when the client is processed again.
-	if _, ok := cl.client().admit(h.Key); !ok {
+	if _, ok := (inFlightStage{}).grant(cl.client(), h.Key); !ok {
 		cl.queue.Put(p) // while it waits, the client is not read (syncReads, flow.go)
 		return false
 	}

@@ -210,6 +210,28 @@ func (cl *Client) silence(q *quotaConn, now, until time.Time) {
 	cl.mute(q, until)
 }
 
+// quotaHoldStage: a request of a principal or tenant in debt waits
+// (quotaHold).
+type quotaHoldStage struct{}
+
+func (quotaHoldStage) admit(cl *Client, h codec.RequestHeader, frame []byte) step {
+	if cl.quotaHold(h.Key, len(frame)) {
+		return stepWait // muted until the debt is paid, max_throttle at most
+	}
+	return stepNext
+}
+
+// quotaGateStage: a Fetch in debt is answered empty at once; a Fetch let
+// through asks at most its allowance (quotaGate).
+type quotaGateStage struct{}
+
+func (quotaGateStage) admit(cl *Client, h codec.RequestHeader, frame []byte) step {
+	if cl.quotaGate(&h, len(frame)) {
+		return stepDone
+	}
+	return stepNext
+}
+
 // spend charges a request of key (a frame of size bytes) and keeps the
 // throttle decided for its answer.
 func (q *quotaConn) spend(key int16, size int, now time.Time) {

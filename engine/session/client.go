@@ -48,9 +48,6 @@ type Client struct {
 	// before authentication), connMech its mechanism label (O1).
 	ts       *signals.TenantSeries
 	connMech signals.Mech
-	// throttling: set by the quota's judgement when the request being
-	// handled is throttled; apply counts it "throttled" and clears it.
-	throttling bool
 
 	auth clientAuth // its TLS and its authentication
 	sess *decide.Session
@@ -134,6 +131,13 @@ type clientClock struct {
 	outLast  int
 	outSince time.Time
 	took     uint32 // the socket's Took at the last sweep: it reads if it moved
+	// reqSince: the read that brought the first byte of the request at
+	// the head of the input (its span's start, O5; zero: not known, the
+	// span starts at its judgement). older: the bytes at the head of the
+	// input that came before the last read, with the read at prevRead or
+	// earlier; left: what the input held after the last processing.
+	reqSince, prevRead time.Time
+	older, left        int
 }
 
 // clientDrain is what a client is still owed when the engine stops, and
@@ -181,7 +185,7 @@ func newClient(env *Env, c gnet.Conn, route Route) *Client {
 
 // onTraffic: the client sent bytes.
 func (cl *Client) onTraffic() {
-	cl.clock.lastActive = time.Now()
+	cl.clock.prevRead, cl.clock.lastActive = cl.clock.lastActive, time.Now()
 	if hook := cl.env.Hooks.Traffic.Load(); hook != nil {
 		(*hook)(cl)
 	}
@@ -204,6 +208,9 @@ func (cl *Client) onTraffic() {
 	if cl.clock.frameSince.IsZero() {
 		// Over TLS a part of a record counts too: it decrypts to nothing yet.
 		cl.clock.frameSince = cl.clock.lastActive
+	}
+	if cl.clock.older = cl.clock.left; cl.clock.older == 0 {
+		cl.clock.reqSince = cl.clock.lastActive // the head request's first byte came with this read
 	}
 	if cl.muted() && !cl.c.PausedFor(conn.Quota) {
 		cl.quotaPause()
@@ -229,6 +236,7 @@ func (cl *Client) peek(n int) ([]byte, error) {
 }
 
 func (cl *Client) discard(n int) {
+	cl.clock.older = max(cl.clock.older-n, 0)
 	if t := cl.auth.tls; t != nil {
 		t.rec.Discard(n)
 		return
@@ -248,7 +256,7 @@ func (cl *Client) waitsOnGateway() bool {
 // client is not read (syncReads, flow.go): what it pipelines waits in the
 // kernel.
 func (cl *Client) process() {
-	defer cl.syncReads()
+	defer cl.processed()
 	for !cl.closed && !cl.wait.held && cl.auth.state != stAuthing && !cl.auth.reauthing && cl.up.state != upDialing && (!cl.muted() || cl.ps.s != nil) {
 		if cl.ps.s != nil {
 			if !cl.feedProduce() {
@@ -309,11 +317,31 @@ func (cl *Client) process() {
 		if cl.muted() {
 			cl.quotaPause() // a throttle: the client is not read for its time
 		}
-		if cl.inBuffered() == 0 {
-			cl.clock.frameSince = time.Time{}
-		} else {
-			cl.clock.frameSince = cl.clock.lastActive // the next frame came with the last read, or before it
-		}
+		cl.nextRequest()
+	}
+}
+
+// processed: the end of a processing. What the input holds came before
+// the next read (onTraffic); reads are paused or resumed.
+func (cl *Client) processed() {
+	if !cl.closed {
+		cl.clock.left = cl.inBuffered()
+	}
+	cl.syncReads()
+}
+
+// nextRequest: the request at the head of the input was taken whole. The
+// next one's first byte came with the last read, or, when bytes read
+// before it are left, with an earlier read (prevRead: exact unless several
+// reads waited unhandled); an empty input waits for the next read.
+func (cl *Client) nextRequest() {
+	switch {
+	case cl.inBuffered() == 0:
+		cl.clock.frameSince, cl.clock.reqSince = time.Time{}, time.Time{}
+	case cl.clock.older > 0:
+		cl.clock.frameSince, cl.clock.reqSince = cl.clock.lastActive, cl.clock.prevRead
+	default:
+		cl.clock.frameSince, cl.clock.reqSince = cl.clock.lastActive, cl.clock.lastActive // the next frame came with the last read
 	}
 }
 
@@ -397,8 +425,12 @@ func (cl *Client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
 	switch h.Key {
 	case codec.KeyApiVersions:
 		cl.scratch = cl.env.versions(cl.route.Cluster.Name).AppendAnswer(cl.scratch[:0], h)
-		cl.answerLocal(cl.scratch)
-		cl.count(h.Key, signals.Allowed, signals.CauseNone, 0)
+		if p := cl.answerLocal(cl.scratch); p != nil { // behind the broker's answers: its span ends at its own
+			p.Key = h.Key
+			cl.countAt(h.Key, p, signals.Allowed, signals.CauseNone)
+		} else {
+			cl.count(h.Key, signals.Allowed, signals.CauseNone, 0)
+		}
 		return true
 	case codec.KeySASLHandshake, codec.KeySASLAuthenticate:
 		cl.reauthRequest(h, frame)

@@ -1,8 +1,6 @@
 package session
 
 import (
-	"time"
-
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/engine/signals"
@@ -87,8 +85,8 @@ func (cl *Client) beginStream(size int32, head []byte) bool {
 	cl.up.corr++
 	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large = ps, 0, h.Version, true
 	cl.syncMarks() // its records are spliced: paused at its broker's first byte unsent
+	cl.countRequest(h.Key, p, decide.Forward) // counted as its answer leaves (requestDone), with its throttle
 	cl.owe(p)
-	cl.countRequest(h.Key, p, decide.Forward) // allowed, or throttled (quotaPending)
 	cl.ts.Produced(int(size))
 	return true
 }
@@ -156,11 +154,7 @@ func (cl *Client) feedProduce() bool {
 // endStream: the streamed request went through whole.
 func (cl *Client) endStream() {
 	cl.ps.s, cl.ps.carry, cl.ps.ended = nil, 0, true
-	if cl.inBuffered() == 0 {
-		cl.clock.frameSince = time.Time{}
-	} else {
-		cl.clock.frameSince = cl.clock.lastActive
-	}
+	cl.nextRequest()
 }
 
 // streamingProduce: a request is relayed to the broker half sent; the

@@ -1,21 +1,78 @@
 package session
 
-import "github.com/flexway/flexway/engine/signals"
+import (
+	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/signals"
+)
 
-// The request spans (seed 001 "Signaux", observability.otlp): every judged
-// request is counted (flexway_kafka_requests_total) and, when its session
-// is authenticated and it falls in the sample, makes one span
-// (signals.Tracer). Off or outside the sample: a nil check or a random
-// draw, no allocation (TestTraceOutsideSampleAllocs).
+// The requests counted (flexway_kafka_requests_total) and traced (seed 001
+// "Signaux", SPEC O1, O5). A request is counted where its decision is
+// known: a refusal or an answer of the gateway's own at its judgement; a
+// request forwarded when its answer leaves, with the throttle that answer
+// carries (the gateway's, raised by a Fetch answer's bytes, or the
+// broker's: issue 34.3). When its session is authenticated and it falls in
+// the sample, it makes one span (signals.Tracer) from the read that
+// brought its first byte (clientClock.reqSince) to its answer's last byte
+// written (requestDone), the broker's round trip included. What the span
+// needs rides in the Pending (decide.Life): outside the sample a nil check
+// or a random draw, no allocation (TestTraceOutsideSampleAllocs).
 
-// count counts a judged request of key: its decision, its cause, the
-// throttle_time_ms the gateway gave its answer.
+// sampled draws whether the request at hand makes a span: only on an
+// authenticated session.
+func (cl *Client) sampled() bool {
+	return cl.env.Tracer != nil && cl.auth.state == stAuthed && cl.env.Tracer.Sampled()
+}
+
+// count counts a request of key done with now (refused, or answered by
+// the gateway at once): its decision, its cause, the throttle_time_ms of
+// its answer; its span ends now.
 func (cl *Client) count(key int16, dec signals.Decision, cause signals.Cause, throttleMs int32) {
 	cl.ts.Request(key, dec, cause)
-	if cl.env.Tracer == nil || cl.auth.state != stAuthed || !cl.env.Tracer.Sampled() {
-		return
+	if cl.sampled() {
+		cl.span(key, dec, cause, throttleMs, &decide.Life{Since: cl.clock.reqSince})
 	}
+}
+
+// countAt counts a request of key now, its decision known at its
+// judgement, and keeps in p what its span needs when its answer leaves
+// (requestDone).
+func (cl *Client) countAt(key int16, p *decide.Pending, dec signals.Decision, cause signals.Cause) {
+	cl.ts.Request(key, dec, cause)
+	p.Life = decide.Life{Since: cl.clock.reqSince, Sampled: cl.sampled(), Counted: true, Decision: uint8(dec), Cause: uint8(cause)}
+}
+
+// countLater keeps in p what a request forwarded needs to be counted and
+// traced when its answer leaves (requestDone).
+func (cl *Client) countLater(p *decide.Pending) {
+	p.Life = decide.Life{Since: cl.clock.reqSince, Sampled: cl.sampled()}
+}
+
+// requestDone ends the life of the request p once its answer's last byte is
+// written (or at once, when it has none): counted now unless its judgement
+// was (a forwarded request: throttled when its answer carries a throttle,
+// the gateway's or the broker's), its span recorded with the throttle its
+// answer carried.
+func (cl *Client) requestDone(p *decide.Pending) {
+	dec, cause := signals.Decision(p.Life.Decision), signals.Cause(p.Life.Cause)
+	thr := max(p.Throttle, p.BrokerThrottle)
+	if !p.Life.Counted {
+		p.Life.Counted = true
+		dec, cause = signals.Allowed, signals.CauseNone
+		if thr > 0 {
+			dec, cause = signals.Throttled, signals.CauseQuota
+		}
+		cl.ts.Request(p.Key, dec, cause)
+	}
+	if p.Life.Sampled {
+		p.Life.Sampled = false
+		cl.span(p.Key, dec, cause, thr, &p.Life)
+	}
+}
+
+// span records a sampled request's span, ending now.
+func (cl *Client) span(key int16, dec signals.Decision, cause signals.Cause, throttleMs int32, l *decide.Life) {
 	cl.env.Tracer.Record(&signals.Span{
+		Start:      l.Since,
 		Key:        key,
 		Cluster:    cl.route.clusterName(),
 		Tenant:     cl.auth.ident.Tenant,

@@ -226,3 +226,24 @@ func (r *rawConn) frame(req kmsg.Request) []byte {
 	codec.PutSize(b, len(b)-4)
 	return b
 }
+
+// O1: a request forwarded whose answer never leaves (its client closed
+// first) is counted all the same, at the close, and its span ends there.
+func TestRequestCountedWhenItsAnswerNeverLeaves(t *testing.T) {
+	skipOnRealKafka(t)
+	env := newTestEnv(t, "")
+	rec := traceAll(t, env)
+	kf := kfakeOf(t, env)
+	kf.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		time.Sleep(time.Second) // the client is gone before the answer
+		return nil, nil, false
+	})
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	servedOrders(t, r)
+	r.send(rawProduce(100))
+	waitUntil(t, 10*time.Second, "the Produce forwarded", func() bool { return env.e.inFlight() > 0 })
+	_ = r.c.Close()
+	waitMetrics(t, env, `flexway_kafka_requests_total{cluster="shop",tenant="acme",api="Produce",decision="allowed",cause="none"} 1`)
+	spansNamed(t, rec, "kafka Produce", 1)
+}

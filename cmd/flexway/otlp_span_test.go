@@ -20,12 +20,11 @@ import (
 )
 
 // jaegerTimed is the query API's answer to /api/traces with each span's
-// start and duration (microseconds).
+// duration (microseconds).
 type jaegerTimed struct {
 	Data []struct {
 		Spans []struct {
 			OperationName string      `json:"operationName"`
-			StartTime     int64       `json:"startTime"`
 			Duration      int64       `json:"duration"`
 			Tags          []jaegerTag `json:"tags"`
 		} `json:"spans"`
@@ -83,7 +82,26 @@ func TestOTLPSpansLastTheBrokersRoundTrip(t *testing.T) {
 		longest = max(longest, time.Since(sent))
 	}
 
-	var produce, metadata []time.Duration
+	produce, metadata := spanDurations(t, j, n)
+	t.Logf("Produce spans %v (the client's longest wait %v); Metadata spans %v", produce, longest, metadata)
+	for _, d := range produce {
+		if d < late || d > longest {
+			t.Errorf("a Produce span lasted %v: want the broker's %v at least, the client's longest wait %v at most", d, late, longest)
+		}
+	}
+	quick := false
+	for _, d := range metadata {
+		quick = quick || d < late
+	}
+	if !quick {
+		t.Errorf("no Metadata span under %v among %v: the spans measure nothing of their own", late, metadata)
+	}
+}
+
+// spanDurations waits until Jaeger holds n Produce spans and returns the
+// durations of the Produce and Metadata spans.
+func spanDurations(t *testing.T, j *jaeger, n int) (produce, metadata []time.Duration) {
+	t.Helper()
 	j.waitFor(t, 30*time.Second, fmt.Sprintf("%d Produce spans", n), func() bool {
 		var tr jaegerTimed
 		body, err := j.get("/api/traces?service=flexway&limit=1000")
@@ -104,17 +122,5 @@ func TestOTLPSpansLastTheBrokersRoundTrip(t *testing.T) {
 		}
 		return len(produce) >= n
 	})
-	t.Logf("Produce spans %v (the client's longest wait %v); Metadata spans %v", produce, longest, metadata)
-	for _, d := range produce {
-		if d < late || d > longest {
-			t.Errorf("a Produce span lasted %v: want the broker's %v at least, the client's longest wait %v at most", d, late, longest)
-		}
-	}
-	quick := false
-	for _, d := range metadata {
-		quick = quick || d < late
-	}
-	if !quick {
-		t.Errorf("no Metadata span under %v among %v: the spans measure nothing of their own", late, metadata)
-	}
+	return produce, metadata
 }

@@ -84,8 +84,9 @@ func (cl *Client) beginStream(size int32, head []byte) bool {
 	cl.quotaPending(p)          // its answer carries the throttle; the silence begins as it leaves
 	cl.up.corr++
 	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large = ps, 0, h.Version, true
-	cl.syncMarks()                            // its records are spliced: paused at its broker's first byte unsent
-	cl.countRequest(h.Key, p, decide.Forward) // counted as its answer leaves (requestDone), with its throttle
+	cl.syncMarks() // its records are spliced: paused at its broker's first byte unsent
+	// Counted as its answer leaves (requestDone), with the throttle it carries.
+	cl.countRequest(h.Key, p, decide.Forward)
 	cl.owe(p)
 	cl.ts.Produced(int(size))
 	return true

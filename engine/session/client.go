@@ -321,28 +321,14 @@ func (cl *Client) process() {
 	}
 }
 
-// processed: the end of a processing. What the input holds came before
-// the next read (onTraffic); reads are paused or resumed.
+// processed: the end of a processing. What the input holds (over TLS, a
+// record not yet whole too) came before the next read (onTraffic); reads
+// are paused or resumed.
 func (cl *Client) processed() {
 	if !cl.closed {
-		cl.clock.left = cl.inBuffered()
+		cl.clock.left = cl.inBuffered() + cl.recordPart()
 	}
 	cl.syncReads()
-}
-
-// nextRequest: the request at the head of the input was taken whole. The
-// next one's first byte came with the last read, or, when bytes read
-// before it are left, with an earlier read (prevRead: exact unless several
-// reads waited unhandled); an empty input waits for the next read.
-func (cl *Client) nextRequest() {
-	switch {
-	case cl.inBuffered() == 0:
-		cl.clock.frameSince, cl.clock.reqSince = time.Time{}, time.Time{}
-	case cl.clock.older > 0:
-		cl.clock.frameSince, cl.clock.reqSince = cl.clock.lastActive, cl.clock.prevRead
-	default:
-		cl.clock.frameSince, cl.clock.reqSince = cl.clock.lastActive, cl.clock.lastActive // the next frame came with the last read
-	}
 }
 
 func (cl *Client) frameTooLarge(size, limit int32) {

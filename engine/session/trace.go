@@ -1,6 +1,8 @@
 package session
 
 import (
+	"time"
+
 	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/engine/signals"
 )
@@ -81,4 +83,33 @@ func (cl *Client) span(key int16, dec signals.Decision, cause signals.Cause, thr
 		Cause:      cause,
 		ThrottleMs: throttleMs,
 	})
+}
+
+// nextRequest: the request at the head of the input was taken whole. The
+// next one's first byte came with the last read, or, when bytes read
+// before it are left, with an earlier read (prevRead: exact unless several
+// reads waited unhandled); an empty input waits for the next read, unless
+// a TLS record not yet whole may hold its first byte. frameSince (the
+// sweep's) follows the whole frames only.
+func (cl *Client) nextRequest() {
+	switch {
+	case cl.inBuffered() == 0:
+		cl.clock.frameSince, cl.clock.reqSince = time.Time{}, time.Time{}
+		if cl.recordPart() > 0 {
+			cl.clock.reqSince = cl.clock.lastActive
+		}
+	case cl.clock.older > 0:
+		cl.clock.frameSince, cl.clock.reqSince = cl.clock.lastActive, cl.clock.prevRead
+	default:
+		cl.clock.frameSince, cl.clock.reqSince = cl.clock.lastActive, cl.clock.lastActive // the next frame came with the last read
+	}
+}
+
+// recordPart: over TLS, the bytes of a record not yet whole (they decrypt
+// to nothing yet, but a request's first byte may be among them).
+func (cl *Client) recordPart() int {
+	if cl.auth.tls == nil {
+		return 0
+	}
+	return cl.c.Buffered()
 }

@@ -85,6 +85,7 @@ type clientAuth struct {
 	ident      *auth.Identity
 	sessEnd    time.Time // KIP-368: the session's end (I6, S3)
 	reauthing  bool      // a re-authentication is in the worker pool
+	reauthFrom time.Time // its request's first byte read (its span's start)
 	revoked    string    // set by a reload: why the next request closes (S2)
 }
 
@@ -411,12 +412,7 @@ func (cl *Client) answerLocally(h *codec.RequestHeader, frame []byte) bool {
 	switch h.Key {
 	case codec.KeyApiVersions:
 		cl.scratch = cl.env.versions(cl.route.Cluster.Name).AppendAnswer(cl.scratch[:0], h)
-		if p := cl.answerLocal(cl.scratch); p != nil { // behind the broker's answers: its span ends at its own
-			p.Key = h.Key
-			cl.countAt(h.Key, p, signals.Allowed, signals.CauseNone)
-		} else {
-			cl.count(h.Key, signals.Allowed, signals.CauseNone, 0)
-		}
+		cl.countLocal(h.Key, cl.answerLocal(cl.scratch), signals.Allowed, signals.CauseNone, cl.clock.reqSince)
 		return true
 	case codec.KeySASLHandshake, codec.KeySASLAuthenticate:
 		cl.reauthRequest(h, frame)

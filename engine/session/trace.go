@@ -35,6 +35,22 @@ func (cl *Client) count(key int16, dec signals.Decision, cause signals.Cause, th
 	}
 }
 
+// countLocal counts a request of key the gateway answered itself, its
+// first byte read at since: its span ends with its answer, now (p nil: it
+// was written) or when p, queued behind the broker's answers, leaves.
+func (cl *Client) countLocal(key int16, p *decide.Pending, dec signals.Decision, cause signals.Cause, since time.Time) {
+	if p == nil {
+		cl.ts.Request(key, dec, cause)
+		if cl.sampled() {
+			cl.span(key, dec, cause, 0, &decide.Life{Since: since})
+		}
+		return
+	}
+	p.Key = key
+	cl.countAt(key, p, dec, cause)
+	p.Life.Since = since
+}
+
 // countAt counts a request of key now, its decision known at its
 // judgement, and keeps in p what its span needs when its answer leaves
 // (requestDone).

@@ -5,6 +5,8 @@ package engine
 // brought its first byte to its answer's last byte written.
 
 import (
+	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -246,4 +248,52 @@ func TestRequestCountedWhenItsAnswerNeverLeaves(t *testing.T) {
 	_ = r.c.Close()
 	waitMetrics(t, env, `flexway_kafka_requests_total{cluster="shop",tenant="acme",api="Produce",decision="allowed",cause="none"} 1`)
 	spansNamed(t, rec, "kafka Produce", 1)
+}
+
+// O1, Q2: a franz-go consumer held to consumer_byte_rate: every throttle
+// its Fetches got (flexway_kafka_throttle_seconds, consumer_byte_rate) is
+// a Fetch counted decision="throttled", those throttled after forwarding
+// (the answer's bytes past the bucket) as those answered empty in debt.
+func TestConsumerThrottlesAllCounted(t *testing.T) {
+	skipOnRealKafka(t)
+	env := newTestEnvWith(t, envConfig{
+		listenerExtra: "    quotas:\n      client: { consumer_byte_rate: 256KiB }\n      max_throttle: 1s\n",
+		upstream:      "    embedded: { brokers: 1, partitions: 2 }\n",
+	})
+	prod := env.client("acme-orders-producer", kgo.ProducerBatchCompression(kgo.NoCompression()))
+	produceN(t, prod, "orders", 4, strings.Repeat("x", 200<<10)) // 800 KiB in batches of 200 KiB
+	cons := env.client("acme-app", kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for got := 0; got < 4 && ctx.Err() == nil; {
+		got += cons.PollFetches(ctx).NumRecords()
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the consumer did not read its 4 records")
+	}
+	var throttles, throttled uint64
+	defer func() {
+		if t.Failed() {
+			t.Logf("%d throttles of consumer_byte_rate, %d Fetches counted throttled", throttles, throttled)
+		}
+	}()
+	waitUntil(t, 10*time.Second, "every throttle counted throttled", func() bool {
+		body := metricsText(t, env.e)
+		throttles = metricValue(body, `flexway_kafka_throttle_seconds_count{cluster="shop",tenant="acme",quota="consumer_byte_rate",scope="client"}`)
+		throttled = metricValue(body, `flexway_kafka_requests_total{cluster="shop",tenant="acme",api="Fetch",decision="throttled",cause="quota"}`)
+		return throttles > 0 && throttled == throttles
+	})
+	t.Logf("%d throttles, %d Fetches counted throttled", throttles, throttled)
+}
+
+// metricValue reads the value of the series line (its name and labels)
+// in a /metrics text, 0 when absent.
+func metricValue(body, series string) uint64 {
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
 }

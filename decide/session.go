@@ -1,6 +1,8 @@
 package decide
 
 import (
+	"time"
+
 	"github.com/flexway/flexway/codec"
 )
 
@@ -84,6 +86,9 @@ type Pending struct {
 	// BrokerThrottle is the broker's own throttle_time_ms, read in its
 	// answer (0 when the answer has none).
 	BrokerThrottle int32
+	// Life is what the engine keeps with the answer for the request's
+	// count and span (O1, O5); decide only resets it.
+	Life Life
 
 	// What the APIs rewritten with kmsg keep for their answer:
 	// refused holds what the gateway answers itself (refused.go);
@@ -97,6 +102,20 @@ type Pending struct {
 	// asked, the broker's names of the topics a forwarded Fetch asked
 	// (the view's slices): what a streamed answer's size is foretold from.
 	asked [][]byte
+}
+
+// Life is a request's life at the gateway as its signals see it: from
+// its first byte read (Since) to its answer's last byte written. Kept in
+// the Pending so that a span costs nothing outside its sample: no
+// allocation, a time and a few flags per answer.
+type Life struct {
+	Since   time.Time // the read that brought its first byte (zero: unknown, the span starts at its judgement)
+	Sampled bool      // it makes a span when its answer has left
+	// Counted: counted at its judgement (refused, or answered by the
+	// gateway), with Decision and Cause (the engine's signals labels);
+	// else counted as its answer leaves, with the throttle it carries.
+	Counted         bool
+	Decision, Cause uint8
 }
 
 // reset empties p for reuse.

@@ -107,7 +107,7 @@ func (cl *authn) authenticate(token []byte, h *codec.RequestHeader) {
 	}
 	snap := cl.env.Snap.Load()
 	if mode == authReauth {
-		cl.auth.reauthing = true
+		cl.auth.reauthing, cl.auth.reauthFrom = true, cl.clock.reqSince
 	} else {
 		cl.auth.state = stAuthing
 	}
@@ -326,21 +326,22 @@ func (cl *authn) reauthDone(res auth.Result, h *codec.RequestHeader, snap *confi
 		cl.env.Log.Warn("kafka authentication refused", "cause", cause, "user", res.User, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "mechanism", cl.auth.mech)
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
-		cl.client().answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
-		cl.client().count(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication, 0)
+		p := cl.client().answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
+		cl.client().countLocal(codec.KeySASLAuthenticate, p, signals.Refused, signals.CauseAuthentication, cl.auth.reauthFrom)
 		cl.client().auditAuthRefused(&res)
 		cl.client().close(signals.CloseReauthRefused)
 		return
 	}
-	cl.client().count(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone, 0)
 	cl.auth.ident = cl.env.identity(snap, res.ID)
 	lifetime := cl.startSession(snap)
 	cl.adopt(snap) // the new token's scopes, and the snapshot in force
 	if cl.closed {
+		cl.client().count(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone, 0)
 		return
 	}
 	resp.SessionLifetimeMillis = lifetime.Milliseconds()
-	cl.client().answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
+	p := cl.client().answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
+	cl.client().countLocal(codec.KeySASLAuthenticate, p, signals.Allowed, signals.CauseNone, cl.auth.reauthFrom)
 	cl.client().process()
 }
 

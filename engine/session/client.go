@@ -48,9 +48,6 @@ type Client struct {
 	// before authentication), connMech its mechanism label (O1).
 	ts       *signals.TenantSeries
 	connMech signals.Mech
-	// throttling: set by the quota's judgement when the request being
-	// handled is throttled; apply counts it "throttled" and clears it.
-	throttling bool
 
 	auth clientAuth // its TLS and its authentication
 	sess *decide.Session
@@ -88,6 +85,7 @@ type clientAuth struct {
 	ident      *auth.Identity
 	sessEnd    time.Time // KIP-368: the session's end (I6, S3)
 	reauthing  bool      // a re-authentication is in the worker pool
+	reauthFrom time.Time // its request's first byte read (its span's start)
 	revoked    string    // set by a reload: why the next request closes (S2)
 }
 
@@ -137,6 +135,13 @@ type clientClock struct {
 	outLast  int
 	outSince time.Time
 	took     uint32 // the socket's Took at the last sweep: it reads if it moved
+	// reqSince: the read that brought the first byte of the request at
+	// the head of the input (its span's start, O5; zero: not known, the
+	// span starts at its judgement). older: the bytes at the head of the
+	// input that came before the last read, with the read at prevRead or
+	// earlier; left: what the input held after the last processing.
+	reqSince, prevRead time.Time
+	older, left        int
 }
 
 // clientDrain is what a client is still owed when the engine stops, and
@@ -184,7 +189,7 @@ func newClient(env *Env, c gnet.Conn, route Route) *Client {
 
 // onTraffic: the client sent bytes.
 func (cl *Client) onTraffic() {
-	cl.clock.lastActive = time.Now()
+	cl.clock.prevRead, cl.clock.lastActive = cl.clock.lastActive, time.Now()
 	if hook := cl.env.Hooks.Traffic.Load(); hook != nil {
 		(*hook)(cl)
 	}
@@ -207,6 +212,9 @@ func (cl *Client) onTraffic() {
 	if cl.clock.frameSince.IsZero() {
 		// Over TLS a part of a record counts too: it decrypts to nothing yet.
 		cl.clock.frameSince = cl.clock.lastActive
+	}
+	if cl.clock.older = cl.clock.left; cl.clock.older == 0 {
+		cl.clock.reqSince = cl.clock.lastActive // the head request's first byte came with this read
 	}
 	if cl.muted() && !cl.c.PausedFor(conn.Quota) {
 		cl.quotaPause()
@@ -232,6 +240,7 @@ func (cl *Client) peek(n int) ([]byte, error) {
 }
 
 func (cl *Client) discard(n int) {
+	cl.clock.older = max(cl.clock.older-n, 0)
 	if t := cl.auth.tls; t != nil {
 		t.rec.Discard(n)
 		return
@@ -251,7 +260,7 @@ func (cl *Client) waitsOnGateway() bool {
 // client is not read (syncReads, flow.go): what it pipelines waits in the
 // kernel.
 func (cl *Client) process() {
-	defer cl.flow().syncReads()
+	defer cl.processed()
 	for !cl.closed && !cl.wait.held && cl.auth.state != stAuthing && !cl.auth.reauthing && cl.up.state != upDialing && (!cl.muted() || (cl.ps.s != nil && !cl.q.paced)) {
 		if cl.ps.s != nil {
 			if !cl.producer().feedProduce() {
@@ -312,12 +321,18 @@ func (cl *Client) process() {
 		if cl.muted() {
 			cl.quotaPause() // a throttle: the client is not read for its time
 		}
-		if cl.inBuffered() == 0 {
-			cl.clock.frameSince = time.Time{}
-		} else {
-			cl.clock.frameSince = cl.clock.lastActive // the next frame came with the last read, or before it
-		}
+		cl.nextRequest()
 	}
+}
+
+// processed: the end of a processing. What the input holds (over TLS, a
+// record not yet whole too) came before the next read (onTraffic); reads
+// are paused or resumed.
+func (cl *Client) processed() {
+	if !cl.closed {
+		cl.clock.left = cl.inBuffered() + cl.recordPart()
+	}
+	cl.flow().syncReads()
 }
 
 func (cl *Client) frameTooLarge(size, limit int32) {

@@ -66,6 +66,7 @@ func (cl *Client) releaseAs(peerClosed bool) {
 		if len(p.Local) == 0 {
 			n++
 		}
+		cl.requestDone(p) // never answered: counted, its span ended, at the close
 	})
 	cl.lp.pending.Add(-int64(n))
 	cl.budget.Release(cl.budget.Reserved)

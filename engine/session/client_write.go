@@ -49,16 +49,19 @@ func (cl *Client) writev(bs [][]byte) {
 
 // answerLocal writes (or queues behind the answers owed before it) one of
 // the gateway's own answers to the handshake (ApiVersions, SASL), given as
-// a whole frame.
-func (cl *Client) answerLocal(frame []byte) {
+// a whole frame. It returns the answer queued (nil: written now).
+func (cl *Client) answerLocal(frame []byte) *decide.Pending {
 	if cl.queue.Len() == 0 {
 		cl.write(frame)
-		return
+		return nil
 	}
 	p := cl.queue.Get()
 	p.Key = handshakeAnswer
+	// A recycled Pending: no throttle of a former request, nothing to count.
+	p.Throttle, p.BrokerThrottle, p.Life = 0, 0, decide.Life{Counted: true}
 	p.Local = append(p.Local[:0], frame...)
 	cl.queue.Push(p)
+	return p
 }
 
 // handshakeAnswer: the key of answerLocal's queued answers.
@@ -80,6 +83,7 @@ func (cl *Client) answerPending(p *decide.Pending) {
 	if cl.queue.Len() == 0 {
 		cl.writev(sl)
 		cl.noteAnswer(p.Key)
+		cl.requestDone(p)
 		cl.answerThrottle(p)
 		cl.queue.Put(p)
 		return
@@ -101,6 +105,7 @@ func (cl *Client) flushLocal() {
 		cl.queue.Pop()
 		cl.write(p.Local)
 		cl.noteAnswer(p.Key)
+		cl.requestDone(p)
 		cl.answerThrottle(p)
 		cl.queue.Put(p)
 	}
@@ -120,13 +125,15 @@ func (cl *Client) owe(p *decide.Pending) {
 }
 
 // answerDone ends the head request p once its broker's answer is written:
-// off the queue, its reservation released, its throttle applied (the
+// off the queue, its reservation released, counted and traced with the
+// throttle its answer carried (requestDone), its throttle applied (the
 // silence begins as the answer leaves), the local answers behind it
 // written.
 func (cl *Client) answerDone(p *decide.Pending) {
 	cl.queue.Pop()
 	cl.lp.pending.Add(-1)
 	cl.budget.Release(p.Reserve)
+	cl.requestDone(p)
 	cl.answerThrottle(p)
 	cl.queue.Put(p)
 	cl.flushLocal()

@@ -24,8 +24,7 @@ func (localStage) answer(cl *Client, h *codec.RequestHeader, frame []byte) bool 
 	switch h.Key {
 	case codec.KeyApiVersions:
 		cl.scratch = cl.env.versions(cl.route.Cluster.Name).AppendAnswer(cl.scratch[:0], h)
-		cl.answerLocal(cl.scratch)
-		cl.count(h.Key, signals.Allowed, signals.CauseNone, 0)
+		cl.countLocal(h.Key, cl.answerLocal(cl.scratch), signals.Allowed, signals.CauseNone, cl.clock.reqSince)
 		return true
 	case codec.KeySASLHandshake, codec.KeySASLAuthenticate:
 		cl.authn().reauthRequest(h, frame)

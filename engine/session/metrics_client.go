@@ -27,20 +27,25 @@ func (cl *Client) setSeries(ts *signals.TenantSeries, mech signals.Mech) {
 }
 
 // countRequest counts a request decide judged: refused as soon as a part of
-// it is (seed 001), throttled when the quota said so, else allowed.
+// it is (seed 001), at once; forwarded whole, as its answer leaves, with
+// the throttle that answer carries (requestDone, trace.go); forwarded without
+// an answer (acks=0), now. Refused or answered by the gateway, its span
+// ends at its answer, or now when it has none.
 func (cl *Client) countRequest(key int16, p *decide.Pending, out decide.Outcome) {
-	throttled := cl.throttling
-	cl.throttling = false
 	switch out {
 	case decide.Forward:
 		if code := p.RefusedCode(); code != 0 {
-			cl.count(key, signals.Refused, signals.CauseOfCode(key, code), p.Throttle)
-		} else if throttled {
-			cl.count(key, signals.Throttled, signals.CauseQuota, p.Throttle)
+			cl.countAt(key, p, signals.Refused, signals.CauseOfCode(key, code))
 		} else {
-			cl.count(key, signals.Allowed, signals.CauseNone, p.Throttle)
+			cl.countLater(p)
+		}
+		if p.NoResponse {
+			cl.requestDone(p) // no answer: done with once forwarded
 		}
 	case decide.Answer, decide.Drop, decide.Disconnect:
-		cl.count(key, signals.Refused, signals.RefusalCause(key, out, p.RefusedCode(), p.Cause), p.Throttle)
+		cl.countAt(key, p, signals.Refused, signals.RefusalCause(key, out, p.RefusedCode(), p.Cause))
+		if out != decide.Answer {
+			cl.requestDone(p)
+		}
 	}
 }

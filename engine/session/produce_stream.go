@@ -1,8 +1,6 @@
 package session
 
 import (
-	"time"
-
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/engine/signals"
@@ -26,11 +24,8 @@ type produceStream struct {
 	// ended: a stream went through since the last look at the socket
 	// for the next request's head (spliceOn)
 	ended bool
-	// pend: the stream's answer owed, until its last byte (streamThrottle);
-	// throttled: its head was (quotaPending). It is counted at its end,
-	// with the throttle its answer carries.
-	pend      *decide.Pending
-	throttled bool
+	// pend: the stream's answer owed, until its last byte (streamThrottle)
+	pend *decide.Pending
 }
 
 // beginProduce starts relaying the frame of size bytes at the head of the
@@ -92,8 +87,10 @@ func (cl *producer) beginStream(size int32, head []byte) bool {
 	cl.up.corr++
 	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large, cl.ps.pend = ps, 0, h.Version, true, p
 	cl.client().flow().syncMarks() // its records are spliced: paused at its broker's first byte unsent
+	// Counted as its answer leaves (requestDone), with the throttle it
+	// carries (what it owed at its end too: streamThrottle).
+	cl.client().countRequest(h.Key, p, decide.Forward)
 	cl.client().owe(p)
-	cl.ps.throttled, cl.throttling = cl.throttling, false // counted at its end (endStream)
 	cl.ts.Produced(int(size))
 	return true
 }
@@ -161,17 +158,9 @@ func (cl *producer) feedProduce() bool {
 
 // endStream: the streamed request went through whole.
 func (cl *producer) endStream() {
-	if p := cl.ps.pend; p != nil {
-		cl.client().streamThrottle(p)
-		cl.throttling = cl.ps.throttled || p.Throttle > 0
-		cl.client().countRequest(codec.KeyProduce, p, decide.Forward) // allowed, or throttled
-	}
+	cl.client().streamThrottle(cl.ps.pend)
 	cl.ps.s, cl.ps.carry, cl.ps.ended, cl.ps.pend = nil, 0, true, nil
-	if cl.client().inBuffered() == 0 {
-		cl.clock.frameSince = time.Time{}
-	} else {
-		cl.clock.frameSince = cl.clock.lastActive
-	}
+	cl.client().nextRequest()
 }
 
 // streamingProduce: a request is relayed to the broker half sent; the

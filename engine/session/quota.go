@@ -299,7 +299,7 @@ func (cl *Client) quotaGate(h *codec.RequestHeader, size int) bool {
 		}
 		q.next = 0
 		cl.throttled(quota.FetchBytes, s, time.Duration(throttleMs(d))*time.Millisecond)
-		cl.count(h.Key, signals.Throttled, signals.CauseQuota, throttleMs(d))
+		cl.countAt(h.Key, p, signals.Throttled, signals.CauseQuota)
 		cl.answerPending(p)
 		cl.silence(q, now, now.Add(d))
 		return true
@@ -332,8 +332,7 @@ func (cl *Client) quotaPending(p *decide.Pending) {
 	}
 	d := q.next
 	q.next = 0
-	p.Throttle = throttleMs(d)
-	cl.throttling = true // counted decision="throttled", cause="quota" (countRequest)
+	p.Throttle = throttleMs(d) // counted decision="throttled", cause="quota" as the answer leaves (requestDone)
 	cl.throttled(q.nextKind, q.nextScope, time.Duration(p.Throttle)*time.Millisecond)
 }
 

@@ -1,21 +1,96 @@
 package session
 
-import "github.com/flexway/flexway/engine/signals"
+import (
+	"time"
 
-// The request spans (seed 001 "Signaux", observability.otlp): every judged
-// request is counted (flexway_kafka_requests_total) and, when its session
-// is authenticated and it falls in the sample, makes one span
-// (signals.Tracer). Off or outside the sample: a nil check or a random
-// draw, no allocation (TestTraceOutsideSampleAllocs).
+	"github.com/flexway/flexway/decide"
+	"github.com/flexway/flexway/engine/signals"
+)
 
-// count counts a judged request of key: its decision, its cause, the
-// throttle_time_ms the gateway gave its answer.
+// The requests counted (flexway_kafka_requests_total) and traced (seed 001
+// "Signaux", SPEC O1, O5). A request is counted where its decision is
+// known: a refusal or an answer of the gateway's own at its judgement; a
+// request forwarded when its answer leaves, with the throttle that answer
+// carries (the gateway's, raised by a Fetch answer's bytes, or the
+// broker's: issue 34.3). When its session is authenticated and it falls in
+// the sample, it makes one span (signals.Tracer) from the read that
+// brought its first byte (clientClock.reqSince) to its answer's last byte
+// written (requestDone), the broker's round trip included. What the span
+// needs rides in the Pending (decide.Life): outside the sample a nil check
+// or a random draw, no allocation (TestTraceOutsideSampleAllocs).
+
+// sampled draws whether the request at hand makes a span: only on an
+// authenticated session.
+func (cl *Client) sampled() bool {
+	return cl.env.Tracer != nil && cl.auth.state == stAuthed && cl.env.Tracer.Sampled()
+}
+
+// count counts a request of key done with now (refused, or answered by
+// the gateway at once): its decision, its cause, the throttle_time_ms of
+// its answer; its span ends now.
 func (cl *Client) count(key int16, dec signals.Decision, cause signals.Cause, throttleMs int32) {
 	cl.ts.Request(key, dec, cause)
-	if cl.env.Tracer == nil || cl.auth.state != stAuthed || !cl.env.Tracer.Sampled() {
+	if cl.sampled() {
+		cl.span(key, dec, cause, throttleMs, &decide.Life{Since: cl.clock.reqSince})
+	}
+}
+
+// countLocal counts a request of key the gateway answered itself, its
+// first byte read at since: its span ends with its answer, now (p nil: it
+// was written) or when p, queued behind the broker's answers, leaves.
+func (cl *Client) countLocal(key int16, p *decide.Pending, dec signals.Decision, cause signals.Cause, since time.Time) {
+	if p == nil {
+		cl.ts.Request(key, dec, cause)
+		if cl.sampled() {
+			cl.span(key, dec, cause, 0, &decide.Life{Since: since})
+		}
 		return
 	}
+	p.Key = key
+	cl.countAt(key, p, dec, cause)
+	p.Life.Since = since
+}
+
+// countAt counts a request of key now, its decision known at its
+// judgement, and keeps in p what its span needs when its answer leaves
+// (requestDone).
+func (cl *Client) countAt(key int16, p *decide.Pending, dec signals.Decision, cause signals.Cause) {
+	cl.ts.Request(key, dec, cause)
+	p.Life = decide.Life{Since: cl.clock.reqSince, Sampled: cl.sampled(), Counted: true, Decision: uint8(dec), Cause: uint8(cause)}
+}
+
+// countLater keeps in p what a request forwarded needs to be counted and
+// traced when its answer leaves (requestDone).
+func (cl *Client) countLater(p *decide.Pending) {
+	p.Life = decide.Life{Since: cl.clock.reqSince, Sampled: cl.sampled()}
+}
+
+// requestDone ends the life of the request p once its answer's last byte is
+// written (or at once, when it has none): counted now unless its judgement
+// was (a forwarded request: throttled when its answer carries a throttle,
+// the gateway's or the broker's), its span recorded with the throttle its
+// answer carried.
+func (cl *Client) requestDone(p *decide.Pending) {
+	dec, cause := signals.Decision(p.Life.Decision), signals.Cause(p.Life.Cause)
+	thr := max(p.Throttle, p.BrokerThrottle)
+	if !p.Life.Counted {
+		p.Life.Counted = true
+		dec, cause = signals.Allowed, signals.CauseNone
+		if thr > 0 {
+			dec, cause = signals.Throttled, signals.CauseQuota
+		}
+		cl.ts.Request(p.Key, dec, cause)
+	}
+	if p.Life.Sampled {
+		p.Life.Sampled = false
+		cl.span(p.Key, dec, cause, thr, &p.Life)
+	}
+}
+
+// span records a sampled request's span, ending now.
+func (cl *Client) span(key int16, dec signals.Decision, cause signals.Cause, throttleMs int32, l *decide.Life) {
 	cl.env.Tracer.Record(&signals.Span{
+		Start:      l.Since,
 		Key:        key,
 		Cluster:    cl.route.clusterName(),
 		Tenant:     cl.auth.ident.Tenant,
@@ -24,4 +99,33 @@ func (cl *Client) count(key int16, dec signals.Decision, cause signals.Cause, th
 		Cause:      cause,
 		ThrottleMs: throttleMs,
 	})
+}
+
+// nextRequest: the request at the head of the input was taken whole. The
+// next one's first byte came with the last read, or, when bytes read
+// before it are left, with an earlier read (prevRead: exact unless several
+// reads waited unhandled); an empty input waits for the next read, unless
+// a TLS record not yet whole may hold its first byte. frameSince (the
+// sweep's) follows the whole frames only.
+func (cl *Client) nextRequest() {
+	switch {
+	case cl.inBuffered() == 0:
+		cl.clock.frameSince, cl.clock.reqSince = time.Time{}, time.Time{}
+		if cl.recordPart() > 0 {
+			cl.clock.reqSince = cl.clock.lastActive
+		}
+	case cl.clock.older > 0:
+		cl.clock.frameSince, cl.clock.reqSince = cl.clock.lastActive, cl.clock.prevRead
+	default:
+		cl.clock.frameSince, cl.clock.reqSince = cl.clock.lastActive, cl.clock.lastActive // the next frame came with the last read
+	}
+}
+
+// recordPart: over TLS, the bytes of a record not yet whole (they decrypt
+// to nothing yet, but a request's first byte may be among them).
+func (cl *Client) recordPart() int {
+	if cl.auth.tls == nil {
+		return 0
+	}
+	return cl.c.Buffered()
 }

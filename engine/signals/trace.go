@@ -1,6 +1,7 @@
 package signals
 
 // The spans of seed 001 "Signaux": one per sampled authenticated request,
+// from its first byte read to its answer's last byte written (SPEC O5),
 // named `kafka <API>` after the table of the API names, with the closed
 // attributes kafka.cluster, tenant, auth.mechanism, kafka.decision,
 // kafka.cause and kafka.throttle_time_ms: never a topic, a key, a client id
@@ -12,6 +13,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"time"
 
 	"github.com/flexway/flexway/codec"
 	"go.opentelemetry.io/otel/attribute"
@@ -50,19 +52,28 @@ func (tr *Tracer) Sampled() bool {
 
 // Span is what a request's span says.
 type Span struct {
+	// Start is when the request's first byte was read (zero: now); the
+	// span ends when Record is called, its answer's last byte written.
+	Start      time.Time
 	Key        int16
 	Cluster    string // the virtual cluster
 	Tenant     string
 	Mechanism  string // api_key, oauthbearer, mtls
 	Decision   Decision
 	Cause      Cause
-	ThrottleMs int32 // the throttle_time_ms the gateway gave its answer
+	ThrottleMs int32 // the throttle_time_ms its answer carried (the gateway's or the broker's, the larger)
 }
 
-// Record makes the span of one sampled request, judged now.
+// Record makes the span of one sampled request, from s.Start to now: its
+// answer has left (or it has none).
 func (tr *Tracer) Record(s *Span) {
+	start := s.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
 	_, sp := tr.t.Start(context.Background(), tr.names[apiIndex(s.Key)],
 		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithTimestamp(start),
 		trace.WithAttributes(
 			attribute.String("kafka.cluster", s.Cluster),
 			attribute.String("tenant", s.Tenant),

@@ -75,7 +75,7 @@ func auditMode(snap *configs.Snapshot) audit.Mode {
 // refused), and with "all" every administration request. frame is the
 // request after its size prefix. Nothing is allocated for an allowed data
 // request.
-func (cl *Client) auditRequest(h *codec.RequestHeader, frame []byte, p *decide.Pending, out decide.Outcome) {
+func (cl *auditor) auditRequest(h *codec.RequestHeader, frame []byte, p *decide.Pending, out decide.Outcome) {
 	mode := auditMode(cl.snap)
 	if mode == audit.Off {
 		return
@@ -104,7 +104,7 @@ func (cl *Client) auditRequest(h *codec.RequestHeader, frame []byte, p *decide.P
 // credential named, never the credential): a refused request.
 // A client certificate refused is audited under OperationCertificate: it
 // sent no request (issue 34.6).
-func (cl *Client) auditAuthRefused(res *auth.Result) {
+func (cl *auditor) auditAuthRefused(res *auth.Result) {
 	tenant := ""
 	if res.ID != nil { // re-authentication as another principal
 		tenant = res.ID.Tenant
@@ -119,14 +119,14 @@ func (cl *Client) auditAuthRefused(res *auth.Result) {
 // auditSASLRefused writes a SASL request refused (cause authentication):
 // a mechanism not served (SaslHandshake), a credential refused or a
 // tenant's connection bound reached (SaslAuthenticate).
-func (cl *Client) auditSASLRefused(key int16, user, tenant string) {
+func (cl *auditor) auditSASLRefused(key int16, user, tenant string) {
 	cl.auditRefusalOf(decide.Name(key), signals.CauseAuthentication, user, tenant)
 }
 
 // auditMalformed writes a malformed request (issue 24.2): under its API
 // when its header parsed (its body did not), OperationMalformed when the
 // header itself did not (issue 33.3).
-func (cl *Client) auditMalformed(h *codec.RequestHeader) {
+func (cl *auditor) auditMalformed(h *codec.RequestHeader) {
 	op := OperationMalformed
 	if h.BodyOffset > 0 {
 		op = decide.Name(h.Key)
@@ -139,7 +139,7 @@ func (cl *Client) auditMalformed(h *codec.RequestHeader) {
 // operation op. user and tenant, when given, stand for the connection's
 // own. Before authentication the record is anonymous: bounded in rate
 // (StartAudit).
-func (cl *Client) auditRefusalOf(op string, cause signals.Cause, user, tenant string) {
+func (cl *auditor) auditRefusalOf(op string, cause signals.Cause, user, tenant string) {
 	snap := cl.env.Snap.Load() // the configuration in force: a connection's own is the one it authenticated under
 	if auditMode(snap) == audit.Off {
 		return
@@ -157,7 +157,7 @@ func (cl *Client) auditRefusalOf(op string, cause signals.Cause, user, tenant st
 }
 
 // auditRecord is the record of a request of cl to api, allowed until said otherwise.
-func (cl *Client) auditRecord(snap *configs.Snapshot, api string) audit.Record {
+func (cl *auditor) auditRecord(snap *configs.Snapshot, api string) audit.Record {
 	r := audit.Record{Time: time.Now(), API: api, Decision: signals.Allowed.String(), Cause: signals.CauseNone.String(),
 		Mechanism: cl.auth.mech}
 	if c := cl.route.Cluster; c != nil {

@@ -19,7 +19,7 @@ func (cl *authn) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 	switch h.Key {
 	case codec.KeyApiVersions:
 		cl.scratch = cl.env.versions(cl.route.Cluster.Name).AppendAnswer(cl.scratch[:0], h)
-		cl.client().write(cl.scratch)
+		cl.client().answers().write(cl.scratch)
 	case codec.KeySASLHandshake:
 		cl.saslHandshake(h, frame[h.BodyOffset:])
 	case codec.KeySASLAuthenticate:
@@ -68,14 +68,14 @@ func (cl *authn) saslHandshake(h *codec.RequestHeader, body []byte) {
 	} else {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		cl.env.RefusedLine("kafka authentication refused", "cause", "mechanism not served", "mechanism", auth.BoundName(req.Mechanism), "cluster", cl.route.Cluster.Name)
-		cl.client().auditSASLRefused(h.Key, "", "")
+		cl.client().auditor().auditSASLRefused(h.Key, "", "")
 	}
 	cl.writeKmsg(h.Key, h.Version, h.Correlation, resp)
 }
 
 // writeKmsg writes a whole answer the gateway built.
 func (cl *authn) writeKmsg(key, version int16, corr int32, resp kmsg.Response) {
-	cl.client().write(cl.frameKmsg(key, version, corr, resp))
+	cl.client().answers().write(cl.frameKmsg(key, version, corr, resp))
 }
 
 // authMode says how the verdict is answered.
@@ -166,7 +166,7 @@ func (cl *authn) authDone(res auth.Result, h *codec.RequestHeader, mode authMode
 			cl.env.Signals.Refused(bound.String(), res.ID.Tenant)
 			// Seed 002: past a tenant's bound the answer is SASL_AUTHENTICATION_FAILED, logged as such.
 			cl.env.RefusedLine("kafka authentication refused", "cause", "the tenant's connection bound is reached", "bound", bound.String(), "user", res.User, "tenant", res.ID.Tenant, "cluster", cl.route.Cluster.Name, "mechanism", cl.auth.mech)
-			cl.client().auditAuthRefused(&res)
+			cl.client().auditor().auditAuthRefused(&res)
 			cl.authFailed(h, mode)
 			return
 		}
@@ -193,13 +193,13 @@ func (cl *authn) authDone(res auth.Result, h *codec.RequestHeader, mode authMode
 			MaxRequestBytes:    int64(snap.Listener.MaxRequestBytes),
 		},
 	}
-	cl.client().setSeries(cl.env.Signals.Tenant(cl.route.Cluster.Name, res.ID.Tenant), signals.MechOf(res.ID.Mechanism))
+	cl.client().auditor().setSeries(cl.env.Signals.Tenant(cl.route.Cluster.Name, res.ID.Tenant), signals.MechOf(res.ID.Mechanism))
 	if mode != authCert {
-		cl.client().count(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone, 0)
+		cl.client().auditor().count(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone, 0)
 	}
 	switch mode {
 	case authLegacy:
-		cl.client().write([]byte{0, 0, 0, 0})
+		cl.client().answers().write([]byte{0, 0, 0, 0})
 	case authSASL:
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		resp.Version = h.Version
@@ -300,7 +300,7 @@ func (cl *authn) reauthRequest(h *codec.RequestHeader, frame []byte) {
 		resp := kmsg.NewPtrSASLHandshakeResponse()
 		resp.Version = h.Version
 		resp.SupportedMechanisms = []string{cl.auth.mech}
-		cl.client().answerLocal(cl.frameKmsg(17, h.Version, h.Correlation, resp))
+		cl.client().answers().answerLocal(cl.frameKmsg(17, h.Version, h.Correlation, resp))
 		return
 	}
 	req := kmsg.NewPtrSASLAuthenticateRequest()
@@ -326,9 +326,9 @@ func (cl *authn) reauthDone(res auth.Result, h *codec.RequestHeader, snap *confi
 		cl.env.Log.Warn("kafka authentication refused", "cause", cause, "user", res.User, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "mechanism", cl.auth.mech)
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
-		p := cl.client().answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
-		cl.client().countLocal(codec.KeySASLAuthenticate, p, signals.Refused, signals.CauseAuthentication, cl.auth.reauthFrom)
-		cl.client().auditAuthRefused(&res)
+		p := cl.client().answers().answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
+		cl.client().auditor().countLocal(codec.KeySASLAuthenticate, p, signals.Refused, signals.CauseAuthentication, cl.auth.reauthFrom)
+		cl.client().auditor().auditAuthRefused(&res)
 		cl.client().close(signals.CloseReauthRefused)
 		return
 	}
@@ -336,12 +336,12 @@ func (cl *authn) reauthDone(res auth.Result, h *codec.RequestHeader, snap *confi
 	lifetime := cl.startSession(snap)
 	cl.adopt(snap) // the new token's scopes, and the snapshot in force
 	if cl.closed {
-		cl.client().count(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone, 0)
+		cl.client().auditor().count(codec.KeySASLAuthenticate, signals.Allowed, signals.CauseNone, 0)
 		return
 	}
 	resp.SessionLifetimeMillis = lifetime.Milliseconds()
-	p := cl.client().answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
-	cl.client().countLocal(codec.KeySASLAuthenticate, p, signals.Allowed, signals.CauseNone, cl.auth.reauthFrom)
+	p := cl.client().answers().answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
+	cl.client().auditor().countLocal(codec.KeySASLAuthenticate, p, signals.Allowed, signals.CauseNone, cl.auth.reauthFrom)
 	cl.client().process()
 }
 

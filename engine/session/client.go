@@ -216,8 +216,8 @@ func (cl *Client) onTraffic() {
 	if cl.clock.older = cl.clock.left; cl.clock.older == 0 {
 		cl.clock.reqSince = cl.clock.lastActive // the head request's first byte came with this read
 	}
-	if cl.muted() && !cl.c.PausedFor(conn.Quota) {
-		cl.quotaPause()
+	if cl.quotas().muted() && !cl.c.PausedFor(conn.Quota) {
+		cl.quotas().quotaPause()
 	}
 	cl.process()
 }
@@ -251,7 +251,7 @@ func (cl *Client) discard(n int) {
 // waitsOnGateway: the frame at the head of the input is whole and waits
 // for the gateway (its budget, its broker connection, a re-authentication).
 func (cl *Client) waitsOnGateway() bool {
-	return cl.wait.held || cl.up.state == upDialing || cl.auth.reauthing || cl.muted() || cl.c.PausedFor(conn.PeerFull)
+	return cl.wait.held || cl.up.state == upDialing || cl.auth.reauthing || cl.quotas().muted() || cl.c.PausedFor(conn.PeerFull)
 }
 
 // process handles every whole frame the connection holds, in order, until
@@ -261,7 +261,7 @@ func (cl *Client) waitsOnGateway() bool {
 // kernel.
 func (cl *Client) process() {
 	defer cl.processed()
-	for !cl.closed && !cl.wait.held && cl.auth.state != stAuthing && !cl.auth.reauthing && cl.up.state != upDialing && (!cl.muted() || (cl.ps.s != nil && !cl.q.paced)) {
+	for !cl.closed && !cl.wait.held && cl.auth.state != stAuthing && !cl.auth.reauthing && cl.up.state != upDialing && (!cl.quotas().muted() || (cl.ps.s != nil && !cl.q.paced)) {
 		if cl.ps.s != nil {
 			if !cl.producer().feedProduce() {
 				return
@@ -318,10 +318,10 @@ func (cl *Client) process() {
 		if cl.drain.on {
 			cl.drain.left -= total
 		}
-		if cl.muted() {
-			cl.quotaPause() // a throttle: the client is not read for its time
+		if cl.quotas().muted() {
+			cl.quotas().quotaPause() // a throttle: the client is not read for its time
 		}
-		cl.nextRequest()
+		cl.auditor().nextRequest()
 	}
 }
 
@@ -330,7 +330,7 @@ func (cl *Client) process() {
 // are paused or resumed.
 func (cl *Client) processed() {
 	if !cl.closed {
-		cl.clock.left = cl.inBuffered() + cl.recordPart()
+		cl.clock.left = cl.inBuffered() + cl.auditor().recordPart()
 	}
 	cl.flow().syncReads()
 }
@@ -408,8 +408,8 @@ func apiVersionsBody(version int16, body []byte) error {
 }
 
 func (cl *Client) protocolError(h codec.RequestHeader, err error) {
-	cl.count(-1, signals.Refused, signals.CauseUnsupported, 0)
-	cl.auditMalformed(&h) // under its API only when its header parsed (issue 33.3)
+	cl.auditor().count(-1, signals.Refused, signals.CauseUnsupported, 0)
+	cl.auditor().auditMalformed(&h) // under its API only when its header parsed (issue 33.3)
 	if cl.auth.state != stAuthed {
 		cl.close(signals.ClosePreAuthMalformed, "api_key", h.Key, "error", err.Error())
 		return

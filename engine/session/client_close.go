@@ -66,7 +66,7 @@ func (cl *Client) releaseAs(peerClosed bool) {
 		if len(p.Local) == 0 {
 			n++
 		}
-		cl.requestDone(p) // never answered: counted, its span ended, at the close
+		cl.auditor().requestDone(p) // never answered: counted, its span ended, at the close
 	})
 	cl.lp.pending.Add(-int64(n))
 	cl.budget.Release(cl.budget.Reserved)
@@ -75,7 +75,7 @@ func (cl *Client) releaseAs(peerClosed bool) {
 	if cl.tenant != nil {
 		cl.env.Bounds.Tenants.Release(cl.tenant, time.Now())
 	}
-	cl.quotaRelease()
+	cl.quotas().quotaRelease()
 	if cl.up.conn != nil {
 		if peerClosed && cl.auth.state == stAuthed && cl.keepForDrain() {
 			cl.env.Signals.ConnClosed(cl.ts, cl.connMech)

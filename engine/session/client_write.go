@@ -10,9 +10,9 @@ import (
 // counted in its budget's shares; and the gateway's own answers, written
 // in the order of the requests, behind the broker's answers owed before them.
 
-func (cl *Client) write(b []byte) {
+func (cl *answers) write(b []byte) {
 	var v [1][]byte
-	if cl.batchClient(one(&v, b)) {
+	if cl.client().batchClient(one(&v, b)) {
 		return
 	}
 	if t := cl.auth.tls; t != nil {
@@ -26,7 +26,7 @@ func (cl *Client) write(b []byte) {
 // syncOut counts the client's unread bytes in its tenant's and the
 // replica's shares (B2); a client with unread bytes is looked at again at
 // each tick until it has read them.
-func (cl *Client) syncOut() {
+func (cl *answers) syncOut() {
 	if cl.budget.Tenant == nil || cl.closed {
 		return
 	}
@@ -35,8 +35,8 @@ func (cl *Client) syncOut() {
 
 // writev writes one frame given as slices: one vectored write in clear, one
 // TLS write (records coalesced) over TLS.
-func (cl *Client) writev(bs [][]byte) {
-	if cl.batchClient(bs) {
+func (cl *answers) writev(bs [][]byte) {
+	if cl.client().batchClient(bs) {
 		return
 	}
 	if t := cl.auth.tls; t != nil {
@@ -50,7 +50,7 @@ func (cl *Client) writev(bs [][]byte) {
 // answerLocal writes (or queues behind the answers owed before it) one of
 // the gateway's own answers to the handshake (ApiVersions, SASL), given as
 // a whole frame. It returns the answer queued (nil: written now).
-func (cl *Client) answerLocal(frame []byte) *decide.Pending {
+func (cl *answers) answerLocal(frame []byte) *decide.Pending {
 	if cl.queue.Len() == 0 {
 		cl.write(frame)
 		return nil
@@ -69,7 +69,7 @@ const handshakeAnswer = -1
 
 // noteAnswer: an answer to a request of key was written to the client.
 // One past the handshake makes the client answered.
-func (cl *Client) noteAnswer(key int16) {
+func (cl *answers) noteAnswer(key int16) {
 	switch key {
 	case handshakeAnswer, codec.KeyApiVersions, codec.KeySASLHandshake, codec.KeySASLAuthenticate:
 	default:
@@ -78,13 +78,13 @@ func (cl *Client) noteAnswer(key int16) {
 }
 
 // answerPending writes the answer decide built in the session's Vec.
-func (cl *Client) answerPending(p *decide.Pending) {
+func (cl *answers) answerPending(p *decide.Pending) {
 	sl := cl.sess.RW.Vec.Slices()
 	if cl.queue.Len() == 0 {
 		cl.writev(sl)
 		cl.noteAnswer(p.Key)
-		cl.requestDone(p)
-		cl.answerThrottle(p)
+		cl.client().auditor().requestDone(p)
+		cl.client().quotas().answerThrottle(p)
 		cl.queue.Put(p)
 		return
 	}
@@ -96,7 +96,7 @@ func (cl *Client) answerPending(p *decide.Pending) {
 }
 
 // flushLocal writes the gateway's own answers now at the head of the queue.
-func (cl *Client) flushLocal() {
+func (cl *answers) flushLocal() {
 	for !cl.closed {
 		p := cl.queue.Front()
 		if p == nil || len(p.Local) == 0 {
@@ -105,8 +105,8 @@ func (cl *Client) flushLocal() {
 		cl.queue.Pop()
 		cl.write(p.Local)
 		cl.noteAnswer(p.Key)
-		cl.requestDone(p)
-		cl.answerThrottle(p)
+		cl.client().auditor().requestDone(p)
+		cl.client().quotas().answerThrottle(p)
 		cl.queue.Put(p)
 	}
 }
@@ -114,7 +114,7 @@ func (cl *Client) flushLocal() {
 // owe records a request forwarded: its answer is owed (queued, its bytes
 // reserved, counted in flight), or, without one (acks=0), it only keeps
 // its place for the answers behind it.
-func (cl *Client) owe(p *decide.Pending) {
+func (cl *answers) owe(p *decide.Pending) {
 	if p.NoResponse {
 		cl.queue.Put(p)
 		return
@@ -129,13 +129,13 @@ func (cl *Client) owe(p *decide.Pending) {
 // throttle its answer carried (requestDone), its throttle applied (the
 // silence begins as the answer leaves), the local answers behind it
 // written.
-func (cl *Client) answerDone(p *decide.Pending) {
+func (cl *answers) answerDone(p *decide.Pending) {
 	cl.queue.Pop()
 	cl.lp.pending.Add(-1)
 	cl.budget.Release(p.Reserve)
-	cl.requestDone(p)
-	cl.answerThrottle(p)
+	cl.client().auditor().requestDone(p)
+	cl.client().quotas().answerThrottle(p)
 	cl.queue.Put(p)
 	cl.flushLocal()
-	cl.quotaPause()
+	cl.client().quotas().quotaPause()
 }

@@ -71,7 +71,7 @@ func (o *outBatch) flush() {
 		} else {
 			_ = cl.c.Write(buf)
 		}
-		cl.syncOut()
+		cl.answers().syncOut()
 	case up != nil && !up.closed && up.c != nil:
 		up.send(one(&o.one, buf))
 	}

@@ -135,8 +135,8 @@ func newCoalesceRig(t *testing.T) *coalesceRig {
 func (r *coalesceRig) onePerEvent(t *testing.T) {
 	lp, cl, up, cc, bc := r.lp, r.cl, r.up, r.cc, r.bc
 	lp.out.begin()
-	cl.writev([][]byte{frameOf('a', 10), frameOf('b', 600)})
-	cl.write(frameOf('c', 5))
+	cl.answers().writev([][]byte{frameOf('a', 10), frameOf('b', 600)})
+	cl.answers().write(frameOf('c', 5))
 	up.write([][]byte{frameOf('x', 16<<10), frameOf('y', 300)})
 	up.write([][]byte{frameOf('z', 16<<10)})
 	if len(cc.read())+len(bc.read()) != 0 {
@@ -161,10 +161,10 @@ func (r *coalesceRig) largeFrame(t *testing.T) {
 	lp, cl, cc := r.lp, r.cl, r.cc
 	cc.reset()
 	lp.out.begin()
-	cl.write(frameOf('s', 40))
+	cl.answers().write(frameOf('s', 40))
 	big := frameOf('L', coalesceMax+1)
-	cl.writev([][]byte{big[:100], big[100:]})
-	cl.write(frameOf('t', 40))
+	cl.answers().writev([][]byte{big[:100], big[100:]})
+	cl.answers().write(frameOf('t', 40))
 	lp.out.end()
 	cc.read()
 	if len(cc.writes) != 3 || string(cc.writes[0]) != string(frameOf('s', 40)) || !bytes.Equal(cc.writes[1], big) || string(cc.writes[2]) != string(frameOf('t', 40)) {
@@ -176,7 +176,7 @@ func (r *coalesceRig) largeFrame(t *testing.T) {
 func (r *coalesceRig) outsideEvent(t *testing.T) {
 	cl, cc := r.cl, r.cc
 	cc.reset()
-	cl.write(frameOf('n', 8))
+	cl.answers().write(frameOf('n', 8))
 	if len(cc.read()) != 1 {
 		t.Fatalf("outside an event: %d writes, want 1 at once", len(cc.writes))
 	}
@@ -189,7 +189,7 @@ func (r *coalesceRig) closingClient(t *testing.T) {
 	cc.reset()
 	bc.reset()
 	lp.out.begin()
-	cl.write(frameOf('o', 8))
+	cl.answers().write(frameOf('o', 8))
 	up.write([][]byte{frameOf('p', 8)})
 	cl.flushOwn(true)
 	lp.out.end()
@@ -197,7 +197,7 @@ func (r *coalesceRig) closingClient(t *testing.T) {
 		t.Fatalf("released client: %d writes to it, %d to its broker; want 0 and 1", len(cc.writes), len(bc.writes))
 	}
 	lp.out.begin()
-	cl.write(frameOf('q', 8))
+	cl.answers().write(frameOf('q', 8))
 	cl.flushOwn(false)
 	if len(cc.read()) != 1 {
 		t.Fatalf("closing client: %d writes before the close, want 1", len(cc.writes))
@@ -221,7 +221,7 @@ func (r *coalesceRig) failedFlush(t *testing.T) {
 		cl.closed = true
 	}
 	lp.out.begin()
-	cl.write(frameOf('f', 8))
+	cl.answers().write(frameOf('f', 8))
 	lp.out.end()
 	if released != 1 || !failed.Conn.Closed() {
 		t.Fatalf("failed flush: released %d times, closed %v", released, failed.Conn.Closed())
@@ -229,7 +229,7 @@ func (r *coalesceRig) failedFlush(t *testing.T) {
 	cl.closed = false
 	cl.c = cc.Conn
 	lp.out.begin()
-	cl.write(frameOf('g', 8))
+	cl.answers().write(frameOf('g', 8))
 	lp.out.end()
 	if w := cc.read(); len(w) != 1 || string(w[0]) != string(frameOf('g', 8)) {
 		t.Fatalf("after a failed flush, the batch holds something else: %q", w)
@@ -249,7 +249,7 @@ func TestCoalescedWritesAllocs(t *testing.T) {
 		lp.out.begin()
 		for i := 0; i < 4; i++ {
 			cl.up.conn.write(req)
-			cl.write(ans)
+			cl.answers().write(ans)
 		}
 		lp.out.end()
 		cc.reset()

@@ -194,6 +194,8 @@ func (env *Env) Recovered(r any, x any, where string) {
 		o.close(signals.CloseInternal)
 	case *upstreamConn:
 		o.cl.close(signals.CloseInternal)
+	case aspect: // a client seen as one of its concerns (aspects.go)
+		o.client().close(signals.CloseInternal)
 	default:
 		if gc != nil {
 			_ = gc.Close()

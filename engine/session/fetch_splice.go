@@ -120,7 +120,7 @@ func (e *fetchEnds) PipeFull(rest int) {
 		cl.env.Log.Error("kafka connection closed: splice pipe read failed", "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "error", err)
 		return
 	}
-	cl.syncOut()
+	cl.answers().syncOut()
 }
 
 // Room bounds a pass by what the client's socket takes (invariant 42).
@@ -144,7 +144,7 @@ func (e *fetchEnds) UnitOut(sl [][]byte) { _ = e.cl.c.Writev(sl) }
 func (e *fetchEnds) UnitTaken(used int) {
 	e.cl.ts.Fetched(used)
 	e.cl.env.Series.FetchUnits.Add(1)
-	e.cl.syncOut()
+	e.cl.answers().syncOut()
 }
 
 func (e *fetchEnds) DestClear() bool {

@@ -30,7 +30,7 @@ func (u *upstreamConn) begin(size int32) bool {
 	if p.Key != codec.KeyFetch {
 		return false
 	}
-	cl.quotaAnswer(p, codec.SizeLen+int(size))
+	cl.quotas().quotaAnswer(p, codec.SizeLen+int(size))
 	fs, err := cl.sess.FetchStream(p, int(size))
 	if err != nil {
 		cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.Cluster.Name, "api", p.Key, "error", err.Error())
@@ -64,7 +64,7 @@ func (u *upstreamConn) feed() bool {
 			return false
 		}
 		if sl := u.fs.Slices(); len(sl) > 0 {
-			cl.writev(sl)
+			cl.answers().writev(sl)
 		}
 		if used > 0 { // gnet's Discard(0) discards everything
 			u.discard(used)
@@ -88,8 +88,8 @@ func (u *upstreamConn) feed() bool {
 			p := u.fp
 			p.BrokerThrottle = u.fs.BrokerThrottle()
 			u.fs, u.fp, u.carry = nil, nil, 0
-			cl.noteAnswer(p.Key)
-			cl.answerDone(p)
+			cl.answers().noteAnswer(p.Key)
+			cl.answers().answerDone(p)
 			return true
 		}
 		if used > 0 { // feed again: the buffer may hold more

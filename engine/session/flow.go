@@ -113,7 +113,7 @@ func (cl *Client) Drained() {
 	if cl.closed {
 		return
 	}
-	cl.syncOut()
+	cl.answers().syncOut()
 	if cl.wait.held {
 		cl.resume()
 	}

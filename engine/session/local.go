@@ -13,7 +13,7 @@ func (st localStage) admit(cl *Client, h codec.RequestHeader, frame []byte) step
 	if !st.answer(cl, &h, frame) {
 		return stepNext
 	}
-	cl.quotaLocal()
+	cl.quotas().quotaLocal()
 	return stepDone
 }
 
@@ -24,7 +24,7 @@ func (localStage) answer(cl *Client, h *codec.RequestHeader, frame []byte) bool 
 	switch h.Key {
 	case codec.KeyApiVersions:
 		cl.scratch = cl.env.versions(cl.route.Cluster.Name).AppendAnswer(cl.scratch[:0], h)
-		cl.countLocal(h.Key, cl.answerLocal(cl.scratch), signals.Allowed, signals.CauseNone, cl.clock.reqSince)
+		cl.auditor().countLocal(h.Key, cl.answers().answerLocal(cl.scratch), signals.Allowed, signals.CauseNone, cl.clock.reqSince)
 		return true
 	case codec.KeySASLHandshake, codec.KeySASLAuthenticate:
 		cl.authn().reauthRequest(h, frame)

@@ -43,9 +43,9 @@ func (cl *authn) credentialRefused(res *auth.Result, h *codec.RequestHeader, mod
 	}
 	cl.env.RefusedLine("kafka authentication refused", line...)
 	if mode != authCert { // a certificate is no request
-		cl.client().count(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication, 0)
+		cl.client().auditor().count(codec.KeySASLAuthenticate, signals.Refused, signals.CauseAuthentication, 0)
 	}
-	cl.client().auditAuthRefused(res)
+	cl.client().auditor().auditAuthRefused(res)
 	if delay <= 0 {
 		cl.authFailed(h, mode)
 		return

@@ -18,7 +18,7 @@ func (r Route) clusterName() string {
 
 // setSeries moves the connection to the series ts (its SNI read, its
 // authentication): the connections gauge follows it.
-func (cl *Client) setSeries(ts *signals.TenantSeries, mech signals.Mech) {
+func (cl *auditor) setSeries(ts *signals.TenantSeries, mech signals.Mech) {
 	if ts == cl.ts && mech == cl.connMech {
 		return
 	}
@@ -31,7 +31,7 @@ func (cl *Client) setSeries(ts *signals.TenantSeries, mech signals.Mech) {
 // the throttle that answer carries (requestDone, trace.go); forwarded without
 // an answer (acks=0), now. Refused or answered by the gateway, its span
 // ends at its answer, or now when it has none.
-func (cl *Client) countRequest(key int16, p *decide.Pending, out decide.Outcome) {
+func (cl *auditor) countRequest(key int16, p *decide.Pending, out decide.Outcome) {
 	switch out {
 	case decide.Forward:
 		if code := p.RefusedCode(); code != 0 {

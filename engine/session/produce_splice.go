@@ -111,7 +111,7 @@ func (cl *producer) spliceOn() {
 // caller's). Whatever it declines, gnet reads and the client's event handles.
 func (cl *producer) spliceNext() bool {
 	if cl.ps.s != nil || !cl.ps.large || cl.ps.gather || cl.drain.on || cl.wait.held || cl.auth.reauthing ||
-		cl.up.state != upReady || cl.client().muted() || cl.env.Tune.ProduceSpliceMin.Load() == 0 {
+		cl.up.state != upReady || cl.client().quotas().muted() || cl.env.Tune.ProduceSpliceMin.Load() == 0 {
 		return false
 	}
 	pp, cfd, _ := cl.spliceReady()
@@ -154,7 +154,7 @@ func (e *produceEnds) Spliced(n int) {
 	if e.c.Detached() {
 		e.env.Series.ProduceDetached.Add(int64(n))
 	}
-	(*Client)(e).pace(n)
+	(*Client)(e).quotas().pace(n)
 }
 
 // PipeFull: the broker's socket is full; what the pipe still holds is read
@@ -180,7 +180,7 @@ func (e *produceEnds) PipeFull(rest int) {
 // A paced stream's pass is bounded by its quota as well (paceRoom).
 func (e *produceEnds) Room(dst int) int {
 	r := e.env.room(dst)
-	if q := (*Client)(e).paceRoom(); q >= 0 && (r < 0 || q < r) {
+	if q := (*Client)(e).quotas().paceRoom(); q >= 0 && (r < 0 || q < r) {
 		return q
 	}
 	return r
@@ -190,7 +190,7 @@ func (e *produceEnds) Room(dst int) int {
 // mark until its socket takes more (conn.NoRoom): the client is paused,
 // and read again (what waits in its socket spliced first) once it does.
 func (e *produceEnds) RoomOut() {
-	if (*Client)(e).pacing() {
+	if (*Client)(e).quotas().pacing() {
 		return // its quota's, not its broker's: unmute goes on (quota.go)
 	}
 	e.env.Series.ProduceRoomOuts.Add(1)
@@ -204,7 +204,7 @@ func (e *produceEnds) UnitOut(sl [][]byte) { _ = e.up.conn.c.Writev(sl) }
 
 func (e *produceEnds) UnitTaken(used int) {
 	e.env.Series.ProduceUnits.Add(1)
-	(*Client)(e).pace(used)
+	(*Client)(e).quotas().pace(used)
 }
 
 func (e *produceEnds) DestClear() bool {
@@ -219,7 +219,7 @@ func (e *produceEnds) Failed(why string) {
 	cl := (*Client)(e)
 	cl.producer().dropUnread()
 	cl.ps.s, cl.ps.pend = nil, nil
-	cl.count(codec.KeyProduce, signals.Refused, signals.CauseUnsupported, 0)
+	cl.auditor().count(codec.KeyProduce, signals.Refused, signals.CauseUnsupported, 0)
 	cl.close(signals.CloseMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+why)
 }
 

@@ -65,7 +65,7 @@ func (cl *producer) beginStream(size int32, head []byte) bool {
 		cl.ps.gather = true
 		return false
 	}
-	if !cl.client().authn().checkSession() || cl.client().quotaHold(h.Key, 0) { // its bytes are charged as they come (pace)
+	if !cl.client().authn().checkSession() || cl.client().quotas().quotaHold(h.Key, 0) { // its bytes are charged as they come (pace)
 		return false // closed, or its principal owes: it waits, muted (quota.go)
 	}
 	p := cl.queue.Get()
@@ -82,15 +82,15 @@ func (cl *producer) beginStream(size int32, head []byte) bool {
 		cl.queue.Put(p) // while it waits, the client is not read (syncReads, flow.go)
 		return false
 	}
-	cl.client().quotaGate(&h, 0) // spent by quotaHold (never true for a Produce)
-	cl.client().quotaPending(p)  // its answer carries the throttle; the silence begins as it leaves
+	cl.client().quotas().quotaGate(&h, 0) // spent by quotaHold (never true for a Produce)
+	cl.client().quotas().quotaPending(p)  // its answer carries the throttle; the silence begins as it leaves
 	cl.up.corr++
 	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large, cl.ps.pend = ps, 0, h.Version, true, p
 	cl.client().flow().syncMarks() // its records are spliced: paused at its broker's first byte unsent
 	// Counted as its answer leaves (requestDone), with the throttle it
 	// carries (what it owed at its end too: streamThrottle).
-	cl.client().countRequest(h.Key, p, decide.Forward)
-	cl.client().owe(p)
+	cl.client().auditor().countRequest(h.Key, p, decide.Forward)
+	cl.client().answers().owe(p)
 	cl.ts.Produced(int(size))
 	return true
 }
@@ -118,7 +118,7 @@ func (cl *producer) feedProduce() bool {
 		used, err := ps.Feed(chunk)
 		if err != nil {
 			cl.ps.s, cl.ps.pend = nil, nil
-			cl.client().count(codec.KeyProduce, signals.Refused, signals.CauseUnsupported, 0)
+			cl.client().auditor().count(codec.KeyProduce, signals.Refused, signals.CauseUnsupported, 0)
 			cl.client().close(signals.CloseMalformed, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "api_key", codec.KeyProduce, "version", cl.ps.version, "error", "streamed Produce: "+err.Error())
 			return false
 		}
@@ -127,12 +127,12 @@ func (cl *producer) feedProduce() bool {
 		}
 		if used > 0 { // gnet's Discard(0) discards everything
 			cl.client().discard(used)
-			cl.client().pace(used)
+			cl.client().quotas().pace(used)
 		}
 		if cl.closed {
 			return false
 		}
-		if !ps.Done() && cl.client().inBuffered() == 0 && !cl.client().pacing() {
+		if !ps.Done() && cl.client().inBuffered() == 0 && !cl.client().quotas().pacing() {
 			// The records (and the headers between them) still in the
 			// socket go to the broker without the loop's buffer.
 			cl.spliceProduce()
@@ -158,9 +158,9 @@ func (cl *producer) feedProduce() bool {
 
 // endStream: the streamed request went through whole.
 func (cl *producer) endStream() {
-	cl.client().streamThrottle(cl.ps.pend)
+	cl.client().quotas().streamThrottle(cl.ps.pend)
 	cl.ps.s, cl.ps.carry, cl.ps.ended, cl.ps.pend = nil, 0, true, nil
-	cl.client().nextRequest()
+	cl.client().auditor().nextRequest()
 }
 
 // streamingProduce: a request is relayed to the broker half sent; the

@@ -77,7 +77,7 @@ func limitsOf(q *configs.Quotas) quota.Limits {
 // the snapshot in force (nil otherwise: nothing is counted). The buckets
 // are taken at the first request under quotas (a reload may add them);
 // a reload's rates apply at the next request.
-func (cl *Client) quotaOn() *quotaConn {
+func (cl *quotas) quotaOn() *quotaConn {
 	q := cl.q
 	if q != nil && q.snap == cl.snap {
 		if q.p == nil {
@@ -105,7 +105,7 @@ func (cl *Client) quotaOn() *quotaConn {
 }
 
 // quotaRelease gives the buckets back at the client's close.
-func (cl *Client) quotaRelease() {
+func (cl *quotas) quotaRelease() {
 	if q := cl.q; q != nil && q.p != nil && q.fetcher {
 		q.fetcher = false
 		q.p.Fetcher(-1)
@@ -121,7 +121,7 @@ func (cl *Client) quotaRelease() {
 
 // quotaLocal counts a request the gateway answers itself (ApiVersions, a
 // re-authentication) against request_rate.
-func (cl *Client) quotaLocal() {
+func (cl *quotas) quotaLocal() {
 	q := cl.quotaOn()
 	if q == nil || cl.closed {
 		return
@@ -156,7 +156,7 @@ func (cl *Client) quotaLocal() {
 // quotaGate (q.spent) while the request waits for something else (its
 // broker connection, the budget). A streamed Produce is spent its size
 // prefix here, the rest as it is read (pace).
-func (cl *Client) quotaHold(key int16, size int) bool {
+func (cl *quotas) quotaHold(key int16, size int) bool {
 	q := cl.quotaOn()
 	if q == nil || q.spent {
 		return false
@@ -203,7 +203,7 @@ func (q *quotaConn) waitedFrom(frameSince, now time.Time) time.Time {
 // silence mutes the client after an answer that carries a throttle
 // (KIP-219), from now to until; quietSince keeps its start for the next
 // request's wait (waitedFrom).
-func (cl *Client) silence(q *quotaConn, now, until time.Time) {
+func (cl *quotas) silence(q *quotaConn, now, until time.Time) {
 	if q.quietSince.IsZero() {
 		q.quietSince = now
 	}
@@ -215,7 +215,7 @@ func (cl *Client) silence(q *quotaConn, now, until time.Time) {
 type quotaHoldStage struct{}
 
 func (quotaHoldStage) admit(cl *Client, h codec.RequestHeader, frame []byte) step {
-	if cl.quotaHold(h.Key, len(frame)) {
+	if cl.quotas().quotaHold(h.Key, len(frame)) {
 		return stepWait // muted until the debt is paid, max_throttle at most
 	}
 	return stepNext
@@ -226,7 +226,7 @@ func (quotaHoldStage) admit(cl *Client, h codec.RequestHeader, frame []byte) ste
 type quotaGateStage struct{}
 
 func (quotaGateStage) admit(cl *Client, h codec.RequestHeader, frame []byte) step {
-	if cl.quotaGate(&h, len(frame)) {
+	if cl.quotas().quotaGate(&h, len(frame)) {
 		return stepDone
 	}
 	return stepNext
@@ -260,7 +260,7 @@ const minFetchShare = 8
 // the broker for no more than the buckets hold (Session.FetchQuota, the
 // allowance, split over its partitions by codec). Otherwise the throttle
 // decided waits in q.next for quotaPending.
-func (cl *Client) quotaGate(h *codec.RequestHeader, size int) bool {
+func (cl *quotas) quotaGate(h *codec.RequestHeader, size int) bool {
 	q := cl.quotaOn()
 	if q == nil {
 		return false
@@ -299,8 +299,8 @@ func (cl *Client) quotaGate(h *codec.RequestHeader, size int) bool {
 		}
 		q.next = 0
 		cl.throttled(quota.FetchBytes, s, time.Duration(throttleMs(d))*time.Millisecond)
-		cl.countAt(h.Key, p, signals.Throttled, signals.CauseQuota)
-		cl.answerPending(p)
+		cl.client().auditor().countAt(h.Key, p, signals.Throttled, signals.CauseQuota)
+		cl.client().answers().answerPending(p)
 		cl.silence(q, now, now.Add(d))
 		return true
 	}
@@ -325,7 +325,7 @@ func (q *quotaConn) minFetch() int64 {
 // quotaPending gives the request's answer its throttle, counted as the
 // client reads it (whole milliseconds); the silence begins when the answer
 // leaves (answerThrottle, KIP-219).
-func (cl *Client) quotaPending(p *decide.Pending) {
+func (cl *quotas) quotaPending(p *decide.Pending) {
 	q := cl.q
 	if q == nil || q.next <= 0 {
 		return
@@ -339,7 +339,7 @@ func (cl *Client) quotaPending(p *decide.Pending) {
 // quotaAnswer spends a Fetch answer of n bytes (its whole frame) before it
 // is rewritten: past consumer_byte_rate, the answer carries the throttle,
 // and the client is muted once it has left (answerThrottle).
-func (cl *Client) quotaAnswer(p *decide.Pending, n int) {
+func (cl *quotas) quotaAnswer(p *decide.Pending, n int) {
 	if p.Key != codec.KeyFetch {
 		return
 	}
@@ -363,7 +363,7 @@ func (cl *Client) quotaAnswer(p *decide.Pending, n int) {
 // request): the larger of the gateway's throttle and the broker's own.
 // Nothing is read from the client, so nothing is sent on its broker
 // connection (which only carries its requests), before it ends.
-func (cl *Client) answerThrottle(p *decide.Pending) {
+func (cl *quotas) answerThrottle(p *decide.Pending) {
 	if cl.closed || (p.Throttle <= 0 && p.BrokerThrottle <= 0) {
 		return
 	}
@@ -384,7 +384,7 @@ func throttleMs(d time.Duration) int32 {
 
 // mute stops handling the client's requests until until; its reads are
 // paused once the frame at hand is done with (quotaPause).
-func (cl *Client) mute(q *quotaConn, until time.Time) {
+func (cl *quotas) mute(q *quotaConn, until time.Time) {
 	if until.After(q.muteUntil) {
 		q.muteUntil = until
 		cl.armUnmute(q)
@@ -395,7 +395,7 @@ func (cl *Client) mute(q *quotaConn, until time.Time) {
 		if cl.lp.muted == nil {
 			cl.lp.muted = map[*Client]struct{}{}
 		}
-		cl.lp.muted[cl] = struct{}{}
+		cl.lp.muted[cl.client()] = struct{}{}
 	}
 }
 
@@ -403,7 +403,7 @@ func (cl *Client) mute(q *quotaConn, until time.Time) {
 // and its task are made once per connection (no allocation per throttle
 // but gnet's queueing of the task); a client without a loop (unit tests)
 // is left to the tick.
-func (cl *Client) armUnmute(q *quotaConn) {
+func (cl *quotas) armUnmute(q *quotaConn) {
 	if cl.lp == nil || cl.lp.el == nil {
 		return
 	}
@@ -413,14 +413,14 @@ func (cl *Client) armUnmute(q *quotaConn) {
 		return
 	}
 	lp := cl.lp
-	q.wake = &task{l: lp, where: "unmute", x: cl, took: cl.env.Series.LoopUnmute, fn: func() {
-		cl.env.unmute(lp, cl, time.Now())
+	q.wake = &task{l: lp, where: "unmute", x: cl.client(), took: cl.env.Series.LoopUnmute, fn: func() {
+		cl.env.unmute(lp, cl.client(), time.Now())
 	}}
 	q.timer = time.AfterFunc(d, func() { _ = lp.post(q.wake) })
 }
 
 // muted reports whether requests wait for the end of a throttle.
-func (cl *Client) muted() bool { return cl.q != nil && cl.q.muted }
+func (cl *quotas) muted() bool { return cl.q != nil && cl.q.muted }
 
 // quotaPause pauses a muted client's reads once it sent MuteInPlace
 // unhandled (at once over TLS): called between frames (the frame handled
@@ -429,12 +429,12 @@ func (cl *Client) muted() bool { return cl.q != nil && cl.q.muted }
 // throttled: its socket stays enrolled, and the loop is spared a detach and
 // a re-enrolment per mute (issue 22.7: with them, a held neighbour's sweeps
 // held the loop 10 ms and more).
-func (cl *Client) quotaPause() {
+func (cl *quotas) quotaPause() {
 	if cl.muted() && !cl.closed && (cl.ps.s == nil || cl.q.paced) { // a streamed Produce goes on to its end first, unless paced
 		if cl.auth.tls == nil && cl.c.Buffered() < MuteInPlace {
 			return // muted in place: read on (a KIP-219 client sends nothing meanwhile), not handled
 		}
-		cl.flow().pause(conn.Quota)
+		cl.client().flow().pause(conn.Quota)
 	}
 }
 
@@ -468,7 +468,7 @@ func (env *Env) unmute(l *Loop, cl *Client, now time.Time) {
 	}
 	if now.Before(q.muteUntil) {
 		if q.muted && !cl.c.PausedFor(conn.Quota) {
-			cl.quotaPause() // muted outside process (an answer): pause now
+			cl.quotas().quotaPause() // muted outside process (an answer): pause now
 		}
 		return
 	}
@@ -488,7 +488,7 @@ func (env *Env) unmute(l *Loop, cl *Client, now time.Time) {
 
 // throttled records a throttle of the quotas in the tenant's series
 // (flexway_kafka_throttle_seconds, quota and scope).
-func (cl *Client) throttled(k quota.Kind, s quota.Scope, d time.Duration) {
+func (cl *quotas) throttled(k quota.Kind, s quota.Scope, d time.Duration) {
 	q := signals.QuotaRequestRate
 	switch k {
 	case quota.ProduceBytes:

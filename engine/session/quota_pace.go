@@ -24,7 +24,7 @@ import (
 
 // pace charges n bytes of the streamed Produce just read; past the
 // buckets' depth, the stream is muted (q.paced) for what is owed.
-func (cl *Client) pace(n int) {
+func (cl *quotas) pace(n int) {
 	if n <= 0 || cl.closed {
 		return
 	}
@@ -50,12 +50,12 @@ func (cl *Client) pace(n int) {
 }
 
 // pacing reports whether the stream under way waits for its quota.
-func (cl *Client) pacing() bool { return cl.q != nil && cl.q.paced && cl.q.muted }
+func (cl *quotas) pacing() bool { return cl.q != nil && cl.q.paced && cl.q.muted }
 
 // paceRoom bounds a splice pass of a streamed Produce by what the
 // buckets still hold (RoomMin at least: a pass moves something, and the
 // charge past the depth mutes the stream): -1, no bound.
-func (cl *Client) paceRoom() int {
+func (cl *quotas) paceRoom() int {
 	if cl.pacing() {
 		return 0
 	}
@@ -74,7 +74,7 @@ func (cl *Client) paceRoom() int {
 // streamThrottle gives the answer of a stream that went through whole the
 // throttle of what its principal or tenant still owes (capped), counted
 // as the others' (quotaPending).
-func (cl *Client) streamThrottle(p *decide.Pending) {
+func (cl *quotas) streamThrottle(p *decide.Pending) {
 	q := cl.quotaOn()
 	if q == nil || p == nil {
 		return

@@ -31,7 +31,7 @@ func quotaTestClient(tb testing.TB, on bool, store quota.Store) *Client {
 	env.Quotas.Buckets = quota.NewRegistry(store, nil)
 	cl := &Client{env: env, snap: snap, route: Route{Cluster: snap.Clusters["shop"]},
 		auth: clientAuth{ident: &auth.Identity{Principal: "acme-app", Tenant: "acme", Mechanism: configs.Mechanism("plain")}}}
-	if q := cl.quotaOn(); q != nil { // the buckets read from the store once (Principal.Owed waits for it)
+	if q := cl.quotas().quotaOn(); q != nil { // the buckets read from the store once (Principal.Owed waits for it)
 		for q.p.Owed(quota.Requests, time.Now(), &q.lim) > 0 {
 			time.Sleep(time.Millisecond)
 		}
@@ -59,10 +59,10 @@ func quotaSteps(cl *Client) func() {
 	h := codec.RequestHeader{Key: codec.KeyProduce, Version: 9}
 	p := &decide.Pending{Key: codec.KeyFetch}
 	return func() {
-		cl.quotaHold(h.Key, len(frame))
-		cl.quotaGate(&h, len(frame))
-		cl.quotaPending(p)
-		cl.quotaAnswer(p, 64<<10)
+		cl.quotas().quotaHold(h.Key, len(frame))
+		cl.quotas().quotaGate(&h, len(frame))
+		cl.quotas().quotaPending(p)
+		cl.quotas().quotaAnswer(p, 64<<10)
 	}
 }
 
@@ -80,10 +80,10 @@ func quotaPathAllocs(t *testing.T, cl *Client) {
 	if n := testing.AllocsPerRun(1000, step); n != 0 {
 		t.Errorf("%v allocations per request under quotas", n)
 	}
-	if cl.q == nil || cl.q.p == nil || cl.muted() {
+	if cl.q == nil || cl.q.p == nil || cl.quotas().muted() {
 		t.Fatalf("quota state %+v: want the buckets held, nothing throttled", cl.q)
 	}
-	cl.quotaRelease()
+	cl.quotas().quotaRelease()
 }
 
 // BenchmarkQuotaRequestPath: what quotas configured and not reached add
@@ -110,7 +110,7 @@ func BenchmarkQuotaRequestPath(b *testing.B) {
 				step()
 			}
 			b.StopTimer()
-			cl.quotaRelease()
+			cl.quotas().quotaRelease()
 		})
 	}
 }

@@ -102,7 +102,7 @@ func (cl *authn) onTLSHello() {
 		return
 	}
 	cl.route = route
-	cl.client().setSeries(cl.env.Signals.Tenant(route.Cluster.Name, ""), signals.MechNone)
+	cl.client().auditor().setSeries(cl.env.Signals.Tenant(route.Cluster.Name, ""), signals.MechNone)
 	ad := looptls.NewIO(cl.c, cl.c.LocalAddr(), cl.c.RemoteAddr(), false)
 	all, _ := cl.c.Peek(cl.c.Buffered())
 	ad.Feed(all) // copied: gnet's buffer is the loop's
@@ -163,7 +163,7 @@ func (cl *authn) certAuth(cert *x509.Certificate) {
 	res := auth.MatchCert(snap, cert)
 	cl.auth.mech = mechCert
 	if res.ID == nil {
-		cl.client().auditAuthRefused(&res)
+		cl.client().auditor().auditAuthRefused(&res)
 		cl.client().close(signals.CloseCertUnknown, "cause", res.Cause, "cluster", cl.route.Cluster.Name, "mechanism", mechCert)
 		return
 	}

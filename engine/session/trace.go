@@ -21,14 +21,14 @@ import (
 
 // sampled draws whether the request at hand makes a span: only on an
 // authenticated session.
-func (cl *Client) sampled() bool {
+func (cl *auditor) sampled() bool {
 	return cl.env.Tracer != nil && cl.auth.state == stAuthed && cl.env.Tracer.Sampled()
 }
 
 // count counts a request of key done with now (refused, or answered by
 // the gateway at once): its decision, its cause, the throttle_time_ms of
 // its answer; its span ends now.
-func (cl *Client) count(key int16, dec signals.Decision, cause signals.Cause, throttleMs int32) {
+func (cl *auditor) count(key int16, dec signals.Decision, cause signals.Cause, throttleMs int32) {
 	cl.ts.Request(key, dec, cause)
 	if cl.sampled() {
 		cl.span(key, dec, cause, throttleMs, &decide.Life{Since: cl.clock.reqSince})
@@ -38,7 +38,7 @@ func (cl *Client) count(key int16, dec signals.Decision, cause signals.Cause, th
 // countLocal counts a request of key the gateway answered itself, its
 // first byte read at since: its span ends with its answer, now (p nil: it
 // was written) or when p, queued behind the broker's answers, leaves.
-func (cl *Client) countLocal(key int16, p *decide.Pending, dec signals.Decision, cause signals.Cause, since time.Time) {
+func (cl *auditor) countLocal(key int16, p *decide.Pending, dec signals.Decision, cause signals.Cause, since time.Time) {
 	if p == nil {
 		cl.ts.Request(key, dec, cause)
 		if cl.sampled() {
@@ -54,14 +54,14 @@ func (cl *Client) countLocal(key int16, p *decide.Pending, dec signals.Decision,
 // countAt counts a request of key now, its decision known at its
 // judgement, and keeps in p what its span needs when its answer leaves
 // (requestDone).
-func (cl *Client) countAt(key int16, p *decide.Pending, dec signals.Decision, cause signals.Cause) {
+func (cl *auditor) countAt(key int16, p *decide.Pending, dec signals.Decision, cause signals.Cause) {
 	cl.ts.Request(key, dec, cause)
 	p.Life = decide.Life{Since: cl.clock.reqSince, Sampled: cl.sampled(), Counted: true, Decision: uint8(dec), Cause: uint8(cause)}
 }
 
 // countLater keeps in p what a request forwarded needs to be counted and
 // traced when its answer leaves (requestDone).
-func (cl *Client) countLater(p *decide.Pending) {
+func (cl *auditor) countLater(p *decide.Pending) {
 	p.Life = decide.Life{Since: cl.clock.reqSince, Sampled: cl.sampled()}
 }
 
@@ -70,7 +70,7 @@ func (cl *Client) countLater(p *decide.Pending) {
 // was (a forwarded request: throttled when its answer carries a throttle,
 // the gateway's or the broker's), its span recorded with the throttle its
 // answer carried.
-func (cl *Client) requestDone(p *decide.Pending) {
+func (cl *auditor) requestDone(p *decide.Pending) {
 	dec, cause := signals.Decision(p.Life.Decision), signals.Cause(p.Life.Cause)
 	thr := max(p.Throttle, p.BrokerThrottle)
 	if !p.Life.Counted {
@@ -88,7 +88,7 @@ func (cl *Client) requestDone(p *decide.Pending) {
 }
 
 // span records a sampled request's span, ending now.
-func (cl *Client) span(key int16, dec signals.Decision, cause signals.Cause, throttleMs int32, l *decide.Life) {
+func (cl *auditor) span(key int16, dec signals.Decision, cause signals.Cause, throttleMs int32, l *decide.Life) {
 	cl.env.Tracer.Record(&signals.Span{
 		Start:      l.Since,
 		Key:        key,
@@ -107,9 +107,9 @@ func (cl *Client) span(key int16, dec signals.Decision, cause signals.Cause, thr
 // reads waited unhandled); an empty input waits for the next read, unless
 // a TLS record not yet whole may hold its first byte. frameSince (the
 // sweep's) follows the whole frames only.
-func (cl *Client) nextRequest() {
+func (cl *auditor) nextRequest() {
 	switch {
-	case cl.inBuffered() == 0:
+	case cl.client().inBuffered() == 0:
 		cl.clock.frameSince, cl.clock.reqSince = time.Time{}, time.Time{}
 		if cl.recordPart() > 0 {
 			cl.clock.reqSince = cl.clock.lastActive
@@ -123,7 +123,7 @@ func (cl *Client) nextRequest() {
 
 // recordPart: over TLS, the bytes of a record not yet whole (they decrypt
 // to nothing yet, but a request's first byte may be among them).
-func (cl *Client) recordPart() int {
+func (cl *auditor) recordPart() int {
 	if cl.auth.tls == nil {
 		return 0
 	}

@@ -42,10 +42,10 @@ func TestTraceOutsideSampleAllocs(t *testing.T) {
 		}
 		p := &decide.Pending{Key: codec.KeyProduce}
 		step := func() {
-			cl.countRequest(codec.KeyProduce, p, decide.Forward)
+			cl.auditor().countRequest(codec.KeyProduce, p, decide.Forward)
 			p.BrokerThrottle = 5 // its answer, throttled by the broker
-			cl.requestDone(p)
-			cl.countRequest(codec.KeyProduce, p, decide.Disconnect)
+			cl.auditor().requestDone(p)
+			cl.auditor().countRequest(codec.KeyProduce, p, decide.Disconnect)
 		}
 		step() // the series is made at the first request
 		if n := testing.AllocsPerRun(1000, step); n != 0 {
@@ -66,22 +66,22 @@ func TestTraceOutsideSampleAllocs(t *testing.T) {
 func TestTraceSpanAttributes(t *testing.T) {
 	cl, rec := traceTestClient(t, 1)
 	fetch := &decide.Pending{Key: codec.KeyFetch}
-	cl.countRequest(codec.KeyFetch, fetch, decide.Forward)
+	cl.auditor().countRequest(codec.KeyFetch, fetch, decide.Forward)
 	prod := &decide.Pending{Key: codec.KeyProduce, Throttle: 300}
-	cl.countRequest(codec.KeyProduce, prod, decide.Forward)
+	cl.auditor().countRequest(codec.KeyProduce, prod, decide.Forward)
 	if n := len(rec.Ended()) + int(cl.env.Signals.RequestCount(codec.KeyFetch, signals.Allowed)); n != 0 {
 		t.Fatalf("%d spans or counts before the answers", n)
 	}
 	fetch.Throttle = 250 // consumer_byte_rate spent on its answer (quotaAnswer)
-	cl.requestDone(fetch)
+	cl.auditor().requestDone(fetch)
 	prod.BrokerThrottle = 700 // the broker's own, larger
-	cl.requestDone(prod)
+	cl.auditor().requestDone(prod)
 	ipid, meta := int16(kmsg.InitProducerID), int16(kmsg.Metadata)
-	cl.countRequest(ipid, &decide.Pending{Key: ipid}, decide.Disconnect)
+	cl.auditor().countRequest(ipid, &decide.Pending{Key: ipid}, decide.Disconnect)
 	cl.auth.state = stAuthed - 1
 	mp := &decide.Pending{Key: meta}
-	cl.countRequest(meta, mp, decide.Forward)
-	cl.requestDone(mp)
+	cl.auditor().countRequest(meta, mp, decide.Forward)
+	cl.auditor().requestDone(mp)
 	spans := rec.Ended()
 	if len(spans) != 3 {
 		t.Fatalf("%d spans, want 3 (the session's authenticated requests)", len(spans))
@@ -130,12 +130,12 @@ func TestTraceSpanFromFirstByteToAnswer(t *testing.T) {
 	read := time.Now().Add(-200 * time.Millisecond) // its first byte, 200 ms ago
 	cl.clock.reqSince = read
 	p := &decide.Pending{Key: codec.KeyProduce}
-	cl.countRequest(codec.KeyProduce, p, decide.Forward)
+	cl.auditor().countRequest(codec.KeyProduce, p, decide.Forward)
 	cl.clock.reqSince = time.Time{} // the next request's, not yet read
 	answer := time.Now()
-	cl.requestDone(p)
+	cl.auditor().requestDone(p)
 	cl.clock.reqSince = read
-	cl.countRequest(codec.KeyProduce, &decide.Pending{Key: codec.KeyProduce}, decide.Disconnect)
+	cl.auditor().countRequest(codec.KeyProduce, &decide.Pending{Key: codec.KeyProduce}, decide.Disconnect)
 	spans := rec.Ended()
 	if len(spans) != 2 {
 		t.Fatalf("%d spans, want 2", len(spans))
@@ -155,8 +155,8 @@ func TestTraceSamplingRatio(t *testing.T) {
 	cl, rec := traceTestClient(t, 0.25)
 	p := &decide.Pending{Key: codec.KeyProduce}
 	for range 4000 {
-		cl.countRequest(codec.KeyProduce, p, decide.Forward)
-		cl.requestDone(p)
+		cl.auditor().countRequest(codec.KeyProduce, p, decide.Forward)
+		cl.auditor().requestDone(p)
 	}
 	// 1000 expected; sd = sqrt(4000 x 0.25 x 0.75) ~ 27: 8 sd each side.
 	if n := len(rec.Ended()); n < 780 || n > 1220 {

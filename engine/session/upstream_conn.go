@@ -185,13 +185,13 @@ func (u *upstreamConn) onTraffic() {
 			cl.close(signals.CloseAnswerOutOfOrder, "cluster", cl.route.Cluster.Name, "cause", bad.String())
 			return
 		}
-		cl.quotaAnswer(p, total)
+		cl.quotas().quotaAnswer(p, total)
 		if err := cl.sess.Response(p, frame); err != nil {
 			cl.close(signals.CloseAnswerMalformed, "cluster", cl.route.Cluster.Name, "api", p.Key, "error", err.Error())
 			return
 		}
-		cl.writev(cl.sess.RW.Vec.Slices())
-		cl.noteAnswer(p.Key)
+		cl.answers().writev(cl.sess.RW.Vec.Slices())
+		cl.answers().noteAnswer(p.Key)
 		u.discard(total)
 		if p.Key == codec.KeyFetch {
 			cl.ts.Fetched(total)
@@ -199,7 +199,7 @@ func (u *upstreamConn) onTraffic() {
 		if cl.closed {
 			return
 		}
-		cl.answerDone(p)
+		cl.answers().answerDone(p)
 	}
 	u.syncFetchMarks()
 	if cl.wait.held {

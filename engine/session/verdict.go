@@ -17,8 +17,8 @@ func (st verdictStage) admit(cl *Client, h codec.RequestHeader, frame []byte) st
 	if out == decide.Forward && h.Key == codec.KeyProduce {
 		cl.ts.Produced(len(frame))
 	}
-	cl.quotaPending(p)
-	cl.auditRequest(&h, frame, p, out) // O3, audit.go
+	cl.quotas().quotaPending(p)
+	cl.auditor().auditRequest(&h, frame, p, out) // O3, audit.go
 	st.apply(cl, &h, p, out)
 	return stepDone
 }
@@ -38,7 +38,7 @@ func (verdictStage) judge(cl *Client, h *codec.RequestHeader, frame []byte, gran
 // owed, its bytes reserved), answered by the gateway, dropped, or the
 // connection closed.
 func (verdictStage) apply(cl *Client, h *codec.RequestHeader, p *decide.Pending, out decide.Outcome) {
-	cl.countRequest(h.Key, p, out)
+	cl.auditor().countRequest(h.Key, p, out)
 	switch out {
 	case decide.Forward:
 		cl.up.corr++
@@ -50,9 +50,9 @@ func (verdictStage) apply(cl *Client, h *codec.RequestHeader, p *decide.Pending,
 		if cl.closed {
 			return
 		}
-		cl.owe(p)
+		cl.answers().owe(p)
 	case decide.Answer:
-		cl.answerPending(p)
+		cl.answers().answerPending(p)
 	case decide.Drop:
 		cl.queue.Put(p)
 	case decide.Disconnect:

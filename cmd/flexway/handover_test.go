@@ -416,3 +416,106 @@ func TestHandoverThreeUpgradesNobodyRefusedNothingLost(t *testing.T) {
 	t.Logf("%d dials (every 10 ms, bootstrap and admin) none refused; %d records acknowledged, each on the broker once, all read by the group (%d read twice)",
 		dials, len(acked), dups)
 }
+
+// refusedUpgrade sends SIGUSR2 and waits for the old process to say the
+// upgrade failed and that it goes on serving, the reason holding why; the
+// main process is still the same, systemd was told no MAINPID. It returns
+// how long the failure took.
+func (u *upgraded) refusedUpgrade(why string, n int, within time.Duration) time.Duration {
+	u.t.Helper()
+	old, from := u.main(), len(u.ns.states())
+	start := time.Now()
+	if err := syscall.Kill(old, syscall.SIGUSR2); err != nil {
+		u.t.Fatal(err)
+	}
+	u.waitLog("flexway upgrade failed: this process goes on serving", n, within)
+	took := time.Since(start)
+	line := logLine(u.log()[strings.LastIndex(u.log(), `"msg":"flexway upgrade failed`)-40:], "flexway upgrade failed")
+	if !strings.Contains(line, why) {
+		u.t.Fatalf("the failure's line %q does not say %q", line, why)
+	}
+	if !alive(old) {
+		u.t.Fatalf("the old process %d exited after a failed upgrade", old)
+	}
+	for _, s := range u.ns.states()[from:] {
+		if strings.Contains(s, "MAINPID=") || strings.Contains(s, "STOPPING=1") {
+			u.t.Fatalf("a failed upgrade told systemd %q", s)
+		}
+	}
+	return took
+}
+
+// produceOne writes one record through the gateway at base.
+func produceOne(t *testing.T, base int, key string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", base)),
+		kgo.SASL(plain.Auth{User: "acme-orders-producer", Pass: key}.AsMechanism()), kgo.DefaultProduceTopic("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("after a failed upgrade")}).FirstErr(); err != nil {
+		t.Fatalf("produce through the old process after a failed upgrade: %v", err)
+	}
+}
+
+// Issue 36.1 (U4): a new binary that cannot serve exits and the old
+// process goes on serving, saying why, while a dialer connects every 10 ms
+// and is never refused: a configuration that no longer loads (the new
+// process exits 1, its error on stderr), a binary that dies before it is
+// ready (exit 3), one that is never ready (killed at the bound,
+// handoverTimeout, 30 s, and not before). Then a good binary takes over:
+// one failed upgrade does not block the next.
+func TestHandoverFailedTheOldGoesOnServing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; waits for the 30 s bound")
+	}
+	bin := buildFlexway(t)
+	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "acme.orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	dir, base, key := quickstartOn(t, k, "  shutdown_timeout: 5s\n")
+	gw := startUpgradable(t, bin, dir, newNotifySocket(t))
+	d := startDialer(fmt.Sprintf("127.0.0.1:%d", base), fmt.Sprintf("127.0.0.1:%d", base+4))
+
+	cfgPath := filepath.Join(dir, "flexway.yaml")
+	good, _ := os.ReadFile(cfgPath)
+	writeTestFile(t, cfgPath, append(append([]byte(nil), good...), "no_such_key: 1\n"...))
+	gw.refusedUpgrade("exit status 1", 1, 40*time.Second)
+	if !strings.Contains(gw.log(), "no_such_key") {
+		t.Fatalf("the new process did not say what is wrong with the configuration:\n%s", tail(gw.log(), 3000))
+	}
+	writeTestFile(t, cfgPath, good)
+	produceOne(t, base, key)
+
+	script := filepath.Join(t.TempDir(), "crash")
+	writeTestFile(t, script, []byte("#!/bin/sh\necho 'flexway: crashed before ready' >&2\nexit 3\n"))
+	os.Chmod(script, 0o755)
+	gw.install(script)
+	gw.refusedUpgrade("exit status 3", 2, 40*time.Second)
+	produceOne(t, base, key)
+
+	writeTestFile(t, script, []byte("#!/bin/sh\nexec sleep 600\n"))
+	gw.install(script)
+	took := gw.refusedUpgrade("timed out", 3, handoverTimeout+20*time.Second)
+	if took < handoverTimeout-time.Second {
+		t.Fatalf("a new process not ready was given up after %v, before the bound %v", took, handoverTimeout)
+	}
+	produceOne(t, base, key)
+
+	gw.upgrade(bin, 5*time.Second)
+	produceOne(t, base, key)
+	dials, refused := d.stop()
+	if len(refused) > 0 {
+		t.Fatalf("%d of %d dials refused, first: %s", len(refused), dials, refused[0])
+	}
+	if strings.Contains(gw.log(), "panic") {
+		t.Fatalf("a panic in the log:\n%s", tail(gw.log(), 4000))
+	}
+	gw.sigterm()
+	t.Logf("three failed upgrades (configuration, crash, not ready after %v), then one done; %d dials, none refused", took.Round(time.Second), dials)
+}

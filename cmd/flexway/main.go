@@ -57,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if socks.inherited() { // the handover's check: U3 as the old process saw it
 		if bad := refusedAnew(e.RefusedClusters(), os.Getenv(refusedEnv)); len(bad) > 0 {
-			log.Error("flexway handover refused: the new process refuses a cluster the old one serves (U3)", "clusters", strings.Join(bad, "; "))
+			log.Error("flexway handover refused: the new process refuses a cluster the old one did not (U3)", "clusters", strings.Join(bad, "; "))
 			return 1
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flexway/flexway/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -518,4 +519,191 @@ func TestHandoverFailedTheOldGoesOnServing(t *testing.T) {
 	}
 	gw.sigterm()
 	t.Logf("three failed upgrades (configuration, crash, not ready after %v), then one done; %d dials, none refused", took.Round(time.Second), dials)
+}
+
+// Issue 36.1, U3 in the handover's check: the old process serves shop
+// (upstream a) and bank (upstream b, another physical cluster); the new
+// configuration points b at a's physical cluster under another address, so
+// the new process would refuse bank (U3): it says so and exits, the
+// handover fails, and the old process goes on serving bank.
+func TestHandoverRefusedWhenTheNewProcessRefusesACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildFlexway(t)
+	ka, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID("physical-a"), kfake.SeedTopics(1, "acme.orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ka.Close()
+	kb, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID("physical-b"), kfake.SeedTopics(1, "b.acme.ledger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kb.Close()
+	dir := t.TempDir()
+	base := testkit.FreePorts(t, 4)
+	key := testkit.WriteTwoUpstreams(t, dir, ka.ListenAddrs()[0], kb.ListenAddrs()[0], testkit.TwoUpstreamsPlaintext(base))
+	gw := startUpgradable(t, bin, dir, newNotifySocket(t))
+	d := startDialer(fmt.Sprintf("127.0.0.1:%d", base+2))
+
+	_, port, _ := net.SplitHostPort(ka.ListenAddrs()[0])
+	testkit.WriteTwoUpstreams(t, dir, ka.ListenAddrs()[0], "localhost:"+port, testkit.TwoUpstreamsPlaintext(base))
+	gw.refusedUpgrade("exit status 1", 1, 40*time.Second)
+	line := logLine(gw.log(), "flexway handover refused")
+	for _, want := range []string{`"level":"ERROR"`, "refuses a cluster the old one did not (U3)", "cluster bank"} {
+		if !strings.Contains(line, want) {
+			t.Fatalf("the new process's line %q lacks %q", line, want)
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", base+2)),
+		kgo.SASL(plain.Auth{User: "acme-app", Pass: key}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "ledger", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("cluster bank, served by the old process after the refused handover: %v", err)
+	}
+	if dials, refused := d.stop(); len(refused) > 0 {
+		t.Fatalf("%d of %d dials to bank refused, first: %s", len(refused), dials, refused[0])
+	}
+	gw.sigterm()
+}
+
+// twoClusterLines are the listener lines of WriteTwoUpstreams that serve
+// the clusters named (shop on base and base+1, bank on base+2 and base+3).
+func twoClusterLines(base int, shop, bank bool) string {
+	s := "    plaintext:\n      mesh_only: true\n      bind_host: 127.0.0.1\n      advertised_host: 127.0.0.1\n      clusters:\n"
+	if shop {
+		s += fmt.Sprintf("        shop: { ports: { from: %d, to: %d }, first_node_id: 0 }\n", base, base+1)
+	}
+	if bank {
+		s += fmt.Sprintf("        bank: { ports: { from: %d, to: %d }, first_node_id: 0 }\n", base+2, base+3)
+	}
+	return s
+}
+
+// writeClusters writes WriteTwoUpstreams's files; a cluster without
+// ports in lines loses its channel and operation in the contract, and the
+// key that operation (a cluster declared must be served).
+func writeClusters(t *testing.T, dir, brokersA, brokersB, lines string) string {
+	t.Helper()
+	key := testkit.WriteTwoUpstreams(t, dir, brokersA, brokersB, lines)
+	c := testkit.TwoUpstreamsContract
+	part := func(from, to string) string { return c[strings.Index(c, from):strings.Index(c, to)] }
+	orders, ledger := part("  orders:\n", "  ledger:\n"), part("  ledger:\n", "operations:\n")
+	produceOrders, produceLedger := part("  produceOrders:\n", "  produceLedger:\n"), part("  produceLedger:\n", "components:\n")
+	var ops []string
+	if !strings.Contains(lines, "shop:") {
+		c = strings.Replace(strings.Replace(c, orders, "", 1), produceOrders, "", 1)
+	} else {
+		ops = append(ops, "produceOrders")
+	}
+	if !strings.Contains(lines, "bank:") {
+		c = strings.Replace(strings.Replace(c, ledger, "", 1), produceLedger, "", 1)
+	} else {
+		ops = append(ops, "produceLedger")
+	}
+	keys, _ := os.ReadFile(filepath.Join(dir, "api-keys.yaml"))
+	writeTestFile(t, filepath.Join(dir, "asyncapi.yaml"), []byte(c))
+	writeTestFile(t, filepath.Join(dir, "api-keys.yaml"),
+		[]byte(strings.Replace(string(keys), "[produceOrders, produceLedger]", "["+strings.Join(ops, ", ")+"]", 1)))
+	return key
+}
+
+// reloadTo rewrites the listener lines and sends SIGHUP; it waits for the
+// n-th "configuration reloaded".
+func (u *upgraded) reloadTo(dir, brokersA, brokersB, lines string, n int) {
+	u.t.Helper()
+	writeClusters(u.t, dir, brokersA, brokersB, lines)
+	if err := syscall.Kill(u.main(), syscall.SIGHUP); err != nil {
+		u.t.Fatal(err)
+	}
+	u.waitLog("configuration reloaded", n, 30*time.Second)
+}
+
+// refusedWithin waits until a dial to addr is refused.
+func refusedWithin(t *testing.T, addr string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil && strings.Contains(err.Error(), "connection refused") {
+			return
+		}
+		if c != nil {
+			c.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still accepts connections (%v)", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Issue 36.1 with reloads (S1): ports a reload adds are handed over too,
+// and a port a reload retires stops listening even though a handover holds
+// its socket. shop is served from the start; a reload adds bank; an
+// upgrade passes bank's ports on (a dialer every 10 ms is never refused,
+// a Produce to bank goes through the new process); a reload retires shop:
+// its bootstrap refuses connections at once; another upgrade; a reload
+// brings shop back on the same ports, served.
+func TestHandoverPassesThePortsReloadsChanged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildFlexway(t)
+	ka, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID("physical-a"), kfake.SeedTopics(1, "acme.orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ka.Close()
+	kb, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID("physical-b"), kfake.SeedTopics(1, "b.acme.ledger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kb.Close()
+	dir := t.TempDir()
+	base := testkit.FreePorts(t, 4)
+	a, b := ka.ListenAddrs()[0], kb.ListenAddrs()[0]
+	key := writeClusters(t, dir, a, b, twoClusterLines(base, true, false))
+	gw := startUpgradable(t, bin, dir, newNotifySocket(t))
+	produce := func(port int, topic string) {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", port)), kgo.SASL(plain.Auth{User: "acme-app", Pass: key}.AsMechanism()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatalf("produce to %s on %d: %v", topic, port, err)
+		}
+	}
+
+	gw.reloadTo(dir, a, b, twoClusterLines(base, true, true), 1)
+	produce(base+2, "ledger")
+	d := startDialer(fmt.Sprintf("127.0.0.1:%d", base+2), fmt.Sprintf("127.0.0.1:%d", base))
+	gw.upgrade(bin, 5*time.Second)
+	produce(base+2, "ledger")
+	produce(base, "orders")
+	if dials, refused := d.stop(); len(refused) > 0 {
+		t.Fatalf("%d of %d dials refused, first: %s", len(refused), dials, refused[0])
+	}
+
+	gw.reloadTo(dir, a, b, twoClusterLines(base, false, true), 2)
+	refusedWithin(t, fmt.Sprintf("127.0.0.1:%d", base), 5*time.Second)
+	gw.upgrade(bin, 5*time.Second)
+	refusedWithin(t, fmt.Sprintf("127.0.0.1:%d", base), time.Second)
+	produce(base+2, "ledger")
+	gw.reloadTo(dir, a, b, twoClusterLines(base, true, true), 3)
+	produce(base, "orders")
+	if strings.Contains(gw.log(), "configuration reload refused") {
+		t.Fatalf("a reload was refused:\n%s", tail(gw.log(), 4000))
+	}
+	gw.sigterm()
 }

@@ -7,7 +7,7 @@ package main
 // checks its configuration as -check does, starts its engine on the
 // sockets it was given (a cluster refused by U3 that this process serves
 // refuses the handover), starts accepting, tells systemd its pid
-// (MAINPID=, then READY=1) and only then tells this process, which stops
+// (MAINPID=, then READY=1, in one message) and only then tells this process, which stops
 // accepting and drains as on SIGTERM. A new process that cannot serve
 // exits, and this one goes on serving and logs why. The descriptors pass
 // by github.com/cloudflare/tableflip (inheritance, the readiness pipe, one
@@ -38,6 +38,11 @@ const handoverTimeout = 30 * time.Second
 // serves before its drain: a connection it accepted as its successor
 // became ready gets its first answers, not a reset.
 const handoverSettle = 200 * time.Millisecond
+
+// handoverStatus is the service's status line (systemctl status): the
+// package's upgrade (packaging/flexway-handover) hands over a gateway
+// whose status says so, and restarts an older one.
+const handoverStatus = "STATUS=serving; SIGHUP reloads the configuration, SIGUSR2 upgrades by handover"
 
 // refusedEnv passes to the new process the clusters the old one refuses
 // (U3): only a cluster refused anew fails the handover.
@@ -199,11 +204,11 @@ func refusedAnew(refused map[string]string, old string) []string {
 // accepting and drains.
 func (s *sockets) announce(log *slog.Logger) {
 	if !s.inherited() {
-		notify(daemon.SdNotifyReady)
+		notify(daemon.SdNotifyReady + "\n" + handoverStatus)
 		_ = s.ready()
 		return
 	}
-	notify(fmt.Sprintf("MAINPID=%d\n%s", os.Getpid(), daemon.SdNotifyReady))
+	notify(fmt.Sprintf("MAINPID=%d\n%s\n%s", os.Getpid(), daemon.SdNotifyReady, handoverStatus))
 	if err := s.ready(); err != nil {
 		log.Error("flexway handover: the old process could not be told", "error", err.Error())
 		return

@@ -289,6 +289,30 @@ func startGroupReader(t *testing.T, base int, key string) *groupReader {
 	return g
 }
 
+// waitPrefix waits until the group has read a value starting with prefix.
+func (g *groupReader) waitPrefix(t *testing.T, prefix string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		g.mu.Lock()
+		found := false
+		for v := range g.seen {
+			if strings.HasPrefix(v, prefix) {
+				found = true
+				break
+			}
+		}
+		g.mu.Unlock()
+		if found {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the group read no record %s* in %v", prefix, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // waitRead waits until the group has read every value of acked.
 func (g *groupReader) waitRead(t *testing.T, acked map[string]bool, within time.Duration) (dups int) {
 	t.Helper()
@@ -453,4 +477,89 @@ func refusedWithin(t *testing.T, addr string, within time.Duration) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// javaProducer is the interoperability suite's Java client (interop/java,
+// built by scripts/build-java-client.sh) producing through the gateway:
+// one process, one idempotent KafkaProducer (acks=all), for a whole test.
+type javaProducer struct {
+	cmd       *exec.Cmd
+	out, errb syncBuffer
+	done      chan struct{}
+	count     int
+	prefix    string
+	exitErr   error
+}
+
+// startJavaProducer sends count records of value jv-<i>, pauseMs apart,
+// through the gateway at base as acme-orders-producer; it skips without a
+// JDK and Maven (outside CI).
+func startJavaProducer(t *testing.T, base int, key string, count, pauseMs int) *javaProducer {
+	t.Helper()
+	for _, bin := range []string{"java", "javac", "mvn"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s missing (a JDK 17+ and Maven: scripts/install-deps.sh)", bin)
+			}
+			t.Skipf("%s missing: the Java producer needs a JDK 17+ and Maven", bin)
+		}
+	}
+	out, err := exec.Command("../../scripts/build-java-client.sh", "--print-classpath").Output()
+	if err != nil {
+		t.Fatalf("scripts/build-java-client.sh: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	j := &javaProducer{done: make(chan struct{}), count: count, prefix: "jv"}
+	j.cmd = exec.Command("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", lines[len(lines)-1],
+		"dev.flexway.interop.Main", "produce", "--bootstrap", fmt.Sprintf("127.0.0.1:%d", base),
+		"--user", "acme-orders-producer", "--password", key, "--topic", "orders", "--prefix", j.prefix,
+		"--count", strconv.Itoa(count), "--pause-ms", strconv.Itoa(pauseMs), "--timeout-ms", "60000")
+	j.cmd.Stdout, j.cmd.Stderr = &j.out, &j.errb
+	if err := j.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { j.exitErr = j.cmd.Wait(); close(j.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-j.done:
+		default:
+			_ = j.cmd.Process.Kill()
+			<-j.done
+		}
+	})
+	return j
+}
+
+// running reports whether the Java producer is still sending.
+func (j *javaProducer) running() bool {
+	select {
+	case <-j.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// acked waits for the producer's end and returns the values the broker
+// acknowledged to it; every record must have been.
+func (j *javaProducer) acked(t *testing.T, within time.Duration) []string {
+	t.Helper()
+	select {
+	case <-j.done:
+	case <-time.After(within):
+		t.Fatalf("the Java producer has not finished in %v", within)
+	}
+	if j.exitErr != nil {
+		t.Fatalf("the Java producer: %v\nstdout:\n%s\nstderr:\n%s", j.exitErr, tail(j.out.String(), 2000), tail(j.errb.String(), 4000))
+	}
+	var vals []string
+	for _, l := range strings.Split(j.out.String(), "\n") {
+		if f := strings.Fields(l); len(f) == 5 && f[0] == "sent" {
+			vals = append(vals, f[4])
+		}
+	}
+	if len(vals) != j.count || !strings.Contains(j.out.String(), fmt.Sprintf("produced %d", j.count)) {
+		t.Fatalf("the Java producer reported %d records acknowledged, want %d\n%s", len(vals), j.count, tail(j.errb.String(), 4000))
+	}
+	return vals
 }

@@ -17,7 +17,8 @@ import (
 )
 
 // Issue 36.1-3 (U4, P1), on the built binary: while idempotent franz-go
-// producers (acks=all) write through the gateway, a consumer group reads
+// producers and a Java producer (kafka-clients, acks=all, one process
+// throughout) write through the gateway, a consumer group reads
 // through it, and a dialer connects to the bootstrap port and to the admin
 // endpoint every 10 ms, the gateway is upgraded by SIGUSR2 three times in
 // a row, its binary replaced on disk before each. No dial is refused; each
@@ -46,8 +47,10 @@ func TestHandoverThreeUpgradesNobodyRefusedNothingLost(t *testing.T) {
 	p := &drainProducers{acked: map[string]bool{}, failed: map[string]error{}}
 	defer p.close()
 	p.start(t, 2, base, key)
+	java := startJavaProducer(t, base, key, 8000, 5) // 40 s of sending, one process throughout
 	d := startDialer(fmt.Sprintf("127.0.0.1:%d", base), admin)
 	p.waitAcked(t, 2000)
+	group.waitPrefix(t, java.prefix+"-", 60*time.Second) // the Java producer is sending
 	for i := 1; i <= 3; i++ {
 		before := p.ackedCount()
 		took := gw.upgrade(bin, shutdown)
@@ -57,8 +60,12 @@ func TestHandoverThreeUpgradesNobodyRefusedNothingLost(t *testing.T) {
 		t.Logf("upgrade %d: pid %d serves, the old one exited %v after it was ready; %d acknowledged before, %d now",
 			i, gw.main(), took.Round(time.Millisecond), before, p.ackedCount())
 	}
+	if !java.running() {
+		t.Fatal("the Java producer finished before the third upgrade: give it more records")
+	}
 	dials, refused := d.stop()
 	p.stop(t)
+	javaAcked := java.acked(t, 90*time.Second)
 
 	if len(refused) > 0 {
 		t.Fatalf("%d of %d dials refused across three upgrades, first: %s", len(refused), dials, refused[0])
@@ -72,6 +79,9 @@ func TestHandoverThreeUpgradesNobodyRefusedNothingLost(t *testing.T) {
 		t.Fatalf("%d records produced, %d acknowledged", p.produced, len(acked))
 	}
 	p.mu.Unlock()
+	for _, v := range javaAcked {
+		acked[v] = true
+	}
 	countedOnBroker(t, k, acked)
 	dups := group.waitRead(t, acked, 60*time.Second)
 	log := gw.log()
@@ -89,8 +99,8 @@ func TestHandoverThreeUpgradesNobodyRefusedNothingLost(t *testing.T) {
 	if st := ns.states(); !strings.Contains(st[len(st)-1], "STOPPING=1") {
 		t.Fatalf("the last process's SIGTERM: systemd was told %q last, want STOPPING=1", st[len(st)-1])
 	}
-	t.Logf("%d dials (every 10 ms, bootstrap and admin) none refused; %d records acknowledged, each on the broker once, all read by the group (%d read twice)",
-		dials, len(acked), dups)
+	t.Logf("%d dials (every 10 ms, bootstrap and admin) none refused; %d records acknowledged (%d to the Java producer), each on the broker once, all read by the group (%d read twice)",
+		dials, len(acked), len(javaAcked), dups)
 }
 
 // Issue 36.1 (U4): a new binary that cannot serve exits and the old

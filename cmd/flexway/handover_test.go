@@ -277,3 +277,53 @@ func TestHandoverPassesThePortsReloadsChanged(t *testing.T) {
 	}
 	gw.sigterm()
 }
+
+// Issue 36.1 on the TLS port: the gateway serves shop by SNI only; a
+// producer on the TLS port keeps its client (the same kgo.Client) across
+// an upgrade, a dialer connects to the TLS port every 10 ms and is never
+// refused, and a TLS handshake naming shop completes on the new process.
+func TestHandoverPassesTheTLSPort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildFlexway(t)
+	kA := newKfake(t, "physical-a", "acme.orders")
+	dir := t.TempDir()
+	ca := testkit.NewCA(t, "handover TLS test CA")
+	cert, key := ca.Issue(t, testkit.Leaf{CommonName: "flexway", Names: []string{bootstrap("shop"), "*.shop." + sniDomain}})
+	testkit.WriteFile(t, dir, "tls.crt", cert)
+	testkit.WriteFile(t, dir, "tls.key", key)
+	cfg := reloadConfig{clusters: []reloadCluster{{name: "shop", upstream: "a", topic: "orders"}},
+		upstreams: map[string]string{"a": kA.ListenAddrs()[0]}, tls: &reloadTLS{port: testkit.FreePort(t), domain: sniDomain}}
+	cfg.write(t, dir)
+	gw := startUpgradable(t, bin, dir, newNotifySocket(t))
+	r := &sniRig{reloadRig: &reloadRig{t: t, dir: dir}, port: cfg.tls.port, pool: ca.Pool()}
+	p := r.client("shop")
+	defer p.Close()
+	produce := func(v string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := p.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("produce %q on the TLS port: %v", v, err)
+		}
+	}
+	produce("before the upgrade")
+	d := startDialer(fmt.Sprintf("127.0.0.1:%d", cfg.tls.port))
+	gw.upgrade(bin, 10*time.Second)
+	produce("after the upgrade, the same client")
+	c, err := r.handshake(bootstrap("shop"))
+	if err != nil {
+		t.Fatalf("a TLS handshake naming shop on the new process: %v", err)
+	}
+	c.Close()
+	if dials, refused := d.stop(); len(refused) > 0 {
+		t.Fatalf("%d of %d dials to the TLS port refused, first: %s", len(refused), dials, refused[0])
+	}
+	for _, v := range []string{"before the upgrade", "after the upgrade, the same client"} {
+		if !inBroker(t, kA, "acme.orders", v) {
+			t.Fatalf("%q is not on the broker", v)
+		}
+	}
+	gw.sigterm()
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,7 +109,8 @@ func TestHandoverThreeUpgradesNobodyRefusedNothingLost(t *testing.T) {
 // and is never refused: a configuration that no longer loads (the new
 // process exits 1, its error on stderr), a binary that dies before it is
 // ready (exit 3), one that is never ready (killed at the bound,
-// handoverTimeout, 30 s, and not before). Then a good binary takes over:
+// handoverTimeout, 30 s, and not before; a second SIGUSR2 meanwhile is
+// ignored, and the log says so). Then a good binary takes over:
 // one failed upgrade does not block the next.
 func TestHandoverFailedTheOldGoesOnServing(t *testing.T) {
 	if testing.Short() {
@@ -143,7 +145,16 @@ func TestHandoverFailedTheOldGoesOnServing(t *testing.T) {
 
 	writeTestFile(t, script, []byte("#!/bin/sh\nexec sleep 600\n"))
 	gw.install(script)
+	go func() { // one upgrade at a time: a second SIGUSR2 meanwhile is ignored, and says so
+		for strings.Count(gw.log(), "flexway upgrade: starting the new binary") < 3 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		_ = syscall.Kill(gw.main(), syscall.SIGUSR2)
+	}()
 	took := gw.refusedUpgrade("timed out", 3, handoverTimeout+20*time.Second)
+	if n := strings.Count(gw.log(), "flexway upgrade already in progress: signal ignored"); n != 1 {
+		t.Fatalf("a SIGUSR2 during an upgrade: %d lines saying it is ignored, want 1", n)
+	}
 	if took < handoverTimeout-time.Second {
 		t.Fatalf("a new process not ready was given up after %v, before the bound %v", took, handoverTimeout)
 	}

@@ -21,6 +21,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -214,4 +215,13 @@ func (s *sockets) announce(log *slog.Logger) {
 		return
 	}
 	log.Info("flexway handover: this process serves the old one's sockets", "pid", os.Getpid())
+}
+
+// adoptWatchdog makes a handover's new process the one that feeds
+// systemd's watchdog: systemd named the pid it started (WATCHDOG_PID, which
+// the new process inherits), and the new process is now the main one.
+func (s *sockets) adoptWatchdog() {
+	if s.inherited() && os.Getenv("WATCHDOG_PID") != "" {
+		_ = os.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
+	}
 }

@@ -39,7 +39,7 @@ type upgraded struct {
 
 // startUpgradable copies bin to a path of its own and starts it on dir's
 // flexway.yaml under the notify socket ns; it waits for READY=1.
-func startUpgradable(t *testing.T, bin, dir string, ns *notifySocket) *upgraded {
+func startUpgradable(t *testing.T, bin, dir string, ns *notifySocket, env ...string) *upgraded {
 	t.Helper()
 	u := &upgraded{t: t, dir: dir, ns: ns, reaped: make(chan struct{}),
 		bin: filepath.Join(t.TempDir(), "flexway"), logPath: filepath.Join(dir, "flexway.log")}
@@ -49,9 +49,11 @@ func startUpgradable(t *testing.T, bin, dir string, ns *notifySocket) *upgraded 
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	u.first = exec.Command(u.bin, "-config", "flexway.yaml")
+	// As systemd does, WATCHDOG_PID is the pid of the process it starts:
+	// the shell's, which exec keeps.
+	u.first = exec.Command("/bin/sh", "-c", `WATCHDOG_PID=$$ exec "$0" "$@"`, u.bin, "-config", "flexway.yaml")
 	u.first.Dir = dir
-	u.first.Env = append(os.Environ(), "NOTIFY_SOCKET="+ns.path)
+	u.first.Env = append(append(os.Environ(), "NOTIFY_SOCKET="+ns.path), env...)
 	u.first.Stdout, u.first.Stderr = logf, logf
 	if err := u.first.Start(); err != nil {
 		t.Fatal(err)

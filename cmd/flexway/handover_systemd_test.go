@@ -176,3 +176,28 @@ func TestPackageUpgradeHandsOver(t *testing.T) {
 	}
 	u.sigterm()
 }
+
+// Issue 36.2 with WatchdogSec (P1): systemd gives WATCHDOG_PID, the pid
+// it started, and an upgrade's new process is another; it feeds the
+// watchdog still (WATCHDOG=1 once a second for WatchdogSec=2s) once the
+// old process has exited, or systemd would kill the service.
+func TestHandoverKeepsFeedingTheWatchdog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildFlexway(t)
+	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "acme.orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	dir, _, _ := quickstartOn(t, k, "  shutdown_timeout: 5s\n")
+	u := startUpgradable(t, bin, dir, newNotifySocket(t), "WATCHDOG_USEC=2000000")
+	u.waitState(0, "WATCHDOG=1", 5*time.Second)
+	u.upgrade(bin, 5*time.Second) // returns once the old process has exited
+	from := len(u.ns.states())
+	u.waitState(from, "WATCHDOG=1", 5*time.Second)
+	_, i := u.waitState(from, "WATCHDOG=1", 5*time.Second)
+	u.waitState(i+1, "WATCHDOG=1", 5*time.Second)
+	u.sigterm()
+}

@@ -86,6 +86,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR2)
 	defer signal.Stop(sigs)
 	socks.announce(log)
+	socks.adoptWatchdog()
 	stopWatchdog := watchdog(context.Background(), e) // until the drain is over too
 	defer stopWatchdog()
 

@@ -93,9 +93,17 @@ func listenNetwork(host string) string {
 	return "tcp"
 }
 
-// bind opens one listener port. Keep-alive stays off on the accepted
-// connections, as under gnet (idle_timeout closes the silent ones).
-func bind(network, addr string) (*net.TCPListener, error) {
+// bind opens one listener port, or takes it from Options.Listen (a
+// handover's inherited sockets, handover.go). Keep-alive stays off on the
+// accepted connections, as under gnet (idle_timeout closes the silent ones).
+func (a *acceptor) bind(network, addr string) (*net.TCPListener, error) {
+	if a.e.opts.Listen != nil {
+		ln, err := a.e.opts.Listen(network, addr)
+		if err != nil {
+			return nil, fmt.Errorf("listeners.kafka: %w", err)
+		}
+		return ln, nil
+	}
 	lc := net.ListenConfig{KeepAlive: -1}
 	ln, err := lc.Listen(context.Background(), network, addr)
 	if err != nil {
@@ -109,7 +117,7 @@ func bind(network, addr string) (*net.TCPListener, error) {
 func (a *acceptor) add(host string, port int, route session.Route) (int, error) {
 	s := &listenSpec{network: listenNetwork(host), addr: net.JoinHostPort(host, strconv.Itoa(port)), route: route}
 	if port == 0 {
-		ln, err := bind(s.network, s.addr)
+		ln, err := a.bind(s.network, s.addr)
 		if err != nil {
 			return 0, err
 		}
@@ -133,7 +141,7 @@ func (a *acceptor) listen() error {
 		if s.ln != nil {
 			continue
 		}
-		ln, err := bind(s.network, s.addr)
+		ln, err := a.bind(s.network, s.addr)
 		if err != nil {
 			a.closeListeners()
 			return err
@@ -313,6 +321,9 @@ func (a *acceptor) accept(spec *listenSpec) error {
 	// Socket options are the accepted socket's, kept by gnet's dup: Nagle
 	// off (as gnet set it on its listeners), keep-alive off (bind).
 	_ = c.SetNoDelay(true)
+	if a.e.opts.Listen != nil {
+		_ = c.SetKeepAlive(false) // an inherited socket's listener enables it (handover.go)
+	}
 	ac := &acceptedConn{route: spec.route}
 	ctx := gnet.NewNetConnContext(gnet.NewContext(context.Background(), ac), c)
 	res, err := a.e.eng.Register(ctx)

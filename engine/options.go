@@ -2,6 +2,7 @@ package engine
 
 import (
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/flexway/flexway/engine/session"
@@ -28,6 +29,9 @@ type Options struct {
 	// Counters, if set, is the shared counter store instead of the one
 	// server.counters names (tests); the engine does not close it.
 	Counters quota.Store
+	// Listen, if set, gives the listener ports instead of binding them
+	// (handover.go: the sockets a handover passed on).
+	Listen func(network, addr string) (*net.TCPListener, error)
 	// FlowHigh and FlowLow are every connection's write queue marks
 	// (engine/session/flow.go; default 1 MiB and 256 KiB).
 	FlowHigh, FlowLow int

@@ -29,7 +29,7 @@ func (a *acceptor) polled() ([]*listenSpec, *kernel.PollSet, bool) {
 	kept := a.specs[:0]
 	for _, s := range a.specs {
 		if s.retired {
-			_ = s.ln.Close()
+			a.closeRetired(s.ln)
 			continue
 		}
 		kept = append(kept, s)
@@ -87,11 +87,11 @@ type portSpec struct {
 
 // bindAll binds ports: every one or none (the first failure closes those
 // bound before it and is returned). The result is not polled until adopt.
-func bindAll(ports []portSpec) ([]*listenSpec, error) {
+func (a *acceptor) bindAll(ports []portSpec) ([]*listenSpec, error) {
 	var out []*listenSpec
 	for _, p := range ports {
 		s := &listenSpec{network: listenNetwork(p.host), addr: net.JoinHostPort(p.host, strconv.Itoa(p.port)), route: p.route}
-		ln, err := bind(s.network, s.addr)
+		ln, err := a.bind(s.network, s.addr)
 		if err != nil {
 			closeSpecs(out)
 			return nil, err
@@ -134,7 +134,7 @@ func (a *acceptor) retire(gone map[string]bool) {
 		if c := s.route.Cluster; c != nil && gone[c.Name] {
 			if !a.started {
 				if s.ln != nil {
-					_ = s.ln.Close()
+					a.closeRetired(s.ln)
 				}
 				continue
 			}

@@ -42,7 +42,7 @@ func (e *Engine) Reload(ctx context.Context, snap *configs.Snapshot) error {
 		return err
 	}
 	added, gone := clusterChanges(old, snap)
-	ports, err := bindAll(clusterPorts(snap, added))
+	ports, err := e.acc.bindAll(clusterPorts(snap, added))
 	if err != nil {
 		plan.undo()
 		return err

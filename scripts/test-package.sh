@@ -47,6 +47,13 @@ grep -q '^User=flexway$' "$unit" && grep -q '^ExecStart=/usr/bin/flexway -config
   fail "the unit does not run /usr/bin/flexway as flexway"
 ok "postinst makes the flexway user the unit runs as"
 
+h=$root/usr/lib/flexway/flexway-handover
+[ -x "$h" ] && sh -n "$h" || fail "no /usr/lib/flexway/flexway-handover"
+grep -q '/usr/lib/flexway/flexway-handover' "$ctl/postinst" && ! grep -q 'try-restart' "$ctl/postinst" ||
+  fail "postinst does not upgrade by handover"
+grep -q '^NotifyAccess=all$' "$unit" || fail "the unit does not let the upgraded process become the main one"
+ok "an upgrade hands the running gateway over (postinst runs flexway-handover; NotifyAccess=all)"
+
 if command -v systemd-analyze >/dev/null 2>&1; then
   # The unit as installed, its binary found in the scratch root.
   u=$ctl/flexway.service

@@ -23,6 +23,16 @@ type admin struct {
 	log  *slog.Logger
 	addr string // "" without an endpoint
 	srv  *http.Server
+	// listen binds the endpoint (nil: net.Listen); run gives the sockets
+	// a handover passes on (handover.go).
+	listen func(network, addr string) (net.Listener, error)
+}
+
+func (a *admin) bindTCP(addr string) (net.Listener, error) {
+	if a.listen != nil {
+		return a.listen("tcp", addr)
+	}
+	return net.Listen("tcp", addr)
 }
 
 // start serves the endpoint at addr ("" : none); a failure to bind is
@@ -31,7 +41,7 @@ func (a *admin) start(addr string) {
 	if addr == "" {
 		return
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := a.bindTCP(addr)
 	if err != nil {
 		a.log.Error("admin endpoint stopped", "address", addr, "error", err.Error())
 		return
@@ -56,7 +66,7 @@ func (a *admin) bind(addr string) (net.Listener, error) {
 	if addr == a.addr || addr == "" {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := a.bindTCP(addr)
 	if err != nil {
 		return nil, fmt.Errorf("server.admin.address %s: %w", addr, err)
 	}

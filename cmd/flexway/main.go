@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -48,10 +49,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
-	e, err := engine.New(ctx, snap, engine.WithLogger(log))
+	socks := newSockets(log)
+	e, err := engine.New(ctx, snap, engine.WithLogger(log), engine.WithListen(socks.listen))
 	if err != nil {
 		fmt.Fprintln(stderr, "flexway:", err)
 		return 1
+	}
+	if socks.inherited() { // the handover's check: U3 as the old process saw it
+		if bad := refusedAnew(e.RefusedClusters(), os.Getenv(refusedEnv)); len(bad) > 0 {
+			log.Error("flexway handover refused: the new process refuses a cluster the old one did not (U3)", "clusters", strings.Join(bad, "; "))
+			return 1
+		}
 	}
 	stopOTLP, err := startOTLP(ctx, snap, e, log)
 	if err != nil {
@@ -68,37 +76,88 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "flexway:", err)
 		return 1
 	}
-	adm := &admin{e: e, log: log}
+	adm := &admin{e: e, log: log, listen: socks.listenAny}
 	adm.start(snap.AdminAddress())
 	banner(stdout, snap, len(e.Addrs()), e.EmbeddedBrokers(), e.RefusedClusters(), time.Now())
 	log.Info("flexway started", "listeners", len(e.Addrs()), "loops", e.Loops())
-	// SIGHUP is caught before systemd hears READY=1: a reload asked as soon
-	// as the service is up must not be lost.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	notify(daemon.SdNotifyReady)
+	// SIGHUP and SIGUSR2 are caught before systemd hears READY=1: a reload
+	// or an upgrade asked as soon as the service is up must not be lost.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR2)
+	defer signal.Stop(sigs)
+	socks.announce(log)
+	socks.adoptWatchdog()
 	stopWatchdog := watchdog(context.Background(), e) // until the drain is over too
 	defer stopWatchdog()
 
-	for running := true; running; {
+	r := &running{path: *path, e: e, adm: adm, socks: socks, log: log}
+	handedOver, code := r.loop(ctx, errc, sigs, stderr)
+	if code != 0 {
+		return code
+	}
+	if handedOver {
+		// No new connection here; one accepted in the last instant gets its
+		// first exchange answered before the drain looks at it (a connection
+		// with no answer yet is reset by a stop).
+		e.StopAccepting()
+		time.Sleep(handoverSettle)
+	} else {
+		socks.stop() // SIGTERM: the ports stop listening with the engine's descriptors
+	}
+	drain(e, log, !handedOver)
+	return 0
+}
+
+// running is the served process's state for its loop.
+type running struct {
+	path  string
+	e     *engine.Engine
+	adm   *admin
+	socks *sockets
+	log   *slog.Logger
+}
+
+// loop serves until SIGTERM or SIGINT (ctx), the engine's end, or a
+// handover done (true): SIGHUP reloads (S1), SIGUSR2 upgrades
+// (handover.go), one at a time, the loop still serving meanwhile.
+func (r *running) loop(ctx context.Context, errc <-chan error, sigs <-chan os.Signal, stderr io.Writer) (handedOver bool, code int) {
+	upgraded := make(chan error, 1)
+	upgrading := false
+	for {
 		select {
 		case <-ctx.Done():
-			running = false
+			return false, 0
 		case err := <-errc:
 			if err != nil {
 				fmt.Fprintln(stderr, "flexway:", err)
-				return 1
+				return false, 1
 			}
-			running = false
-		case <-hup:
-			notify(daemon.SdNotifyReloading)
-			reload(ctx, *path, e, adm, log)
-			notify(daemon.SdNotifyReady)
+			return false, 0
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				notify(daemon.SdNotifyReloading)
+				reload(ctx, r.path, r.e, r.adm, r.log)
+				notify(daemon.SdNotifyReady)
+				continue
+			}
+			if upgrading {
+				r.log.Warn("flexway upgrade already in progress: signal ignored", "signal", sig.String())
+				continue
+			}
+			upgrading = true
+			r.log.Info("flexway upgrade: starting the new binary on the listening sockets", "binary", os.Args[0])
+			refused := r.e.RefusedClusters()
+			go func() { upgraded <- r.socks.handOver(refused) }()
+		case err := <-upgraded:
+			upgrading = false
+			if err != nil {
+				r.log.Error("flexway upgrade failed: this process goes on serving", "error", err.Error())
+				continue
+			}
+			r.log.Info("flexway upgrade: the new process serves, this one stops accepting and drains")
+			return true, 0
 		}
 	}
-	drain(e, log)
-	return 0
 }
 
 // drain stops the engine on SIGTERM or SIGINT (systemd's stop sends
@@ -106,8 +165,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 // listeners close and every request already read is answered, each
 // connection closed once nothing is owed to it (U4), within
 // server.shutdown_timeout. A second signal cuts the drain short.
-func drain(e *engine.Engine, log *slog.Logger) {
-	notify(daemon.SdNotifyStopping)
+// After a handover (stopping false) systemd is told nothing: the new
+// process is the service's main one.
+func drain(e *engine.Engine, log *slog.Logger, stopping bool) {
+	if stopping {
+		notify(daemon.SdNotifyStopping)
+	}
 	timeout := e.Snapshot().File.Server.ShutdownTimeout.D()
 	if timeout <= 0 {
 		timeout = configs.DefaultShutdownTimeout

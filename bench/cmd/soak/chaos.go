@@ -70,7 +70,11 @@ func schedule(d time.Duration, kill bool) []plannedFault {
 
 // chaos applies the schedule, then waits for the run's end.
 func (sk *soak) chaos() error {
-	for _, f := range schedule(sk.s.duration, sk.s.killGateway) {
+	plan := schedule(sk.s.duration, sk.s.killGateway)
+	if sk.s.upgradeGateway {
+		plan = withUpgrade(plan, sk.s.duration)
+	}
+	for _, f := range plan {
 		if !sk.sleepUntil(f.At) {
 			break
 		}
@@ -96,6 +100,9 @@ func (sk *soak) sleepUntil(at time.Duration) bool {
 func (sk *soak) apply(f plannedFault) error {
 	c := sk.cluster
 	switch f.Kind {
+	case faultUpgrade:
+		sk.upgrade()
+		return nil
 	case faultKill:
 		sk.mark(faultKill)
 		sk.gateway().kill()

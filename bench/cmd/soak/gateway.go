@@ -190,9 +190,10 @@ func freePorts(n int) int {
 
 // gateway is one flexway process on the soak's folder.
 type gateway struct {
-	cmd  *exec.Cmd
+	cmd  *exec.Cmd // nil for a process an upgrade started (upgrade.go)
+	pid  int
 	base int
-	gen  int           // 1 for the first gateway of the run, 2 for the next
+	gen  int           // 1 for the first gateway of the run, then one more for each upgrade or restart
 	done chan struct{} // closed when the process has exited
 }
 
@@ -211,6 +212,7 @@ func startGateway(bin, dir, logPath string, base int) (*gateway, error) {
 		log.Close()
 		return nil, err
 	}
+	gw.pid = gw.cmd.Process.Pid
 	go func() {
 		_ = gw.cmd.Wait()
 		log.Close()
@@ -242,7 +244,7 @@ func (gw *gateway) kill() {
 		return
 	default:
 	}
-	_ = gw.cmd.Process.Signal(syscall.SIGKILL)
+	_ = syscall.Kill(gw.pid, syscall.SIGKILL)
 	<-gw.done
 }
 
@@ -268,7 +270,7 @@ type sample struct {
 // gauges reads the gateway's gauges now, and what it admitted of tenants'.
 func (gw *gateway) gauges(tenants []string) (sample, error) {
 	var s sample
-	pid := gw.cmd.Process.Pid
+	pid := gw.pid
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return s, err

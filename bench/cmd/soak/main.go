@@ -48,6 +48,7 @@ type settings struct {
 	drainFor                 time.Duration
 	partitions               int
 	killGateway              bool
+	upgradeGateway           bool
 	rssRule, fdRule, goRule  flatRule
 	gwLogs                   []string
 	start                    time.Time
@@ -71,6 +72,7 @@ func parseFlags() settings {
 	flag.IntVar(&s.partitions, "partitions", 3, "partitions per topic")
 	flag.DurationVar(&s.drainFor, "drain", 3*time.Minute, "how long the groups may take to read everything at the end")
 	flag.BoolVar(&s.killGateway, "kill", true, "kill the gateway with SIGKILL once and start it again")
+	flag.BoolVar(&s.upgradeGateway, "upgrade", true, "upgrade the gateway by handover (SIGUSR2) once, before the kill")
 	flag.Parse()
 	if abs, err := filepath.Abs(s.bin); err == nil {
 		s.bin = abs // the gateway runs in its own folder
@@ -112,6 +114,8 @@ type soak struct {
 	redis     *redisServer
 	redisBase budgets  // the budget counters in Redis when the running gateway started
 	outages   []outage // Redis's, in order
+
+	upgraded upgradeResult // upgrade.go
 
 	samplesMu sync.Mutex
 	samples   []sample
@@ -199,7 +203,10 @@ func (sk *soak) startGateway() error {
 	if err != nil {
 		return err
 	}
-	gw.gen = len(sk.s.gwLogs)
+	gw.gen = 1
+	if old := sk.gateway(); old != nil {
+		gw.gen = old.gen + 1
+	}
 	sk.gwMu.Lock()
 	sk.gw = gw
 	sk.gwMu.Unlock()

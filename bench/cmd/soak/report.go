@@ -52,6 +52,7 @@ func (sk *soak) report(r onBroker) int {
 	panics := sk.panics()
 	fmt.Fprintf(&md, "Client connections cut: %d; clients restarted: %d; gateway log lines with \"panic\": %d %s.\n\n",
 		cuts, restarts, panics, fail(panics > 0))
+	sk.upgradeSection(&md, fail)
 	sk.redisSection(&md, fail)
 	sk.errorsTable(&md, errs)
 	sk.eventsTable(&md)

@@ -13,7 +13,7 @@ package engine
 import (
 	"net"
 
-	"golang.org/x/sys/unix"
+	"github.com/flexway/flexway/engine/kernel"
 )
 
 // WithListen makes the engine obtain its listener ports from listen
@@ -29,7 +29,7 @@ func WithListen(listen func(network, addr string) (*net.TCPListener, error)) Opt
 func (a *acceptor) closeRetired(ln *net.TCPListener) {
 	if a.e.opts.Listen != nil {
 		if rc, err := ln.SyscallConn(); err == nil {
-			_ = rc.Control(func(fd uintptr) { _ = unix.Shutdown(int(fd), unix.SHUT_RD) })
+			_ = rc.Control(func(fd uintptr) { _ = kernel.StopListening(int(fd)) })
 		}
 	}
 	_ = ln.Close()

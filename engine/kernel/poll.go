@@ -56,6 +56,13 @@ func (s *PollSet) Poll(timeout time.Duration) error {
 // Ready is what the i-th descriptor added reported at the last Poll.
 func (s *PollSet) Ready(i int) Events { return Events(s.fds[i].Revents) }
 
+// StopListening shuts a listening socket down for reading: it stops
+// listening for every holder of the socket (another process's descriptor
+// too, as a handover leaves), and connections to it are refused.
+func StopListening(fd int) error {
+	return os.NewSyscallError("shutdown", unix.Shutdown(fd, unix.SHUT_RD))
+}
+
 // SetLinger sets SO_LINGER on the socket fd: a close lingers sec seconds
 // for its bytes to be taken; 0, a close resets the connection (RST, what
 // the socket holds dropped); negative, the system's default.

@@ -18,8 +18,8 @@ import (
 func (cl *authn) handlePreAuth(h *codec.RequestHeader, frame []byte) {
 	switch h.Key {
 	case codec.KeyApiVersions:
-		cl.scratch = cl.env.versions(cl.route.Cluster.Name).AppendAnswer(cl.scratch[:0], h)
-		cl.client().answers().write(cl.scratch)
+		cl.lp.scratch = cl.env.versions(cl.route.Cluster.Name).AppendAnswer(cl.lp.scratch[:0], h)
+		cl.client().answers().write(cl.lp.scratch)
 	case codec.KeySASLHandshake:
 		cl.saslHandshake(h, frame[h.BodyOffset:])
 	case codec.KeySASLAuthenticate:
@@ -345,13 +345,14 @@ func (cl *authn) reauthDone(res auth.Result, h *codec.RequestHeader, snap *confi
 	cl.client().process()
 }
 
-// frameKmsg encodes a whole answer frame into the client's scratch.
+// frameKmsg encodes a whole answer frame into the loop's scratch (it is
+// written, or queued, by a copy before the loop serves anything else).
 func (cl *authn) frameKmsg(key, version int16, corr int32, resp kmsg.Response) []byte {
-	b := cl.scratch[:0]
+	b := cl.lp.scratch[:0]
 	b = append(b, 0, 0, 0, 0)
 	b = codec.AppendResponseHeader(b, key, version, corr)
 	b = resp.AppendTo(b)
 	codec.PutSize(b, len(b)-codec.SizeLen)
-	cl.scratch = b
+	cl.lp.scratch = b
 	return b
 }

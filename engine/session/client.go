@@ -61,9 +61,8 @@ type Client struct {
 	// quota: its tenant's day/month budget counters (budget_quota.go)
 	quota tenantQuota
 
-	clock   clientClock // what the sweep's deadlines run from (sweep.go)
-	scratch []byte
-	ps      produceStream // a large Produce relayed as it arrives (produce_stream.go)
+	clock clientClock   // what the sweep's deadlines run from (sweep.go)
+	ps    produceStream // a large Produce relayed as it arrives (produce_stream.go)
 
 	drain clientDrain // what it is still owed at the engine's stop, or owes at its own close
 	// answered: an answer past the handshake (ApiVersions, SASL) was

@@ -23,8 +23,8 @@ func (st localStage) admit(cl *Client, h codec.RequestHeader, frame []byte) step
 func (localStage) answer(cl *Client, h *codec.RequestHeader, frame []byte) bool {
 	switch h.Key {
 	case codec.KeyApiVersions:
-		cl.scratch = cl.env.versions(cl.route.Cluster.Name).AppendAnswer(cl.scratch[:0], h)
-		cl.auditor().countLocal(h.Key, cl.answers().answerLocal(cl.scratch), signals.Allowed, signals.CauseNone, cl.clock.reqSince)
+		cl.lp.scratch = cl.env.versions(cl.route.Cluster.Name).AppendAnswer(cl.lp.scratch[:0], h)
+		cl.auditor().countLocal(h.Key, cl.answers().answerLocal(cl.lp.scratch), signals.Allowed, signals.CauseNone, cl.clock.reqSince)
 		return true
 	case codec.KeySASLHandshake, codec.KeySASLAuthenticate:
 		cl.authn().reauthRequest(h, frame)

@@ -31,6 +31,11 @@ type Loop struct {
 	// connection holds none)
 	pendings relay.Pendings
 
+	// scratch: the gateway's own answers are built here (ApiVersions,
+	// SASL), then written or queued by a copy: an idle connection keeps
+	// no buffer of its own (issue 35.3)
+	scratch []byte
+
 	// muted: clients throttled by a quota until their time (quota.go)
 	muted map[*Client]struct{}
 	// out: the writes of the traffic event under way (coalesce.go)

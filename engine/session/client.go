@@ -36,18 +36,23 @@ const (
 // broker connection, its queue of answers and its budget. All of it lives
 // on the connection's loop: no lock.
 type Client struct {
-	env       *Env
-	c         *conn.Conn // its socket (engine/conn): set in OnOpen
-	lp        *Loop
-	closed    bool
-	route     Route
-	ip        string
-	ipCounted bool          // counted against max_connections_per_ip (B1)
-	tenant    *relay.Tenant // from authentication on: its bounds and share
+	env    *Env
+	c      *conn.Conn // its socket (engine/conn): set in OnOpen
+	lp     *Loop
+	route  Route
+	ip     string
+	tenant *relay.Tenant // from authentication on: its bounds and share
 	// ts: the connection's series (its cluster and tenant; _anonymous
 	// before authentication), connMech its mechanism label (O1).
-	ts       *signals.TenantSeries
-	connMech signals.Mech
+	ts *signals.TenantSeries
+	// The small fields together (an idle connection's bytes, issue 35.3).
+	closed    bool
+	ipCounted bool // counted against max_connections_per_ip (B1)
+	connMech  signals.Mech
+	// answered: an answer past the handshake (ApiVersions, SASL) was
+	// written. Until then a close of a transient cause is a reset
+	// (signals.CloseCause.Transient, invariant 43).
+	answered bool
 
 	auth clientAuth // its TLS and its authentication
 	sess *decide.Session
@@ -65,27 +70,22 @@ type Client struct {
 	ps    produceStream // a large Produce relayed as it arrives (produce_stream.go)
 
 	drain clientDrain // what it is still owed at the engine's stop, or owes at its own close
-	// answered: an answer past the handshake (ApiVersions, SASL) was
-	// written. Until then a close of a transient cause is a reset
-	// (signals.CloseCause.Transient, invariant 43).
-	answered bool
-
-	q *quotaConn // the quotas (quota.go); nil until the first request under quotas
+	q     *quotaConn  // the quotas (quota.go); nil until the first request under quotas
 }
 
 // clientAuth is a client's TLS stream and its authentication: the SASL
 // exchange, who it is and until when.
 type clientAuth struct {
-	state      authState
 	tls        *clientTLS  // after the TLS handshake
 	tlsHS      *looptls.IO // during it
 	mech       string      // the mechanism chosen by SaslHandshake
-	legacySASL bool        // SaslHandshake v0: the next frame is a raw SASL token
 	ident      *auth.Identity
 	sessEnd    time.Time // KIP-368: the session's end (I6, S3)
-	reauthing  bool      // a re-authentication is in the worker pool
 	reauthFrom time.Time // its request's first byte read (its span's start)
 	revoked    string    // set by a reload: why the next request closes (S2)
+	state      authState
+	legacySASL bool // SaslHandshake v0: the next frame is a raw SASL token
+	reauthing  bool // a re-authentication is in the worker pool
 }
 
 // clientUp is a client's side of its broker connection.

@@ -523,16 +523,18 @@ func (h *harness) runTable() {
 		}
 	}
 
-	// Fixed rate: half of the direct maximum measured above (median).
-	half := func(sc string) int {
-		m := median(h.pick(sc, direct, func(r result) float64 { return r.recs }))
-		return max(1000, int(m/2/1000)*1000)
+	// Fixed rate: half of the direct maximum measured above (median), or
+	// the rate given (BENCH_HALF_RATE_PERF, BENCH_HALF_RATE_FRANZ): one rate
+	// for every build compared (issue 35.2: each run's own half moved by
+	// 1.7x in a day, and every path's tail with it).
+	half := func(sc, env string) int {
+		return halfRate(median(h.pick(sc, direct, func(r result) float64 { return r.recs })), envInt(env, 0))
 	}
 	rates := map[string]int{}
 	for _, acks := range acksList {
-		rates[acks] = half(scProduce(acks))
+		rates[acks] = half(scProduce(acks), "BENCH_HALF_RATE_PERF")
 	}
-	franzRate := half(scFranzProduce)
+	franzRate := half(scFranzProduce, "BENCH_HALF_RATE_FRANZ")
 	lowRate := envInt("BENCH_LOW_RATE", 1000)
 	h.say("fixed rate, %d s per run: perf-test %v rec/s (by acks), franz-go %d rec/s, and franz-go at %d rec/s with linger 0",
 		h.fixedSeconds, rates, franzRate, lowRate)
@@ -693,7 +695,8 @@ func (h *harness) summaryTable() string {
 	fmt.Fprintf(&b, "ratio: the path's MiB/s / direct's (median of the per-run ratios, min–max); CPU s/GiB: utime+stime of the relaying\n")
 	fmt.Fprintf(&b, "process (%s) per GiB of payload (median); VmHWM: its peak RSS, highest of the runs (reset\n", procs)
 	fmt.Fprintf(&b, "to the current RSS before each run by clear_refs; the process runs for the whole table). Fixed-rate rows: p50 / p99 ms\n")
-	fmt.Fprintf(&b, "of the producer's records, at half the direct maximum of the unlimited row above (the linger 0 row: a light load);\n")
+	fmt.Fprintf(&b, "of the producer's records, at half the direct maximum of the unlimited row above, or at BENCH_HALF_RATE_PERF and\n")
+	fmt.Fprintf(&b, "BENCH_HALF_RATE_FRANZ when given (the rate is in the row's name; the linger 0 row: a light load);\n")
 	fmt.Fprintf(&b, "perf-test's: \"after 5 s: max M\", the median of its runs' worst latency once its first 5 s window is past (its start,\n")
 	fmt.Fprintf(&b, "connections and SASL with the backlog they leave, makes the p99 of a 10 s run).\n\n")
 	fmt.Fprint(&b, "| workload | direct MiB/s |")
@@ -828,4 +831,13 @@ func (h *harness) table() string {
 		}
 	}
 	return b.String()
+}
+
+// halfRate is the rate of a fixed-rate row: given (> 0), or half the
+// direct maximum in whole thousands, 1,000 at least.
+func halfRate(directMax float64, given int) int {
+	if given > 0 {
+		return given
+	}
+	return max(1000, int(directMax/2/1000)*1000)
 }

@@ -144,3 +144,17 @@ func TestParsePerfProducer(t *testing.T) {
 		}
 	}
 }
+
+// Issue 35.2: a fixed-rate row runs at half the direct maximum (whole
+// thousands, 1,000 at least), or at the rate given, whatever the direct
+// maximum of the run.
+func TestHalfRateGivenOrHalf(t *testing.T) {
+	for _, c := range []struct {
+		max       float64
+		given, at int
+	}{{250_999, 0, 125_000}, {1_999, 0, 1_000}, {0, 0, 1_000}, {250_999, 100_000, 100_000}, {50_000, 100_000, 100_000}} {
+		if got := halfRate(c.max, c.given); got != c.at {
+			t.Errorf("halfRate(%v, %d) = %d, want %d", c.max, c.given, got, c.at)
+		}
+	}
+}

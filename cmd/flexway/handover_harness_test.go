@@ -203,52 +203,10 @@ func (u *upgraded) sigterm() {
 	}
 }
 
-// dialer connects to each address every 10 ms until stopped and counts
-// the dials and the refusals (any failure to connect).
-type dialer struct {
-	mu      sync.Mutex
-	dials   int
-	refused []string
-	stopc   chan struct{}
-	done    sync.WaitGroup
-}
-
-func startDialer(addrs ...string) *dialer {
-	d := &dialer{stopc: make(chan struct{})}
-	for _, a := range addrs {
-		d.done.Add(1)
-		go func() {
-			defer d.done.Done()
-			tick := time.NewTicker(10 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-d.stopc:
-					return
-				case <-tick.C:
-				}
-				c, err := net.DialTimeout("tcp", a, 2*time.Second)
-				d.mu.Lock()
-				d.dials++
-				if err != nil {
-					d.refused = append(d.refused, fmt.Sprintf("%s at %s: %v", a, time.Now().Format("15:04:05.000"), err))
-				}
-				d.mu.Unlock()
-				if err == nil {
-					_ = c.Close()
-				}
-			}
-		}()
-	}
-	return d
-}
-
-func (d *dialer) stop() (dials int, refused []string) {
-	close(d.stopc)
-	d.done.Wait()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.dials, d.refused
+// startDialer connects to each address every 10 ms until stopped
+// (testkit.Dialer).
+func startDialer(addrs ...string) *testkit.Dialer {
+	return testkit.DialEvery(10*time.Millisecond, addrs...)
 }
 
 // groupReader reads orders in a consumer group through the gateway,

@@ -64,7 +64,7 @@ func TestHandoverThreeUpgradesNobodyRefusedNothingLost(t *testing.T) {
 	if !java.running() {
 		t.Fatal("the Java producer finished before the third upgrade: give it more records")
 	}
-	dials, refused := d.stop()
+	dials, refused := d.Stop()
 	p.stop(t)
 	javaAcked := java.acked(t, 90*time.Second)
 
@@ -162,7 +162,7 @@ func TestHandoverFailedTheOldGoesOnServing(t *testing.T) {
 
 	gw.upgrade(bin, 5*time.Second)
 	produceOne(t, base, key)
-	dials, refused := d.stop()
+	dials, refused := d.Stop()
 	if len(refused) > 0 {
 		t.Fatalf("%d of %d dials refused, first: %s", len(refused), dials, refused[0])
 	}
@@ -219,7 +219,7 @@ func TestHandoverRefusedWhenTheNewProcessRefusesACluster(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "ledger", Value: []byte("v")}).FirstErr(); err != nil {
 		t.Fatalf("cluster bank, served by the old process after the refused handover: %v", err)
 	}
-	if dials, refused := d.stop(); len(refused) > 0 {
+	if dials, refused := d.Stop(); len(refused) > 0 {
 		t.Fatalf("%d of %d dials to bank refused, first: %s", len(refused), dials, refused[0])
 	}
 	gw.sigterm()
@@ -272,7 +272,7 @@ func TestHandoverPassesThePortsReloadsChanged(t *testing.T) {
 	gw.upgrade(bin, 5*time.Second)
 	produce(base+2, "ledger")
 	produce(base, "orders")
-	if dials, refused := d.stop(); len(refused) > 0 {
+	if dials, refused := d.Stop(); len(refused) > 0 {
 		t.Fatalf("%d of %d dials refused, first: %s", len(refused), dials, refused[0])
 	}
 
@@ -328,7 +328,7 @@ func TestHandoverPassesTheTLSPort(t *testing.T) {
 		t.Fatalf("a TLS handshake naming shop on the new process: %v", err)
 	}
 	c.Close()
-	if dials, refused := d.stop(); len(refused) > 0 {
+	if dials, refused := d.Stop(); len(refused) > 0 {
 		t.Fatalf("%d of %d dials to the TLS port refused, first: %s", len(refused), dials, refused[0])
 	}
 	for _, v := range []string{"before the upgrade", "after the upgrade, the same client"} {

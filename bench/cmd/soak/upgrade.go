@@ -9,14 +9,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/flexway/flexway/configs"
+	"github.com/flexway/flexway/internal/testkit"
 )
 
 const faultUpgrade = "gateway upgraded (SIGUSR2, handover)"
@@ -48,8 +47,8 @@ func (sk *soak) upgrade() {
 	r := &sk.upgraded
 	r.done, r.at, r.oldPid = true, time.Since(sk.s.start), old.pid
 	sk.mark(faultUpgrade)
-	d := dialEvery(old.bootstrap(), 10*time.Millisecond)
-	defer func() { r.dials, r.refused = d.stop() }()
+	d := testkit.DialEvery(10*time.Millisecond, old.bootstrap())
+	defer func() { r.dials, r.refused = d.Stop() }()
 	log := sk.s.gwLogs[len(sk.s.gwLogs)-1] // the new process inherits the old one's log
 	before := strings.Count(readText(log), handoverLine)
 	if err := syscall.Kill(old.pid, syscall.SIGUSR2); err != nil {
@@ -141,48 +140,4 @@ func (sk *soak) upgradeSection(md *strings.Builder, fail func(bool) string) {
 		"(server.shutdown_timeout %v) %s; %d dials every 10 ms to the bootstrap meanwhile, %d refused%s %s.\n\n",
 		r.at.Seconds(), r.oldPid, r.newPid, r.exitedAfter.Round(time.Millisecond), configs.DefaultShutdownTimeout,
 		fail(r.exitedAfter > configs.DefaultShutdownTimeout), r.dials, len(r.refused), first, fail(len(r.refused) > 0))
-}
-
-// dialer connects to addr every period until stopped.
-type dialer struct {
-	mu      sync.Mutex
-	dials   int
-	refused []string
-	stopc   chan struct{}
-	done    chan struct{}
-}
-
-func dialEvery(addr string, period time.Duration) *dialer {
-	d := &dialer{stopc: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(d.done)
-		tick := time.NewTicker(period)
-		defer tick.Stop()
-		for {
-			select {
-			case <-d.stopc:
-				return
-			case <-tick.C:
-			}
-			c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-			d.mu.Lock()
-			d.dials++
-			if err != nil {
-				d.refused = append(d.refused, err.Error())
-			}
-			d.mu.Unlock()
-			if err == nil {
-				_ = c.Close()
-			}
-		}
-	}()
-	return d
-}
-
-func (d *dialer) stop() (int, []string) {
-	close(d.stopc)
-	<-d.done
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.dials, d.refused
 }

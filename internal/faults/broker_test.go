@@ -16,15 +16,22 @@ import (
 func (env *faultEnv) resetWhile(key kmsg.Key) { env.waitReset(key, env.armReset(key, 1)) }
 
 // armReset arms the reset of resetWhile at the nth request of key that
-// reaches env.target; the reset's outcome comes on the channel.
+// reaches env.target, or at the first one a second or more after the first
+// one there, whichever comes first (a client slowed by a loaded machine
+// puts more records in each request, so that a count alone may never be
+// reached); the reset's outcome comes on the channel.
 func (env *faultEnv) armReset(key kmsg.Key, nth int) <-chan error {
 	done := make(chan error, 1)
 	seen := 0
+	var first time.Time
 	env.c.ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
 		if env.c.CurrentNode() != env.target {
 			return nil, nil, false // kept for the next request
 		}
-		if seen++; seen < nth {
+		if seen++; seen == 1 {
+			first = time.Now()
+		}
+		if seen < nth && time.Since(first) < time.Second {
 			return nil, nil, false
 		}
 		env.c.DropControl()

@@ -141,9 +141,9 @@ func (j *javaProducer) wait() map[int]int32 {
 }
 
 // U2, U4: the broker of partition 0 resets every connection while it
-// writes a Produce of the Java producer (its 40th there), the answer
-// lost: the producer sends the batch again on a new connection and the
-// broker keeps it once. Every record the Java client was told
+// writes a Produce of the Java producer (its 40th there, or its first a
+// second after the first there), the answer lost: the producer sends the
+// batch again on a new connection and the broker keeps it once. Every record the Java client was told
 // acknowledged is on the broker once, in order, and read by a group; once
 // the clients are gone, the gateway's gauges are back at their idle level.
 func TestJavaProducerBrokerResetMidProduce(t *testing.T) {

@@ -38,6 +38,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -71,6 +72,7 @@ type harness struct {
 	plotRepeat   int
 	densityN     []int
 	profile      bool
+	syscalls     bool            // BENCH_SYSCALLS=1: each relaying run's system calls counted (waits.go)
 	parts        map[string]bool // BENCH_PARTS
 	issueOnly    bool            // BENCH_PARTS=issue: the table's rows of issue 11 only
 	produceOnly  bool            // BENCH_PARTS=produce: of those, the Produce rows only
@@ -147,6 +149,7 @@ func main() {
 	h.plotRepeat = envInt("BENCH_PLOT_REPEAT", h.repeat)
 	h.densityN = envInts("BENCH_DENSITY_N", []int{1000, 9000})
 	h.profile = os.Getenv("BENCH_PROFILE") != "0"
+	h.syscalls = os.Getenv("BENCH_SYSCALLS") == "1"
 	h.parts = parseParts(envStr("BENCH_PARTS", "table,bigfetch,rssfetch,sweep,profile"))
 	h.issueOnly = h.parts["issue"]
 	h.produceOnly = h.parts["produce"]
@@ -607,6 +610,7 @@ func (h *harness) stopGateway() {
 	if h.gw == nil || h.gw.Process == nil {
 		return
 	}
+	h.keepMetrics()
 	_ = h.gw.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-h.gwExited:
@@ -615,6 +619,26 @@ func (h *harness) stopGateway() {
 		<-h.gwExited
 	}
 	h.gw = nil
+}
+
+// keepMetrics writes what the gateway's /metrics says at the end of its
+// run beside its log (gateway-N.metrics.txt): the loop's event and task
+// histograms, the pauses and splice counts of the run read afterwards.
+func (h *harness) keepMetrics() {
+	if !h.gatewayAlive() {
+		return
+	}
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + h.admin + "/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return
+	}
+	_ = os.WriteFile(strings.TrimSuffix(h.gwLog, ".log")+".metrics.txt", b, 0o644)
 }
 
 func (h *harness) gwPID() int {

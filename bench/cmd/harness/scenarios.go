@@ -33,6 +33,8 @@ type result struct {
 	hopCPU   float64 // the relaying process's (gateway's or relay's) utime+stime over the run, seconds
 	hopSched float64 // the same from its threads' schedstat run time (ns precision; quota.go), seconds
 	hopHWM   float64 // its peak RSS during the run (VmHWM), KiB
+	hopWakes float64 // the times its threads were scheduled in over the run (waits.go)
+	hopSys   float64 // its system calls over the run, BENCH_SYSCALLS=1 (waits.go); < 0: not counted
 	brCPU    float64 // broker's utime+stime over the run, seconds
 	wall     float64 // seconds the tool ran
 	slowest  float64 // loadgen -clients: the slowest consumer's seconds
@@ -143,11 +145,20 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	if hop != 0 {
 		resetPeak(hop)
 	}
-	g0, b0, s0 := cpuSeconds(hop), cpuSeconds(h.brokerPID), schedSeconds(hop)
+	var counters map[string]float64
+	if path == gateway {
+		counters = h.engineCounters()
+	}
+	trace := h.startSysTrace(hop)
+	g0, b0, s0, w0 := cpuSeconds(hop), cpuSeconds(h.brokerPID), schedSeconds(hop), schedSlices(hop)
 	t0 := time.Now()
 	r, err := fn()
 	wall := time.Since(t0).Seconds()
-	g1, b1, s1 := cpuSeconds(hop), cpuSeconds(h.brokerPID), schedSeconds(hop)
+	g1, b1, s1, w1 := cpuSeconds(hop), cpuSeconds(h.brokerPID), schedSeconds(hop), schedSlices(hop)
+	r.hopSys = trace.stop()
+	if counters != nil && h.gatewayAlive() {
+		h.writeCounterDelta(scenario, path, rep, counters, h.engineCounters())
+	}
 	if path == relay && !h.relayAlive() {
 		data, _ := os.ReadFile(h.relayLog)
 		die("the splice relay died during %s (run %d): %v\n%s", scenario, rep, err, tail(string(data), 4000))
@@ -175,12 +186,20 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	if hop != 0 {
 		r.hopCPU = g1 - g0
 		r.hopSched = s1 - s0
+		r.hopWakes = w1 - w0
 		r.hopHWM = statusKiB(hop, "VmHWM")
 	}
 	h.record(r)
 	extra := ""
 	if hop != 0 {
 		extra = fmt.Sprintf(", %s %.2f CPU s/GiB, peak RSS %.0f MiB", path, r.hopCPUPerGiB(), r.hopHWM/1024)
+		if r.bytes > 0 {
+			gib := r.bytes / (1 << 30)
+			extra += fmt.Sprintf(", %.0fk wake-ups/GiB", r.hopWakes/gib/1000)
+			if r.hopSys >= 0 {
+				extra += fmt.Sprintf(", %.0fk syscalls/GiB", r.hopSys/gib/1000)
+			}
+		}
 	}
 	lat := ""
 	if !math.IsNaN(r.p99) {

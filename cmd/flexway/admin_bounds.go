@@ -107,7 +107,10 @@ func (l *capListener) Accept() (net.Conn, error) {
 	}
 }
 
-// capConn gives its place back when it is closed, once.
+// capConn gives its place back when it is closed, once: before its
+// descriptor is closed, so that a client told of the close (its FIN) finds
+// the place free. Connections being closed may pass the bound by
+// themselves for that instant.
 type capConn struct {
 	net.Conn
 	l    *capListener
@@ -115,9 +118,8 @@ type capConn struct {
 }
 
 func (c *capConn) Close() error {
-	err := c.Conn.Close()
 	c.once.Do(func() { c.l.open.Add(-1) })
-	return err
+	return c.Conn.Close()
 }
 
 // CloseWrite keeps net/http's orderly close of a connection whose request

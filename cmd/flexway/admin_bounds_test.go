@@ -128,7 +128,7 @@ func holdAdmin(t *testing.T, addr string, n int) (held []*adminConn, refused int
 }
 
 // waitAdmin waits until GET /healthz on a connection of its own (closed
-// after, by the gateway: Connection: close) answers ok.
+// after, by the gateway: Connection: close, read to that close) answers ok.
 func waitAdmin(t *testing.T, gw *gateway, addr string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -138,6 +138,11 @@ func waitAdmin(t *testing.T, gw *gateway, addr string) {
 			a := &adminConn{c: c, r: bufio.NewReader(c)}
 			fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: flexway\r\nConnection: close\r\n\r\n")
 			resp, body, rerr := a.read(http.MethodGet)
+			if rerr == nil {
+				// to the gateway's close: its place is given back by then
+				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				_, _ = io.Copy(io.Discard, a.r)
+			}
 			c.Close()
 			if rerr == nil && resp.StatusCode == http.StatusOK && body == "ok\n" {
 				return

@@ -9,6 +9,7 @@ import "github.com/flexway/flexway/codec"
 // It returns Answer, Drop for acks=0 (no answer, nothing written), or
 // Disconnect for a body that does not decode.
 func (s *Session) RefuseProduce(h *codec.RequestHeader, frame []byte, p *Pending, code int16) Outcome {
+	s.scratch()
 	key, version, corr, up := p.Key, p.Version, p.ClientCorr, p.UpCorr
 	p.reset()
 	p.Key, p.Version, p.ClientCorr, p.UpCorr = key, version, corr, up

@@ -43,24 +43,47 @@ type Limits struct {
 // Session is the decision state of one authenticated connection.
 // Not safe for concurrent use: it belongs to its connection's loop.
 type Session struct {
+	// *Scratch is the working memory of the request or answer being
+	// judged, shared by the sessions of one loop (the engine gives each
+	// session its loop's); a session given none makes its own at its
+	// first use.
+	*Scratch
 	View     *View
 	Versions *Versions
 	Brokers  Brokers
 	Limits   Limits
-	RW       codec.Rewriter
 	// stream relays a large Fetch answer as it arrives (FetchStream);
 	// pstream a large Produce request (ProduceStream). Each is made at its
 	// first use and kept: an idle session holds neither (half a KiB).
 	stream  *codec.FetchResponseStream
 	pstream *codec.ProduceRequestStream
-	// Scratch of the request being judged:
-	hdr     codec.RequestHeader // its header, copied (see Request)
-	cid     []byte              // its client id as the broker sees it
-	bodyLen int                 // the size of its body (answers that echo it)
-	grant   int32               // what the budgets allow its answer to bring back
 	// FetchQuota is what the quotas allow the answer of the Fetch being
 	// judged (0: no bound), set by the caller for that one request.
 	FetchQuota int32
+}
+
+// Scratch is what judging one request or rewriting one answer works in:
+// the rewriter, whose Vec holds the frame to write once a method returns,
+// and copies of the request's header and client id. Nothing in it
+// outlives the call that filled it but the Vec's frame, which the caller
+// writes or copies before it judges anything else (Pending.Dropped is
+// cloned out of it). One loop judges one request at a time, so its
+// sessions share one Scratch: an idle session keeps none of this memory,
+// the rewriter's buffers sized by the largest frame it built included
+// (issue 35.3).
+type Scratch struct {
+	RW      codec.Rewriter
+	hdr     codec.RequestHeader // the header, copied (see Request)
+	cid     []byte              // the client id as the broker sees it
+	bodyLen int                 // the size of the body (answers that echo it)
+	grant   int32               // what the budgets allow the answer to bring back
+}
+
+// scratch gives the session a Scratch of its own if it has none.
+func (s *Session) scratch() {
+	if s.Scratch == nil {
+		s.Scratch = new(Scratch)
+	}
 }
 
 // Pending is what the relay keeps of a forwarded request to rewrite its answer.
@@ -130,6 +153,7 @@ func (p *Pending) reset() {
 // it). On Forward and Answer, s.RW.Vec holds the frame to write; on
 // Disconnect, p.Cause says why.
 func (s *Session) Request(h *codec.RequestHeader, frame []byte, upCorr, grant int32, p *Pending) Outcome {
+	s.scratch()
 	s.grant = grant
 	// The judgement reads the session's copy of the header: handed to the
 	// table's functions, the caller's would escape to the heap, one
@@ -169,6 +193,7 @@ func (s *Session) request(h *codec.RequestHeader, frame []byte, upCorr int32, p 
 // Response rewrites the broker's answer to a forwarded request (frame
 // after the size prefix) into s.RW.Vec for the client.
 func (s *Session) Response(p *Pending, frame []byte) error {
+	s.scratch()
 	_, body, err := codec.ParseResponseHeader(frame, p.Key, p.Version)
 	if err != nil {
 		return err
@@ -211,6 +236,7 @@ func (s *Session) ProduceStream(h *codec.RequestHeader, prefix []byte, frameLen 
 	if h.Key != codec.KeyProduce || !s.Versions.Has(h.Key, h.Version) {
 		return nil, codec.ErrCodecNotStreamed
 	}
+	s.scratch()
 	s.cid = s.View.AppendClientID(s.cid[:0], h.ClientID)
 	if len(s.cid) > codec.MaxString {
 		return nil, codec.ErrCodecNotStreamed

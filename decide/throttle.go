@@ -36,6 +36,7 @@ func (s *Session) ThrottledFetch(h *codec.RequestHeader, p *Pending, throttleMs 
 	if h.Key != codec.KeyFetch || !s.Versions.Has(h.Key, h.Version) {
 		return false
 	}
+	s.scratch()
 	p.reset()
 	p.Key, p.Version, p.ClientCorr = h.Key, h.Version, h.Correlation
 	p.Throttle = throttleMs

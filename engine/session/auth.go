@@ -184,6 +184,7 @@ func (cl *authn) authDone(res auth.Result, h *codec.RequestHeader, mode authMode
 	cl.budget.Limit = int64(snap.Listener.MaxInFlightBytes)
 	cl.budget.Share(&cl.tenant.Share) // what it read meanwhile counts there too (inbound.go)
 	cl.sess = &decide.Session{
+		Scratch:  &cl.lp.judge,
 		View:     view,
 		Versions: cl.env.versions(cl.route.Cluster.Name),
 		Brokers:  cl.env.brokers(snap, cl.route.Cluster, cl.route.TLS),

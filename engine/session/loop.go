@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/flexway/flexway/decide"
 	"github.com/flexway/flexway/engine/conn"
 	"github.com/flexway/flexway/engine/splice"
 	"github.com/flexway/flexway/relay"
@@ -35,6 +36,10 @@ type Loop struct {
 	// SASL), then written or queued by a copy: an idle connection keeps
 	// no buffer of its own (issue 35.3)
 	scratch []byte
+	// judge: what decide judges a request or rewrites an answer in, shared
+	// by the loop's sessions (decide.Scratch: one at a time, the frame it
+	// holds written or copied before the next)
+	judge decide.Scratch
 
 	// muted: clients throttled by a quota until their time (quota.go)
 	muted map[*Client]struct{}

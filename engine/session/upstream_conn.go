@@ -217,6 +217,12 @@ func (u *upstreamConn) drainOrphans() {
 	cl := u.cl
 	buf := cl.drain.orphan
 	cl.drain.orphan = nil
+	if len(buf) > 0 && cl.sess != nil {
+		// A drain may run within another client's event (its close, from
+		// a write that failed), before that client's frame left the
+		// loop's scratch: a gone client judges in memory of its own.
+		cl.sess.Scratch = nil
+	}
 	for len(buf) >= codec.SizeLen && !u.closed {
 		size := int(codec.FrameSize(buf))
 		if size < 0 || size > len(buf)-codec.SizeLen {

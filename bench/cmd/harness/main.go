@@ -73,6 +73,7 @@ type harness struct {
 	densityN     []int
 	profile      bool
 	syscalls     bool            // BENCH_SYSCALLS=1: each relaying run's system calls counted (waits.go)
+	runProfiles  bool            // BENCH_RUN_PROFILE=1: each relaying run's CPU sampled (waits.go)
 	parts        map[string]bool // BENCH_PARTS
 	issueOnly    bool            // BENCH_PARTS=issue: the table's rows of issue 11 only
 	produceOnly  bool            // BENCH_PARTS=produce: of those, the Produce rows only
@@ -150,6 +151,7 @@ func main() {
 	h.densityN = envInts("BENCH_DENSITY_N", []int{1000, 9000})
 	h.profile = os.Getenv("BENCH_PROFILE") != "0"
 	h.syscalls = os.Getenv("BENCH_SYSCALLS") == "1"
+	h.runProfiles = os.Getenv("BENCH_RUN_PROFILE") == "1"
 	h.parts = parseParts(envStr("BENCH_PARTS", "table,bigfetch,rssfetch,sweep,profile"))
 	h.issueOnly = h.parts["issue"]
 	h.produceOnly = h.parts["produce"]

@@ -150,12 +150,14 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 		counters = h.engineCounters()
 	}
 	trace := h.startSysTrace(hop)
+	prof := h.startRunProfile(hop, scenario, path, rep)
 	g0, b0, s0, w0 := cpuSeconds(hop), cpuSeconds(h.brokerPID), schedSeconds(hop), schedSlices(hop)
 	t0 := time.Now()
 	r, err := fn()
 	wall := time.Since(t0).Seconds()
 	g1, b1, s1, w1 := cpuSeconds(hop), cpuSeconds(h.brokerPID), schedSeconds(hop), schedSlices(hop)
 	r.hopSys = trace.stop()
+	prof.stop()
 	if counters != nil && h.gatewayAlive() {
 		h.writeCounterDelta(scenario, path, rep, counters, h.engineCounters())
 	}
@@ -190,6 +192,7 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 		r.hopHWM = statusKiB(hop, "VmHWM")
 	}
 	h.record(r)
+	h.writeSyscalls(scenario, path, rep, trace, r.bytes)
 	extra := ""
 	if hop != 0 {
 		extra = fmt.Sprintf(", %s %.2f CPU s/GiB, peak RSS %.0f MiB", path, r.hopCPUPerGiB(), r.hopHWM/1024)

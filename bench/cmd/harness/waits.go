@@ -47,10 +47,20 @@ func schedSlices(pid int) float64 {
 	return n
 }
 
-// sysTrace counts the system calls of one process while it is attached.
+// sysTrace counts the system calls of one process while it is attached:
+// all of them, and those of sysBreakdown one by one.
 type sysTrace struct {
 	cmd  *exec.Cmd
 	file string
+	by   map[string]float64 // the calls of sysBreakdown, by name, once stopped
+}
+
+// sysBreakdown are the system calls counted one by one: the relays' moves,
+// the pollers', the scheduler's, and a socket's enrolment.
+var sysBreakdown = []string{
+	"read", "readv", "write", "writev", "splice", "epoll_pwait", "epoll_wait", "epoll_ctl",
+	"poll", "ppoll", "futex", "nanosleep", "ioctl", "dup", "fcntl", "getsockname", "getpeername",
+	"getsockopt", "setsockopt", "close", "sched_yield", "tgkill", "madvise", "pipe2",
 }
 
 // startSysTrace attaches perf stat to pid; nil when BENCH_SYSCALLS is not
@@ -64,7 +74,11 @@ func (h *harness) startSysTrace(pid int) *sysTrace {
 		return nil
 	}
 	f.Close()
-	cmd := exec.Command("perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter", "-p", strconv.Itoa(pid), "-o", f.Name())
+	events := "raw_syscalls:sys_enter"
+	for _, name := range sysBreakdown {
+		events += ",syscalls:sys_enter_" + name
+	}
+	cmd := exec.Command("perf", "stat", "-x", ",", "-e", events, "-p", strconv.Itoa(pid), "-o", f.Name())
 	cmd.SysProcAttr = dieWith(syscall.SIGKILL)
 	if err := cmd.Start(); err != nil {
 		return nil
@@ -85,15 +99,45 @@ func (t *sysTrace) stop() float64 {
 	if err != nil {
 		return -1
 	}
+	all := -1.0
+	t.by = map[string]float64{}
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Split(line, ",")
-		if len(f) > 2 && strings.Contains(f[2], "raw_syscalls:sys_enter") {
-			if v, err := strconv.ParseFloat(f[0], 64); err == nil {
-				return v
+		if len(f) < 3 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		switch name := f[2]; {
+		case name == "raw_syscalls:sys_enter":
+			all = v
+		case strings.HasPrefix(name, "syscalls:sys_enter_"):
+			if v > 0 {
+				t.by[strings.TrimPrefix(name, "syscalls:sys_enter_")] = v
 			}
 		}
 	}
-	return -1
+	return all
+}
+
+// breakdown is the calls counted one by one, per GiB of payload, most
+// first, as "name N" lines.
+func (t *sysTrace) breakdown(bytes float64) string {
+	if t == nil || len(t.by) == 0 || bytes <= 0 {
+		return ""
+	}
+	names := make([]string, 0, len(t.by))
+	for n := range t.by {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return t.by[names[i]] > t.by[names[j]] })
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "syscalls_per_gib{call=%q} %.0f\n", n, t.by[n]/(bytes/(1<<30)))
+	}
+	return b.String()
 }
 
 // engineCounters reads the gateway's flexway_engine_* series (counters and
@@ -124,6 +168,25 @@ func (h *harness) engineCounters() map[string]float64 {
 	return m
 }
 
+// writeSyscalls writes a run's system calls one by one, per GiB, to
+// metrics/<scenario>-<path>-<rep>-syscalls.txt.
+func (h *harness) writeSyscalls(scenario, path string, rep int, t *sysTrace, bytes float64) {
+	text := t.breakdown(bytes)
+	if text == "" {
+		return
+	}
+	dir := filepath.Join(h.out, "metrics")
+	if os.MkdirAll(dir, 0o755) != nil {
+		return
+	}
+	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%s-%d-syscalls.txt", runSlug(scenario), path, rep)), []byte(text), 0o644)
+}
+
+// runSlug is a scenario's name as a file name.
+func runSlug(scenario string) string {
+	return strings.NewReplacer(" ", "-", "/", "-", "(", "", ")", "", ",", "").Replace(scenario)
+}
+
 // writeCounterDelta writes what changed between before and after, one
 // series a line, sorted, to metrics/<scenario>-<path>-<rep>.txt.
 func (h *harness) writeCounterDelta(scenario, path string, rep int, before, after map[string]float64) {
@@ -141,6 +204,47 @@ func (h *harness) writeCounterDelta(scenario, path string, rep int, before, afte
 	if os.MkdirAll(dir, 0o755) != nil {
 		return
 	}
-	slug := strings.NewReplacer(" ", "-", "/", "-", "(", "", ")", "", ",", "").Replace(scenario)
-	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%s-%d.txt", slug, path, rep)), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%s-%d.txt", runSlug(scenario), path, rep)), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+}
+
+// runProfile samples one relaying process's CPU while it is attached
+// (BENCH_RUN_PROFILE=1): perf record, call graphs by frame pointers.
+type runProfile struct {
+	cmd  *exec.Cmd
+	data string
+}
+
+// startRunProfile attaches perf record to pid; nil when BENCH_RUN_PROFILE
+// is not 1, or perf cannot be started.
+func (h *harness) startRunProfile(pid int, scenario, path string, rep int) *runProfile {
+	if !h.runProfiles || pid == 0 {
+		return nil
+	}
+	dir := filepath.Join(h.out, "metrics")
+	if os.MkdirAll(dir, 0o755) != nil {
+		return nil
+	}
+	data := filepath.Join(dir, fmt.Sprintf("%s-%s-%d.perf.data", runSlug(scenario), path, rep))
+	cmd := exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-p", strconv.Itoa(pid), "-o", data)
+	cmd.SysProcAttr = dieWith(syscall.SIGKILL)
+	if err := cmd.Start(); err != nil {
+		return nil
+	}
+	time.Sleep(200 * time.Millisecond)
+	return &runProfile{cmd: cmd, data: data}
+}
+
+// stop detaches and writes the flat profile by symbol (its shared object
+// named) beside the data, as <data>.txt.
+func (p *runProfile) stop() {
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	_ = p.cmd.Wait()
+	out, err := exec.Command("perf", "report", "-i", p.data, "--stdio", "--no-children", "-g", "none",
+		"--sort", "dso,sym", "--percent-limit", "0.5").Output()
+	if err == nil {
+		_ = os.WriteFile(p.data+".txt", out, 0o644)
+	}
 }

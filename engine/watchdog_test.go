@@ -109,3 +109,50 @@ func TestWatchdogPingsOnlyWhileEveryLoopTicks(t *testing.T) {
 	waitUntil(t, 10*time.Second, "pings again once the loop answers", func() bool { return got.count() > n })
 	servedOrders(t, r) // the loop serves on
 }
+
+// Issue 35.1: a loop busy with traffic ticks itself between its events
+// (tickIfDue), so the engine's ticker posts it no task: a loop awake for
+// its traffic is not woken again for its tick. Over a second of Metadata
+// round trips on one connection, the ticker's sweep tasks for its loop
+// are fewer than half those of a second without traffic, and the loop's
+// tick still runs (Ticked moves) all along. Once the traffic stops, the
+// ticker's tasks come back.
+func TestBusyLoopTicksItself(t *testing.T) {
+	env := newTestEnv(t, "")
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	servedOrders(t, r)
+	target := clientOf(t, env.e, r).Loop()
+	var sweeps atomic.Int64
+	hook := func(l *session.Loop, where string, _ any) {
+		if l == target && where == "sweep" {
+			sweeps.Add(1)
+		}
+	}
+	env.e.env.Hooks.Task.Store(&hook)
+	t.Cleanup(func() { env.e.env.Hooks.Task.Store(nil) })
+
+	n0 := sweeps.Load()
+	time.Sleep(time.Second) // the measure: a second without traffic
+	idle := sweeps.Load() - n0
+	if idle < 20 {
+		t.Fatalf("%d sweep tasks in an idle second: the ticker posts every %v", idle, session.SweepEvery)
+	}
+
+	n1, ticks, last := sweeps.Load(), 0, target.Ticked()
+	for start := time.Now(); time.Since(start) < time.Second; {
+		servedOrders(t, r)
+		if at := target.Ticked(); at != last {
+			ticks, last = ticks+1, at
+		}
+	}
+	busy := sweeps.Load() - n1
+	t.Logf("sweep tasks posted: %d in an idle second, %d in a busy one; %d ticks seen in the busy one", idle, busy, ticks)
+	if busy*2 > idle {
+		t.Errorf("%d sweep tasks posted in a second of traffic, %d in an idle one: the busy loop does not tick itself", busy, idle)
+	}
+	if ticks < 20 {
+		t.Errorf("the loop's tick moved %d times in a second of traffic: it does not tick", ticks)
+	}
+	n2 := sweeps.Load()
+	waitUntil(t, 10*time.Second, "the ticker's sweep tasks once the traffic stops", func() bool { return sweeps.Load() >= n2+10 })
+}

@@ -138,6 +138,7 @@ func Traffic(x *conn.Conn) bool {
 		return false
 	}
 	start := time.Now()
+	defer lp.tickIfDue(start)                           // last: the event's writes and pauses done
 	defer lp.env.Series.LoopEvent.UpdateDuration(start) // after the pauses below are applied
 	defer lp.fc.Settle()                                // after the flush below
 	lp.out.begin()
@@ -147,8 +148,16 @@ func Traffic(x *conn.Conn) bool {
 }
 
 // PostTick posts the loop's tick (Tick) from the engine's ticker, unless
-// the one posted before has not run yet.
+// the one posted before has not run yet, or the loop ticked less than a
+// SweepEvery ago: a loop busy with traffic ticks itself every half
+// SweepEvery (tickIfDue), so the ticker finds its tick fresh and a loop
+// awake for its traffic is not woken again for its tick (issue 35.1). The
+// longest a loop goes unticked is two SweepEvery, once, when its traffic
+// stops.
 func (l *Loop) PostTick() {
+	if time.Now().UnixNano()-l.ticked.Load() < int64(SweepEvery) {
+		return
+	}
 	if !l.tickPosted.CompareAndSwap(false, true) {
 		return
 	}
@@ -158,6 +167,19 @@ func (l *Loop) PostTick() {
 	}); err != nil {
 		l.tickPosted.Store(false) // the loop is gone
 	}
+}
+
+// tickIfDue runs the loop's tick at the end of a traffic event when the
+// last one is half a SweepEvery old or more: a busy loop ticks itself,
+// between two events, and the ticker's task is not needed (PostTick). A
+// panic in it closes no connection (as the ticker's task).
+func (l *Loop) tickIfDue(now time.Time) {
+	if now.UnixNano()-l.ticked.Load() < int64(SweepEvery/2) {
+		return
+	}
+	defer l.fc.Settle() // after the recovery: the pauses it asked
+	defer l.env.recoverConn(nil, "sweep")
+	l.Tick(now)
 }
 
 // Ticked returns when the loop's tick last ran (its first use before the

@@ -28,28 +28,14 @@ func TestSessionsShareOneScratch(t *testing.T) {
 	}
 	globex := &Session{Scratch: sc, View: gv, Versions: fuzzVersions(), Brokers: stubBrokers{}}
 
-	produce := func(topics ...string) *kmsg.ProduceRequest {
-		r := kmsg.NewPtrProduceRequest()
-		r.Version, r.Acks, r.TimeoutMillis = 9, -1, 30000
-		for _, name := range topics {
-			pt := kmsg.NewProduceRequestTopic()
-			pt.Topic = name
-			pp := kmsg.NewProduceRequestTopicPartition()
-			pp.Records = bytes.Repeat([]byte{7}, 100)
-			pt.Partitions = append(pt.Partitions, pp)
-			r.Topics = append(r.Topics, pt)
-		}
-		return r
-	}
-
-	af := reqFrame(produce("orders", "audit"), 5, "acme-app")
+	af := reqFrame(produceOf("orders", "audit"), 5, "acme-app")
 	ah, _ := codec.ParseRequestHeader(af)
 	var ap Pending
 	if out := acme.Request(&ah, af, 100, testGrant, &ap); out != Forward {
 		t.Fatalf("acme's Produce: outcome %d (%s)", out, ap.Cause)
 	}
 
-	gf := reqFrame(produce("orders", "payments"), 9, "globex-app")
+	gf := reqFrame(produceOf("orders", "payments"), 9, "globex-app")
 	gh, _ := codec.ParseRequestHeader(gf)
 	var gp Pending
 	if out := globex.Request(&gh, gf, 200, testGrant, &gp); out != Forward {
@@ -98,4 +84,19 @@ func TestSessionsShareOneScratch(t *testing.T) {
 	if n := unsafe.Sizeof(Session{}); n > 96 {
 		t.Errorf("a Session is %d bytes, want 96 at most: the scratch is the loop's", n)
 	}
+}
+
+// produceOf is a Produce (v9, acks=all) of 100 bytes to partition 0 of each topic.
+func produceOf(topics ...string) *kmsg.ProduceRequest {
+	r := kmsg.NewPtrProduceRequest()
+	r.Version, r.Acks, r.TimeoutMillis = 9, -1, 30000
+	for _, name := range topics {
+		pt := kmsg.NewProduceRequestTopic()
+		pt.Topic = name
+		pp := kmsg.NewProduceRequestTopicPartition()
+		pp.Records = bytes.Repeat([]byte{7}, 100)
+		pt.Partitions = append(pt.Partitions, pp)
+		r.Topics = append(r.Topics, pt)
+	}
+	return r
 }

@@ -80,7 +80,9 @@ install:
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/flexway
 	install -D -m 0644 configs/systemd/flexway.service $(DESTDIR)/etc/systemd/system/flexway.service
 	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/flexway/README.md
+	install -D -m 0755 packaging/flexway-handover $(DESTDIR)$(PREFIX)/lib/flexway/flexway-handover
 	@echo "flexway installed: put flexway.yaml in /etc/flexway/, then systemctl daemon-reload && systemctl enable --now flexway"
+	@echo "an installed gateway already running is upgraded without a gap by $(PREFIX)/lib/flexway/flexway-handover"
 
 clean:
 	rm -rf bin

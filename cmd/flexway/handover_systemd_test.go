@@ -201,3 +201,42 @@ func TestHandoverKeepsFeedingTheWatchdog(t *testing.T) {
 	u.waitState(i+1, "WATCHDOG=1", 5*time.Second)
 	u.sigterm()
 }
+
+// Issue 36.2 (P1): `make install` lays out what the unit and an upgrade
+// need: the binary at the unit's ExecStart path, the unit, and the
+// handover script (sh syntax checked), executable, under the prefix.
+func TestMakeInstallLaysOutTheHandover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary through make")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	dest := t.TempDir()
+	cmd := exec.Command("make", "-s", "install", "DESTDIR="+dest, "BIN="+filepath.Join(t.TempDir(), "flexway"))
+	cmd.Dir = "../.."
+	for _, kv := range os.Environ() { // not the make that runs the tests (its jobserver)
+		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MFLAGS" && k != "MAKELEVEL" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make install: %v\n%s", err, out)
+	}
+	unit, err := os.ReadFile(filepath.Join(dest, "etc/systemd/system/flexway.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(unit, []byte("\nExecStart=/usr/local/bin/flexway ")) {
+		t.Errorf("the installed unit does not start /usr/local/bin/flexway:\n%s", unit)
+	}
+	for _, f := range []string{"usr/local/bin/flexway", "usr/local/lib/flexway/flexway-handover"} {
+		st, err := os.Stat(filepath.Join(dest, f))
+		if err != nil || st.Mode()&0o111 == 0 {
+			t.Fatalf("/%s not installed executable: %v", f, err)
+		}
+	}
+	if out, err := exec.Command("sh", "-n", filepath.Join(dest, "usr/local/lib/flexway/flexway-handover")).CombinedOutput(); err != nil {
+		t.Fatalf("sh -n flexway-handover: %v\n%s", err, out)
+	}
+}

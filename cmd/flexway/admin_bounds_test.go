@@ -404,3 +404,34 @@ func checkReadOnly(t *testing.T, addr string) {
 		t.Errorf("OPTIONS *: %v %v; want 405, Allow \"GET, HEAD\"", resp, err)
 	}
 }
+
+// The built binary at a 1,024-descriptor limit (soft and hard) with the
+// quickstart's max_connections (4,096: 8,448 descriptors asked) says so
+// once started, with the figures; at the test's own limit it says nothing.
+func TestDescriptorLimitBelowMaxConnectionsSaid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildFlexway(t)
+	const line = `"msg":"descriptor limit below what max_connections asks`
+	base := testkit.FreePorts(t, 5)
+	gw := startFlexway(t, nofileWrapper(t, bin, 1024), adminQuickstart(t, base, base+4))
+	gw.waitLog(`"msg":"flexway started"`, 30*time.Second)
+	gw.waitLog(line, 10*time.Second)
+	if want := `"max_connections":4096,"descriptors_needed":8448,"limit":1024`; !strings.Contains(gw.stderr.String(), want) {
+		t.Fatalf("the line lacks %s:\n%s", want, gw.stderr.String())
+	}
+	gw.stop()
+
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur < descriptorsNeeded(4096) {
+		return // the second half needs a limit above what it asks
+	}
+	base = testkit.FreePorts(t, 5)
+	gw = startFlexway(t, bin, adminQuickstart(t, base, base+4))
+	gw.waitLog(`"msg":"flexway started"`, 30*time.Second)
+	gw.stop() // all it logged is in
+	if strings.Contains(gw.stderr.String(), line) {
+		t.Fatalf("said at a limit of %d:\n%s", rl.Cur, gw.stderr.String())
+	}
+}

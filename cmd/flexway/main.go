@@ -80,6 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	adm.start(snap.AdminAddress())
 	banner(stdout, snap, len(e.Addrs()), e.EmbeddedBrokers(), e.RefusedClusters(), time.Now())
 	log.Info("flexway started", "listeners", len(e.Addrs()), "loops", e.Loops())
+	warnDescriptors(log, snap)
 	// SIGHUP and SIGUSR2 are caught before systemd hears READY=1: a reload
 	// or an upgrade asked as soon as the service is up must not be lost.
 	sigs := make(chan os.Signal, 2)
@@ -233,6 +234,7 @@ func reload(ctx context.Context, path string, e *engine.Engine, adm *admin, log 
 		return
 	}
 	adm.move(snap.AdminAddress(), ln)
+	warnDescriptors(log, snap)
 }
 
 // boundsInForce is what /config shows (O4): the listener's bounds and

@@ -38,7 +38,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -612,7 +611,6 @@ func (h *harness) stopGateway() {
 	if h.gw == nil || h.gw.Process == nil {
 		return
 	}
-	h.keepMetrics()
 	_ = h.gw.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-h.gwExited:
@@ -621,26 +619,6 @@ func (h *harness) stopGateway() {
 		<-h.gwExited
 	}
 	h.gw = nil
-}
-
-// keepMetrics writes what the gateway's /metrics says at the end of its
-// run beside its log (gateway-N.metrics.txt): the loop's event and task
-// histograms, the pauses and splice counts of the run read afterwards.
-func (h *harness) keepMetrics() {
-	if !h.gatewayAlive() {
-		return
-	}
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + h.admin + "/metrics")
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return
-	}
-	_ = os.WriteFile(strings.TrimSuffix(h.gwLog, ".log")+".metrics.txt", b, 0o644)
 }
 
 func (h *harness) gwPID() int {
@@ -778,7 +756,11 @@ func cpuSeconds(pid int) float64 {
 // /proc/<pid>/task/*/schedstat (its first field, ns): utime+stime at ns
 // precision where stat counts 10 ms ticks. A thread that exits takes its
 // time with it (the Go runtime keeps its threads); 0 when it cannot read.
-func schedSeconds(pid int) float64 {
+func schedSeconds(pid int) float64 { return schedstatSum(pid, 0) / 1e9 }
+
+// schedstatSum sums field i of /proc/<pid>/task/*/schedstat over pid's
+// threads (0: time run, ns; 2: times scheduled in); 0 when it cannot read.
+func schedstatSum(pid, i int) float64 {
 	if pid == 0 {
 		return 0
 	}
@@ -786,18 +768,18 @@ func schedSeconds(pid int) float64 {
 	if err != nil {
 		return 0
 	}
-	var ns float64
+	var sum float64
 	for _, t := range tasks {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
 		if err != nil {
 			continue
 		}
-		if f := strings.Fields(string(data)); len(f) > 0 {
-			v, _ := strconv.ParseFloat(f[0], 64)
-			ns += v
+		if f := strings.Fields(string(data)); len(f) > i {
+			v, _ := strconv.ParseFloat(f[i], 64)
+			sum += v
 		}
 	}
-	return ns / 1e9
+	return sum
 }
 
 // statusKiB reads one "Vm...:  N kB" line of /proc/<pid>/status.

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -40,22 +39,11 @@ type manyFigures struct {
 // heapInuse reads go_memstats_heap_inuse_bytes from the gateway's /metrics
 // (0 when it cannot).
 func (h *harness) heapInuse() float64 {
-	resp, err := http.Get("http://" + h.admin + "/metrics")
+	body, err := exposition(h.admin)
 	if err != nil {
 		return 0
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(l, "go_memstats_heap_inuse_bytes "); ok {
-			x, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return x
-		}
-	}
-	return 0
+	return sumSeries(body, "go_memstats_heap_inuse_bytes")
 }
 
 func (h *harness) scMany() string {

@@ -249,16 +249,27 @@ func redisCmd(addr string, args ...string) (string, error) {
 // metricSum sums the samples of the series named name (any labels; for a
 // histogram, name_count) on the admin endpoint at admin.
 func metricSum(admin, name string) (float64, error) {
-	resp, err := http.Get("http://" + admin + "/metrics")
+	body, err := exposition(admin)
 	if err != nil {
 		return 0, err
+	}
+	return sumSeries(body, name), nil
+}
+
+// exposition is what the admin endpoint at admin's /metrics says (16 MiB
+// at most).
+func exposition(admin string) (string, error) {
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get("http://" + admin + "/metrics")
+	if err != nil {
+		return "", err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return 0, err
+		return "", err
 	}
-	return sumSeries(string(body), name), nil
+	return string(body), nil
 }
 
 // sumSeries sums the values of the exposition's lines of series name.

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,35 +14,27 @@ import (
 
 // Where the relaying process's time and a record's wait go (issue 35.1,
 // 35.2): for each run of a relaying path, the times its threads were
-// scheduled in (schedstat's second count: wake-ups, summed over threads),
-// with BENCH_SYSCALLS=1 the system calls it made (perf stat on
-// raw_syscalls:sys_enter, attached for the run), and for the gateway the
-// change of its engine's counters and histograms over the run (loop
-// events and tasks, pauses, splices), written to
-// metrics/<scenario>-<path>-<rep>.txt in the results.
+// scheduled in (schedstat's third field: wake-ups, summed over threads),
+// with BENCH_SYSCALLS=1 the system calls it made (perf stat, attached for
+// the run: all, and some one by one, <run>-syscalls.txt), with
+// BENCH_RUN_PROFILE=1 a perf record of the run (<run>.perf.data and its
+// flat profile, .txt), and for the gateway the change of its engine's
+// counters and histograms over the run (loop events and tasks, pauses,
+// splices, <run>.txt); <run> is metrics/<scenario>-<path>-<rep> in the
+// results.
 
-// schedSlices is the number of times pid's threads were scheduled in,
-// summed from /proc/<pid>/task/*/schedstat (its third field).
-func schedSlices(pid int) float64 {
-	if pid == 0 {
-		return 0
+// schedSlices is the number of times pid's threads were scheduled in.
+func schedSlices(pid int) float64 { return schedstatSum(pid, 2) }
+
+// runFile is the path of a run's file metrics/<scenario>-<path>-<rep><suffix>
+// in the results, its folder made; "" when it cannot be.
+func (h *harness) runFile(scenario, path string, rep int, suffix string) string {
+	dir := filepath.Join(h.out, "metrics")
+	if os.MkdirAll(dir, 0o755) != nil {
+		return ""
 	}
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
-		return 0
-	}
-	var n float64
-	for _, t := range tasks {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(data)); len(f) > 2 {
-			v, _ := strconv.ParseFloat(f[2], 64)
-			n += v
-		}
-	}
-	return n
+	slug := strings.NewReplacer(" ", "-", "/", "-", "(", "", ")", "", ",", "").Replace(scenario)
+	return filepath.Join(dir, fmt.Sprintf("%s-%s-%d%s", slug, path, rep, suffix))
 }
 
 // sysTrace counts the system calls of one process while it is attached:
@@ -87,7 +77,7 @@ func (h *harness) startSysTrace(pid int) *sysTrace {
 	return &sysTrace{cmd: cmd, file: f.Name()}
 }
 
-// stop detaches and returns the system calls counted (NaN: unknown).
+// stop detaches and returns the system calls counted (-1: unknown).
 func (t *sysTrace) stop() float64 {
 	if t == nil {
 		return -1
@@ -123,7 +113,7 @@ func (t *sysTrace) stop() float64 {
 }
 
 // breakdown is the calls counted one by one, per GiB of payload, most
-// first, as "name N" lines.
+// first, a `syscalls_per_gib{call="name"} N` line each.
 func (t *sysTrace) breakdown(bytes float64) string {
 	if t == nil || len(t.by) == 0 || bytes <= 0 {
 		return ""
@@ -140,20 +130,16 @@ func (t *sysTrace) breakdown(bytes float64) string {
 	return b.String()
 }
 
-// engineCounters reads the gateway's flexway_engine_* series (counters and
-// histogram buckets) from its /metrics; nil when it cannot.
+// engineCounters reads the gateway's flexway_engine_* and
+// flexway_requests_total series (counters and histogram buckets) from its
+// /metrics; nil when it cannot.
 func (h *harness) engineCounters() map[string]float64 {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + h.admin + "/metrics")
+	body, err := exposition(h.admin)
 	if err != nil {
 		return nil
 	}
-	defer resp.Body.Close()
 	m := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
+	for _, line := range strings.Split(body, "\n") {
 		if !strings.HasPrefix(line, "flexway_engine_") && !strings.HasPrefix(line, "flexway_requests_total") {
 			continue
 		}
@@ -169,26 +155,17 @@ func (h *harness) engineCounters() map[string]float64 {
 }
 
 // writeSyscalls writes a run's system calls one by one, per GiB, to
-// metrics/<scenario>-<path>-<rep>-syscalls.txt.
+// <run>-syscalls.txt.
 func (h *harness) writeSyscalls(scenario, path string, rep int, t *sysTrace, bytes float64) {
-	text := t.breakdown(bytes)
-	if text == "" {
-		return
+	if text := t.breakdown(bytes); text != "" {
+		if f := h.runFile(scenario, path, rep, "-syscalls.txt"); f != "" {
+			_ = os.WriteFile(f, []byte(text), 0o644)
+		}
 	}
-	dir := filepath.Join(h.out, "metrics")
-	if os.MkdirAll(dir, 0o755) != nil {
-		return
-	}
-	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%s-%d-syscalls.txt", runSlug(scenario), path, rep)), []byte(text), 0o644)
-}
-
-// runSlug is a scenario's name as a file name.
-func runSlug(scenario string) string {
-	return strings.NewReplacer(" ", "-", "/", "-", "(", "", ")", "", ",", "").Replace(scenario)
 }
 
 // writeCounterDelta writes what changed between before and after, one
-// series a line, sorted, to metrics/<scenario>-<path>-<rep>.txt.
+// series a line, sorted, to <run>.txt.
 func (h *harness) writeCounterDelta(scenario, path string, rep int, before, after map[string]float64) {
 	if before == nil || after == nil {
 		return
@@ -200,11 +177,9 @@ func (h *harness) writeCounterDelta(scenario, path string, rep int, before, afte
 		}
 	}
 	sort.Strings(lines)
-	dir := filepath.Join(h.out, "metrics")
-	if os.MkdirAll(dir, 0o755) != nil {
-		return
+	if f := h.runFile(scenario, path, rep, ".txt"); f != "" {
+		_ = os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	}
-	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%s-%d.txt", runSlug(scenario), path, rep)), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 }
 
 // runProfile samples one relaying process's CPU while it is attached
@@ -220,11 +195,10 @@ func (h *harness) startRunProfile(pid int, scenario, path string, rep int) *runP
 	if !h.runProfiles || pid == 0 {
 		return nil
 	}
-	dir := filepath.Join(h.out, "metrics")
-	if os.MkdirAll(dir, 0o755) != nil {
+	data := h.runFile(scenario, path, rep, ".perf.data")
+	if data == "" {
 		return nil
 	}
-	data := filepath.Join(dir, fmt.Sprintf("%s-%s-%d.perf.data", runSlug(scenario), path, rep))
 	cmd := exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-p", strconv.Itoa(pid), "-o", data)
 	cmd.SysProcAttr = dieWith(syscall.SIGKILL)
 	if err := cmd.Start(); err != nil {

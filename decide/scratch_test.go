@@ -46,13 +46,7 @@ func TestSessionsShareOneScratch(t *testing.T) {
 		t.Fatalf("globex's request as forwarded: %q", fwd)
 	}
 
-	pa := kmsg.NewPtrProduceResponse()
-	pa.Version = 9
-	pat := kmsg.NewProduceResponseTopic()
-	pat.Topic = "acme.orders"
-	pat.Partitions = append(pat.Partitions, kmsg.NewProduceResponseTopicPartition())
-	pa.Topics = append(pa.Topics, pat)
-	answer := append(codec.AppendResponseHeader(nil, 0, 9, 100), pa.AppendTo(nil)...)
+	answer := newHotFrames().produceAnswer // acme.orders, partition 0, no error
 	if err := acme.Response(&ap, answer); err != nil {
 		t.Fatal(err)
 	}

@@ -214,7 +214,7 @@ func readRuns(path string) ([]result, error) {
 		}
 		rep, _ := strconv.Atoi(c[head["run"]])
 		out = append(out, result{scenario: c[0], path: c[1], rep: rep, recs: num("records_s"), mibps: num("mib_s"),
-			p50: num("p50_ms"), p99: num("p99_ms"), p999: num("p999_ms"), bytes: num("bytes"), hopCPU: num("hop_cpu_s"),
+			p50: num("p50_ms"), p90: num("p90_ms"), p95: num("p95_ms"), p99: num("p99_ms"), p999: num("p999_ms"), bytes: num("bytes"), hopCPU: num("hop_cpu_s"),
 			hopHWM: num("hop_peak_rss_kib"), brCPU: num("broker_cpu_s"), wall: num("wall_s"), note: note,
 			later: num("later_max_ms"), failed: strings.HasPrefix(note, "FAILED")})
 	}
@@ -309,7 +309,8 @@ func (c *composer) markdown() string {
 	}
 	b.WriteString("\n*ratio*: the path's throughput over direct's, median of the per-run ratios (min–max); *CPU*: the relaying\n" +
 		"process's CPU seconds per GiB of payload; *RSS*: its peak (VmHWM). Medians, min–max in brackets. 1 KiB records.\n" +
-		"Half-load rows: p50 / p99 ms (the Java producer's: then its worst after the first 5 s).\n\n")
+		"Half-load rows: p50 / p90 / p99 ms (the Java producer's: p50 / p95 / p99, perf-test prints no p90, then its worst after\n" +
+		"the first 5 s).\n\n")
 	b.WriteString("| workload | direct | flexway: ratio · CPU s/GiB · RSS | splice relay: ratio · CPU s/GiB · RSS | Go proxy: ratio · CPU s/GiB · RSS | measured |\n")
 	b.WriteString("| --- | --: | --- | --- | --- | --- |\n")
 	for _, r := range c.rows {

@@ -942,7 +942,7 @@ func (h *harness) reachedOne(e *reachedEnv, lib, dir, gw string, rep int, k reac
 		if dir == "produce" {
 			n = e.nP
 		}
-		res := result{p50: nan, p99: nan, p999: nan, bytes: float64(n) * 1024}
+		res := result{p50: nan, p90: nan, p95: nan, p99: nan, p999: nan, bytes: float64(n) * 1024}
 		if runErr != nil {
 			res.note = "failed"
 		}

@@ -22,6 +22,8 @@ type result struct {
 	recs     float64 // records/s
 	mibps    float64
 	p50      float64 // ms; NaN when the tool measures no latency
+	p90      float64 // loadgen's; NaN for perf-test's producer, which prints none
+	p95      float64 // loadgen's and perf-test's
 	p99      float64
 	p999     float64
 	// later: perf-test's producer, the highest of its 5 s windows' maximum
@@ -223,10 +225,10 @@ func (h *harness) record(r result) {
 	if err != nil {
 		// hop_*: the relaying process of the path (gateway or relay; 0 direct)
 		// later_max_ms: perf-test's producer, the highest window maximum after its first 5 s
-		fmt.Fprintln(f, "scenario\tpath\trun\trecords_s\tmib_s\tp50_ms\tp99_ms\tp999_ms\tbytes\thop_cpu_s\thop_cpu_s_per_gib\thop_peak_rss_kib\tbroker_cpu_s\twall_s\tnote\tlater_max_ms")
+		fmt.Fprintln(f, "scenario\tpath\trun\trecords_s\tmib_s\tp50_ms\tp99_ms\tp999_ms\tbytes\thop_cpu_s\thop_cpu_s_per_gib\thop_peak_rss_kib\tbroker_cpu_s\twall_s\tnote\tlater_max_ms\tp90_ms\tp95_ms")
 	}
-	fmt.Fprintf(f, "%s\t%s\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.3f\t%.3f\t%.0f\t%.3f\t%.2f\t%s\t%.1f\n",
-		r.scenario, r.path, r.rep, r.recs, r.mibps, r.p50, r.p99, r.p999, r.bytes, r.hopCPU, r.hopCPUPerGiB(), r.hopHWM, r.brCPU, r.wall, r.note, r.later)
+	fmt.Fprintf(f, "%s\t%s\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.3f\t%.3f\t%.0f\t%.3f\t%.2f\t%s\t%.1f\t%.2f\t%.2f\n",
+		r.scenario, r.path, r.rep, r.recs, r.mibps, r.p50, r.p99, r.p999, r.bytes, r.hopCPU, r.hopCPUPerGiB(), r.hopHWM, r.brCPU, r.wall, r.note, r.later, r.p90, r.p95)
 	h.results = append(h.results, r)
 }
 
@@ -276,7 +278,7 @@ func parsePerfProducer(out string, size, n int) (result, error) {
 			}
 		}
 	}
-	return result{recs: num(2), mibps: num(3), p50: num(6), p99: num(8), p999: num(9), later: later, bytes: sent * float64(size)}, nil
+	return result{recs: num(2), mibps: num(3), p50: num(6), p90: nan, p95: num(7), p99: num(8), p999: num(9), later: later, bytes: sent * float64(size)}, nil
 }
 
 // ConsumerPerformance prints a header line then one line of values:
@@ -404,13 +406,20 @@ func (h *harness) loadgen(path, phase string, n, size, rate int, linger time.Dur
 			kv[k] = x
 		}
 	}
-	r := result{recs: kv["rec_s"], mibps: kv["mib_s"], p50: nan, p99: nan, p999: nan, bytes: kv["records"] * float64(size),
+	r := result{recs: kv["rec_s"], mibps: kv["mib_s"], p50: nan, p90: nan, p95: nan, p99: nan, p999: nan, bytes: kv["records"] * float64(size),
 		slowest: kv["slowest_s"]}
 	if c := kv["clients"]; c > 0 {
 		r.note = fmt.Sprintf("clients=%.0f connects=%.0f read_errors=%.0f", c, kv["connects"], kv["read_errors"])
 	}
 	if phase == "produce" {
 		r.p50, r.p99, r.p999 = kv["p50_ms"], kv["p99_ms"], kv["p999_ms"]
+		r.p90, r.p95 = nan, nan
+		if v, ok := kv["p90_ms"]; ok {
+			r.p90 = v
+		}
+		if v, ok := kv["p95_ms"]; ok {
+			r.p95 = v
+		}
 	}
 	return r, nil
 }
@@ -763,17 +772,41 @@ func (h *harness) summaryTable() string {
 	return b.String()
 }
 
-// latCell is "p50 / p99" (medians) of sc on path p, in ms, and for
-// perf-test's producer the median of its runs' worst latency after the
-// first 5 s ("after 5 s: max M").
+// latCell is "p50 / p90 / p99" (medians) of sc on path p, in ms
+// ("p50 / p95 / p99" for perf-test's producer, which prints no p90; "p50 /
+// p99" for runs before either was kept), and for perf-test's producer the
+// median of its runs' worst latency after the first 5 s ("after 5 s: max M").
 func (h *harness) latCell(sc, p string) string {
 	p50 := median(h.pick(sc, p, func(r result) float64 { return r.p50 }))
 	p99 := median(h.pick(sc, p, func(r result) float64 { return r.p99 }))
-	c := fmtMS(p50) + " / " + fmtMS(p99) + " ms"
+	mid := ""
+	if m := h.midCell(sc, p); m != "" {
+		mid = " / " + m
+	}
+	c := fmtMS(p50) + mid + " / " + fmtMS(p99) + " ms"
 	if l := h.laterOf(sc, p); len(l) > 0 {
 		c += " (after 5 s: max " + fmtMS(median(l)) + ")"
 	}
 	return c
+}
+
+// midCell is the median p90 of sc on path p in ms, "p95 X" where the tool
+// prints no p90 (perf-test's producer), "" where neither was kept (runs
+// read back from before they were: 0).
+func (h *harness) midCell(sc, p string) string {
+	kept := func(x float64) float64 {
+		if x <= 0 {
+			return nan
+		}
+		return x
+	}
+	if v := median(h.pick(sc, p, func(r result) float64 { return kept(r.p90) })); !math.IsNaN(v) {
+		return fmtMS(v)
+	}
+	if v := median(h.pick(sc, p, func(r result) float64 { return kept(r.p95) })); !math.IsNaN(v) {
+		return "p95 " + fmtMS(v)
+	}
+	return ""
 }
 
 // laterOf: the runs' result.later of sc on path p, those that have one.
@@ -816,8 +849,8 @@ func (h *harness) table() string {
 	}
 	fmt.Fprintf(&b, "hop: the relaying process (%s): utime+stime per GiB of payload; peak RSS: VmHWM during the run.\n\n", procs)
 	fmt.Fprintf(&b, "max after 5 s: perf-test's producer, the worst latency of its windows after the first (median, min–max).\n\n")
-	fmt.Fprintln(&b, "| scenario | path | records/s | MiB/s | p50 ms | p99 ms | p99.9 ms | /direct | +p99 ms | hop CPU s/GiB | hop peak RSS MiB | max after 5 s ms |")
-	fmt.Fprintln(&b, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(&b, "| scenario | path | records/s | MiB/s | p50 ms | p90 ms | p99 ms | p99.9 ms | /direct | +p99 ms | hop CPU s/GiB | hop peak RSS MiB | max after 5 s ms |")
+	fmt.Fprintln(&b, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, sc := range h.scenarios() {
 		dm := median(h.pick(sc, direct, func(r result) float64 { return r.mibps }))
 		dp99 := median(h.pick(sc, direct, func(r result) float64 { return r.p99 }))
@@ -826,7 +859,7 @@ func (h *harness) table() string {
 			fails := h.failures(sc, p)
 			if len(recs) == 0 {
 				if fails != "" {
-					fmt.Fprintf(&b, "| %s | %s (%s) | | | | | | | | | | |\n", sc, p, fails)
+					fmt.Fprintf(&b, "| %s | %s (%s) | | | | | | | | | | | |\n", sc, p, fails)
 				}
 				continue
 			}
@@ -844,9 +877,9 @@ func (h *harness) table() string {
 				cpu = spread(h.pick(sc, p, result.hopCPUPerGiB), "%.2f")
 				rss = fmt.Sprintf("%.0f", median(h.pick(sc, p, func(r result) float64 { return r.hopHWM }))/1024)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, name,
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, name,
 				median(recs), spread(mib, "%.1f"),
-				fmtMS(median(h.pick(sc, p, func(r result) float64 { return r.p50 }))),
+				fmtMS(median(h.pick(sc, p, func(r result) float64 { return r.p50 }))), h.midCell(sc, p),
 				spreadMS(h.pick(sc, p, func(r result) float64 { return r.p99 })),
 				fmtMS(median(h.pick(sc, p, func(r result) float64 { return r.p999 }))),
 				ratio, addP99, cpu, rss, spreadMS(h.laterOf(sc, p)))

@@ -115,8 +115,9 @@ func TestParsePerfProducer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.p99 != 305 || r.p50 != 1 || r.later != 31.5 || r.mibps != 41.97 {
-		t.Fatalf("parsed p50 %v p99 %v later %v MiB/s %v; want 1, 305, 31.5 (the windows after the first), 41.97", r.p50, r.p99, r.later, r.mibps)
+	if r.p99 != 305 || r.p50 != 1 || r.later != 31.5 || r.mibps != 41.97 || r.p95 != 260 || !math.IsNaN(r.p90) {
+		t.Fatalf("parsed p50 %v p95 %v p90 %v p99 %v later %v MiB/s %v; want 1, 260, NaN (perf-test prints none), 305, 31.5 (the windows after the first), 41.97",
+			r.p50, r.p95, r.p90, r.p99, r.later, r.mibps)
 	}
 	// One window only (a short run): no "after".
 	one := "1000 records sent, 999.0 records/sec (0.98 MB/sec), 9.0 ms avg latency, 300.0 ms max latency.\n" +
@@ -142,6 +143,31 @@ func TestParsePerfProducer(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+// Issue 35.2: the half-load cells say p50 / p90 / p99 (loadgen), p50 / p95
+// / p99 for perf-test's producer (it prints no p90), and p50 / p99 for runs
+// read back from before either was kept.
+func TestHalfLoadCellsSayTheMiddle(t *testing.T) {
+	h := &harness{repeat: 3}
+	fx := scProduceFixed("all", 43000)
+	h.fixed = []string{fx}
+	for i := range 3 {
+		g := float64(i)
+		h.results = append(h.results,
+			result{scenario: fx, path: direct, rep: i + 1, recs: 1, mibps: 1, p50: 2, p90: 5 + g, p95: 7, p99: 20, later: nan},
+			result{scenario: fx, path: gateway, rep: i + 1, recs: 1, mibps: 1, bytes: 1 << 30, p50: 3, p90: nan, p95: 30 + g, p99: 40, later: nan},
+			result{scenario: fx, path: relay, rep: i + 1, recs: 1, mibps: 1, bytes: 1 << 30, p50: 4, p99: 50, later: nan})
+	}
+	s := h.summaryTable()
+	for _, want := range []string{"2.00 / 6.00 / 20.0 ms", "3.00 / p95 31.0 / 40.0 ms", "4.00 / 50.0 ms"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+	if d := h.table(); !strings.Contains(d, "| p50 ms | p90 ms | p99 ms |") || !strings.Contains(d, "| 2.00 | 6.00 | 20.0 (20.0–20.0) |") {
+		t.Errorf("the detail table lacks the p90 column or direct's 6.00:\n%s", d)
 	}
 }
 

@@ -3,7 +3,7 @@
 // acknowledgement, then (unless -consume=false) consumes N records of the
 // topic from the start, and prints one RESULT line per phase:
 //
-//	RESULT phase=produce records=N seconds=T rec_s=X mib_s=Y p50_ms=A p99_ms=B p999_ms=C
+//	RESULT phase=produce records=N seconds=T rec_s=X mib_s=Y p50_ms=A p90_ms=B p95_ms=C p99_ms=D p999_ms=E
 //	RESULT phase=consume records=N seconds=T rec_s=X mib_s=Y
 //
 // Produce latency is per record, from Produce to its acknowledgement (as
@@ -183,8 +183,8 @@ func runProduce(base []kgo.Opt, topic string, n, size int, acks string, linger t
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	q := func(p float64) float64 { return float64(lat[min(int(p*float64(n)), n-1)]) / 1000 }
-	fmt.Printf("RESULT phase=produce records=%d seconds=%.3f rec_s=%.1f mib_s=%.2f p50_ms=%.2f p99_ms=%.2f p999_ms=%.2f\n",
-		n, el.Seconds(), float64(n)/el.Seconds(), float64(n)*float64(size)/(1<<20)/el.Seconds(), q(0.50), q(0.99), q(0.999))
+	fmt.Printf("RESULT phase=produce records=%d seconds=%.3f rec_s=%.1f mib_s=%.2f p50_ms=%.2f p90_ms=%.2f p95_ms=%.2f p99_ms=%.2f p999_ms=%.2f\n",
+		n, el.Seconds(), float64(n)/el.Seconds(), float64(n)*float64(size)/(1<<20)/el.Seconds(), q(0.50), q(0.90), q(0.95), q(0.99), q(0.999))
 	return nil
 }
 

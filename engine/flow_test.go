@@ -3,7 +3,6 @@ package engine
 // Issue 11.3: memory bounded by the budgets, using the read pause.
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -135,28 +133,12 @@ func TestFlowBrokerNotReadUntilClientReads(t *testing.T) {
 // (hex, as /proc/net/tcp says it) and bytes not acknowledged.
 func tcpSockets(t *testing.T, port int) (states []string, txq []int64) {
 	t.Helper()
-	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		f, err := os.Open(name)
-		if err != nil {
-			continue
+	eachTCPSocket(func(s tcpSocket) bool {
+		if s.local == port {
+			states, txq = append(states, s.state), append(txq, s.txq)
 		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			fs := strings.Fields(sc.Text())
-			if len(fs) < 5 || fs[0] == "sl" {
-				continue
-			}
-			i := strings.LastIndexByte(fs[1], ':')
-			p, err := strconv.ParseInt(fs[1][i+1:], 16, 32)
-			if err != nil || int(p) != port {
-				continue
-			}
-			q := strings.SplitN(fs[4], ":", 2)
-			tx, _ := strconv.ParseInt(q[0], 16, 64)
-			states, txq = append(states, fs[3]), append(txq, tx)
-		}
-		f.Close()
-	}
+		return true
+	})
 	return states, txq
 }
 

@@ -11,32 +11,50 @@ import (
 	"time"
 )
 
-// pairState is the state (hex, as /proc/net/tcp says it) and send queue
-// of the gateway's socket on local port port towards remote port peer;
-// "" once there is none.
-func pairState(port, peer int) (state string, txq int64) {
+// tcpSocket is one line of /proc/net/tcp or tcp6: its ports, its state
+// (hex, as the kernel writes it) and its bytes not acknowledged.
+type tcpSocket struct {
+	local, remote int
+	state         string
+	txq           int64
+}
+
+// eachTCPSocket calls f for every TCP socket the kernel lists until f says
+// stop: the one reader of /proc/net/tcp of the engine's tests.
+func eachTCPSocket(f func(s tcpSocket) (more bool)) {
 	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		f, err := os.Open(name)
+		fd, err := os.Open(name)
 		if err != nil {
 			continue
 		}
-		sc := bufio.NewScanner(f)
+		sc := bufio.NewScanner(fd)
 		for sc.Scan() {
 			fs := strings.Fields(sc.Text())
 			if len(fs) < 5 || fs[0] == "sl" {
 				continue
 			}
-			if portOf(fs[1]) != port || portOf(fs[2]) != peer {
-				continue
-			}
 			q := strings.SplitN(fs[4], ":", 2)
 			tx, _ := strconv.ParseInt(q[0], 16, 64)
-			f.Close()
-			return fs[3], tx
+			if !f(tcpSocket{local: portOf(fs[1]), remote: portOf(fs[2]), state: fs[3], txq: tx}) {
+				fd.Close()
+				return
+			}
 		}
-		f.Close()
+		fd.Close()
 	}
-	return "", 0
+}
+
+// pairState is the state and send queue of the gateway's socket on local
+// port port towards remote port peer; "" once there is none.
+func pairState(port, peer int) (state string, txq int64) {
+	eachTCPSocket(func(s tcpSocket) bool {
+		if s.local != port || s.remote != peer {
+			return true
+		}
+		state, txq = s.state, s.txq
+		return false
+	})
+	return state, txq
 }
 
 func portOf(hexAddr string) int {

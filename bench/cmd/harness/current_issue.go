@@ -34,11 +34,11 @@ var issueRows = []issueRow{
 		return strings.HasPrefix(sc, "franz-go consume 1 KiB, fetch 50 MiB / 10 MiB per partition, ")
 	}, "thr"},
 	{func(sc string) string {
-		return "p99 at half load: Java producer at " + rateLabel(sc) + ", p50 / p99; worst after the first 5 s"
+		return "p99 at half load: Java producer at " + rateLabel(sc) + ", p50 / p95 / p99; worst after the first 5 s"
 	}, func(sc string) bool {
 		return strings.HasPrefix(sc, "perf-test produce 1 KiB acks=all (16 KiB batches), fixed ")
 	}, "fixed"},
-	{func(sc string) string { return "p99 at half load: franz-go at " + rateLabel(sc) + ", p50 / p99" },
+	{func(sc string) string { return "p99 at half load: franz-go at " + rateLabel(sc) + ", p50 / p90 / p99" },
 		func(sc string) bool {
 			return strings.HasPrefix(sc, "franz-go produce 1 KiB acks=all, fixed ") && !strings.Contains(sc, "linger 0")
 		}, "fixed"},
@@ -111,7 +111,8 @@ func (c *composer) goproxyBin() string {
 // issueCell is the cell of scenario sc on path p, in the current table's
 // shape, and the number of runs behind it:
 //   - thr: direct "MiB/s (min–max)", a hop "ratio (min–max) · CPU s/GiB · RSS";
-//   - fixed: "p50 / p99 ms" (perf-test's: "; worst after 5 s ms"), a hop's
+//   - fixed: "p50 / p90 / p99 ms" (perf-test's: "p50 / p95 / p99 ms; worst
+//     after 5 s ms"; "p50 / p99 ms" for runs before the middle was kept), a hop's
 //     followed by "· CPU s/GiB · RSS";
 //   - rss: a hop's "RSS · CPU s/GiB · MiB/s" (direct: –).
 func issueCell(h *harness, kind, sc, p string) (string, int) {
@@ -139,7 +140,11 @@ func issueCell(h *harness, kind, sc, p string) (string, int) {
 	case "fixed":
 		p50 := median(h.pick(sc, p, func(r result) float64 { return r.p50 }))
 		p99 := median(h.pick(sc, p, func(r result) float64 { return r.p99 }))
-		cell = fmtMS(p50) + " / " + fmtMS(p99) + " ms"
+		mid := ""
+		if m := strings.TrimPrefix(h.midCell(sc, p), "p95 "); m != "" { // the row's name says which
+			mid = " / " + m
+		}
+		cell = fmtMS(p50) + mid + " / " + fmtMS(p99) + " ms"
 		if l := h.laterOf(sc, p); len(l) > 0 {
 			cell += "; " + fmtMS(median(l)) + " ms"
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,9 +131,14 @@ func (t *sysTrace) breakdown(bytes float64) string {
 	return b.String()
 }
 
-// engineCounters reads the gateway's flexway_engine_* and
-// flexway_requests_total series (counters and histogram buckets) from its
-// /metrics; nil when it cannot.
+// runSeries are the prefixes of the gateway's series kept per run: the
+// engine's counters and histograms, the requests judged and the bytes
+// relayed (what part of them was spliced: flexway_engine_spliced_bytes_total
+// over flexway_kafka_bytes_total).
+var runSeries = []string{"flexway_engine_", "flexway_kafka_requests_total", "flexway_kafka_bytes_total"}
+
+// engineCounters reads the gateway's runSeries (counters and histogram
+// buckets) from its /metrics; nil when it cannot.
 func (h *harness) engineCounters() map[string]float64 {
 	body, err := exposition(h.admin)
 	if err != nil {
@@ -140,7 +146,7 @@ func (h *harness) engineCounters() map[string]float64 {
 	}
 	m := map[string]float64{}
 	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, "flexway_engine_") && !strings.HasPrefix(line, "flexway_requests_total") {
+		if !slices.ContainsFunc(runSeries, func(p string) bool { return strings.HasPrefix(line, p) }) {
 			continue
 		}
 		i := strings.LastIndexByte(line, ' ')

@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 )
@@ -141,8 +142,8 @@ func issueCell(h *harness, kind, sc, p string) (string, int) {
 		p50 := median(h.pick(sc, p, func(r result) float64 { return r.p50 }))
 		p99 := median(h.pick(sc, p, func(r result) float64 { return r.p99 }))
 		mid := ""
-		if m := strings.TrimPrefix(h.midCell(sc, p), "p95 "); m != "" { // the row's name says which
-			mid = " / " + m
+		if v, _ := h.midPct(sc, p); !math.IsNaN(v) { // the row's name says which
+			mid = " / " + fmtMS(v)
 		}
 		cell = fmtMS(p50) + mid + " / " + fmtMS(p99) + " ms"
 		if l := h.laterOf(sc, p); len(l) > 0 {

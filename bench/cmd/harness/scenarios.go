@@ -790,10 +790,10 @@ func (h *harness) latCell(sc, p string) string {
 	return c
 }
 
-// midCell is the median p90 of sc on path p in ms, "p95 X" where the tool
-// prints no p90 (perf-test's producer), "" where neither was kept (runs
-// read back from before they were: 0).
-func (h *harness) midCell(sc, p string) string {
+// midPct is the median p90 of sc on path p in ms, or its p95 where the
+// tool prints no p90 (perf-test's producer: p95 true); NaN where neither
+// was kept (runs read back from before they were: 0).
+func (h *harness) midPct(sc, p string) (ms float64, p95 bool) {
 	kept := func(x float64) float64 {
 		if x <= 0 {
 			return nan
@@ -801,12 +801,21 @@ func (h *harness) midCell(sc, p string) string {
 		return x
 	}
 	if v := median(h.pick(sc, p, func(r result) float64 { return kept(r.p90) })); !math.IsNaN(v) {
-		return fmtMS(v)
+		return v, false
 	}
-	if v := median(h.pick(sc, p, func(r result) float64 { return kept(r.p95) })); !math.IsNaN(v) {
+	return median(h.pick(sc, p, func(r result) float64 { return kept(r.p95) })), true
+}
+
+// midCell is midPct as a cell: "X", "p95 X", or "".
+func (h *harness) midCell(sc, p string) string {
+	v, p95 := h.midPct(sc, p)
+	switch {
+	case math.IsNaN(v):
+		return ""
+	case p95:
 		return "p95 " + fmtMS(v)
 	}
-	return ""
+	return fmtMS(v)
 }
 
 // laterOf: the runs' result.later of sc on path p, those that have one.

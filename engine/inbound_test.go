@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flexway/flexway/codec"
+	"github.com/flexway/flexway/configs"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -226,8 +227,10 @@ func TestRequestsBeingReadCountedOverTLS(t *testing.T) {
 	waitUntil(t, 60*time.Second, "the tenant's share reached over TLS", func() bool {
 		return te.e.env.Series.ReadWaits.Load() > 0 && b.Requests.Used() >= inboundShare-7<<20
 	})
-	// One read per connection, and a TLS record's worth decrypted ahead.
-	bound := int64(inboundShare) + conns*(readCap+32<<10)
+	// One read per connection, what its handshake's worker was fed and
+	// had not read (TestHandshakeFeedBounded), and a TLS record's worth
+	// decrypted ahead.
+	bound := int64(inboundShare) + conns*(readCap+int64(configs.UnauthenticatedMaxRequestBytes)+32<<10)
 	if p := peak.Load(); p > bound {
 		t.Errorf("requests being read over TLS held %d bytes, over %d", p, bound)
 	}
@@ -237,4 +240,79 @@ func TestRequestsBeingReadCountedOverTLS(t *testing.T) {
 	wg.Wait()
 	waitUntil(t, 10*time.Second, "every byte given back", func() bool { return b.Requests.Used() == 0 })
 	t.Logf("over TLS: requests peak %d bytes (bound %d), %d read pauses", peak.Load(), bound, te.e.env.Series.ReadWaits.Load())
+}
+
+// B2, L3: what a TLS client sends while its handshake's worker has not
+// ended (a TLS 1.3 client sends as soon as its Finished is out) is fed to
+// the worker up to one unauthenticated request's bound, counted, and the
+// client is not read past it: the rest waits in the kernel. When the
+// handshake ends the client is read on, and every byte is given back at
+// its close. Here the worker is held in VerifyConnection while four
+// certificate clients each send 6 MiB of a 7 MiB request.
+func TestHandshakeFeedBounded(t *testing.T) {
+	te := newTLSEnv(t, inboundListener)
+	b := &te.e.env.Bounds
+	readCap := int64(te.e.opts.ReadBufferCap)
+	gate := make(chan struct{})
+	var verifying atomic.Int32
+	// Set before any client dials; the handshakes' workers read it.
+	te.e.env.Sec.TLSConfig.VerifyConnection = func(tls.ConnectionState) error {
+		verifying.Add(1)
+		<-gate
+		return nil
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			close(gate)
+		}
+	}()
+	stop := make(chan struct{})
+	defer close(stop)
+	peak := samplePeak(b.Requests.Used, stop)
+	const conns = 4
+	frame := partialMetadata(7<<20, 6<<20)
+	cert := te.client["billing"]
+	dial := te.dialer(&cert, tls.VersionTLS13, tls.VersionTLS13)
+	var cs []net.Conn
+	var wg sync.WaitGroup
+	var written atomic.Int32
+	for i := 0; i < conns; i++ {
+		c, err := dial(context.Background(), "tcp", te.boot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.SetWriteDeadline(time.Now().Add(60 * time.Second))
+			if _, err := c.Write(frame); err == nil {
+				written.Add(1)
+			}
+		}()
+	}
+	waitUntil(t, 20*time.Second, "each client's reads paused in its handshake", func() bool {
+		return verifying.Load() == conns && te.e.env.Series.ReadWaits.Load() >= conns
+	})
+	bound := int64(conns) * (readCap + int64(configs.UnauthenticatedMaxRequestBytes))
+	if p := peak.Load(); p > bound {
+		t.Errorf("during the handshakes the gateway held %d bytes, over %d (one read and one unauthenticated request each)", p, bound)
+	}
+	if n := written.Load(); n != 0 {
+		t.Errorf("%d clients wrote their 6 MiB while their handshake was held: read past the bound", n)
+	}
+	handshakes := peak.Load()
+	close(gate)
+	opened = true
+	whole := int64(conns) * (7<<20 + codec.SizeLen)
+	waitUntil(t, 30*time.Second, "every client read on after its handshake", func() bool {
+		return written.Load() == conns && b.Requests.Used() == whole
+	})
+	for _, c := range cs {
+		_ = c.Close()
+	}
+	wg.Wait()
+	waitUntil(t, 10*time.Second, "every byte given back", func() bool { return b.Requests.Used() == 0 })
+	t.Logf("during the handshakes: peak %d bytes (bound %d); after: %d", handshakes, bound, whole)
 }

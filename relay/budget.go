@@ -112,24 +112,49 @@ func (b *Budget) SyncInbound(in int64) {
 }
 
 // Fits says whether the connection may hold in bytes read and not handled
-// (instead of the Inbound it holds): within its own bound, beside the
-// answers it holds, and within the tenant's and the replica's shares.
-// Unlike an answer, a request never passes alone: a request that does not
-// fit waits, unread, in the kernel (B2). Bytes read are never a reason to
-// stop reading below floor (one read).
+// (instead of the Inbound it holds) and, when it may, counts them as
+// SyncInbound does: within its own bound, beside the answers it holds,
+// and within the tenant's and the replica's shares. The shares are taken
+// by compare-and-swap, so loops counting at once never pass a share
+// together (a check then an add would let each of them see the room
+// another is taking). Unlike an answer, a request never passes alone: a
+// request that does not fit waits, unread, in the kernel (B2), and
+// nothing is counted. Bytes read are never a reason to stop reading below
+// floor (one read).
 func (b *Budget) Fits(in, floor int64) bool {
 	d := in - b.Inbound
 	switch {
 	case in <= floor || d <= 0:
+		b.SyncInbound(in)
 		return true
 	case b.Reserved+b.Outbound+in > b.Limit:
 		return false
-	case b.Tenant != nil && b.Tenant.used.Load()+d > b.Tenant.Limit:
+	case b.Tenant != nil && !b.Tenant.take(d):
 		return false
-	case b.Replica != nil && b.Replica.used.Load()+d > b.Replica.Limit:
+	case b.Replica != nil && !b.Replica.take(d):
+		if b.Tenant != nil {
+			b.Tenant.used.Add(-d)
+		}
 		return false
 	}
+	b.Inbound = in
+	if b.Requests != nil {
+		b.Requests.used.Add(d)
+	}
 	return true
+}
+
+// take adds d (> 0) to the bytes held if they stay within the limit.
+func (s *Shared) take(d int64) bool {
+	for {
+		u := s.used.Load()
+		if u+d > s.Limit {
+			return false
+		}
+		if s.used.CompareAndSwap(u, u+d) {
+			return true
+		}
+	}
 }
 
 // Share counts what the connection holds (reserved, unread, read and not

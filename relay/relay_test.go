@@ -2,6 +2,8 @@ package relay
 
 import (
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -272,30 +274,42 @@ func TestInboundFitsAtTheBounds(t *testing.T) {
 			t.Errorf("idle connection, %d bytes read: fits %v, want %v", c.in, got, c.fits)
 		}
 	}
+	b.SyncInbound(0)
 	b.Reserve(20)
-	if b.Fits(31, floor) || !b.Fits(30, floor) {
-		t.Errorf("beside 20 reserved, 30 read must fit and 31 not")
+	if b.Fits(31, floor) {
+		t.Errorf("beside 20 reserved, 31 read fits")
 	}
-	b.SyncInbound(30)
+	if tenant.Used() != 20 || reqs.Used() != 0 {
+		t.Errorf("a request that does not fit is counted: tenant %d, requests %d", tenant.Used(), reqs.Used())
+	}
+	if !b.Fits(30, floor) {
+		t.Errorf("beside 20 reserved, 30 read does not fit")
+	}
 	if tenant.Used() != 50 || replica.Used() != 50 || reqs.Used() != 30 {
 		t.Errorf("counted: tenant %d, replica %d, requests %d", tenant.Used(), replica.Used(), reqs.Used())
 	}
 	if !b.Fits(30, floor) || !b.Fits(10, floor) {
 		t.Error("what is already counted, or less, always fits")
 	}
-	tenant.used.Add(50) // another connection of the tenant: 100, its share
-	if b.Fits(31, floor) {
+	if reqs.Used() != 10 {
+		t.Errorf("less read counted: requests %d, want 10", reqs.Used())
+	}
+	tenant.used.Add(70) // another connection of the tenant: 100, its share
+	if b.Fits(11, floor) {
 		t.Error("a byte past the tenant's share fits")
 	}
 	if !b.Fits(floor, floor) {
 		t.Error("the floor does not fit")
 	}
-	tenant.used.Add(-50)
-	replica.used.Add(950) // the replica at its bound
-	if b.Fits(31, floor) {
+	tenant.used.Add(-70)
+	replica.used.Add(975) // the replica at its bound: 20 reserved, 5 read
+	if b.Fits(6, floor) {
 		t.Error("a byte past the replica's budget fits")
 	}
-	replica.used.Add(-950)
+	if tenant.Used() != 25 || replica.Used() != 1000 || reqs.Used() != 5 {
+		t.Errorf("a request the replica refused is counted: tenant %d, replica %d, requests %d", tenant.Used(), replica.Used(), reqs.Used())
+	}
+	replica.used.Add(-975)
 	b.Release(20)
 	b.SyncInbound(0)
 	if tenant.Used() != 0 || replica.Used() != 0 || reqs.Used() != 0 {
@@ -308,5 +322,34 @@ func TestInboundFitsAtTheBounds(t *testing.T) {
 	pre.Share(t2)
 	if t2.Used() != 7 || replica.Used() != 7 {
 		t.Errorf("after Share: tenant %d, replica %d, want 7 and 7", t2.Used(), replica.Used())
+	}
+}
+
+// B2 (issue 33.1): connections on several loops asking at once never
+// pass a share together: Fits takes the room it grants, so no two of them
+// can each see the room the other is taking.
+func TestInboundFitsAtOnceNeverPassesTheShare(t *testing.T) {
+	const conns, frame, rounds = 8, 7, 2000
+	for r := 0; r < rounds; r++ {
+		tenant, replica := &Shared{Limit: 4 * frame}, &Shared{Limit: 1 << 40}
+		var start, done sync.WaitGroup
+		start.Add(1)
+		var granted atomic.Int64
+		for i := 0; i < conns; i++ {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				b := Budget{Limit: 2 * frame, Tenant: tenant, Replica: replica}
+				start.Wait()
+				if b.Fits(frame, 1) {
+					granted.Add(1)
+				}
+			}()
+		}
+		start.Done()
+		done.Wait()
+		if g, u := granted.Load(), tenant.Used(); g != 4 || u != 4*frame {
+			t.Fatalf("round %d: %d frames granted, the tenant holds %d of %d", r, g, u, tenant.Limit)
+		}
 	}
 }

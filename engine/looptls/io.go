@@ -57,6 +57,13 @@ func (a *IO) Feed(b []byte) {
 	a.cond.Broadcast()
 }
 
+// Buffered is what was fed and not read yet.
+func (a *IO) Buffered() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.buf)
+}
+
 // OnLoop ends the worker's part: from now on IO reads and writes on the
 // loop (what was fed and not read is read first).
 func (a *IO) OnLoop() {

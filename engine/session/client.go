@@ -196,11 +196,7 @@ func (cl *Client) onTraffic() {
 	case cl.auth.tls != nil:
 		cl.authn().tlsRead()
 	case cl.auth.tlsHS != nil:
-		// The handshake worker reads these.
-		if b, err := cl.c.Peek(cl.c.Buffered()); err == nil {
-			cl.auth.tlsHS.Feed(b)
-			cl.c.Discard(len(b))
-		}
+		cl.flow().feedHandshake() // the handshake's worker reads these
 		return
 	case cl.route.TLS:
 		if cl.route.Cluster == nil {

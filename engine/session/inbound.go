@@ -16,7 +16,9 @@ package session
 // connection's budget is refused (refuseOverBudget). A client that never
 // completes the frame it began is closed at idle_timeout (sweep.go: the
 // pause is its, not the gateway's). A connection may hold one read of
-// gnet's past its budgets, read before its reads could be paused.
+// gnet's past its budgets, read before its reads could be paused; over
+// TLS, with what its handshake's worker was fed and did not read (at most
+// hsFeed: feedHandshake).
 
 import (
 	"github.com/flexway/flexway/codec"
@@ -45,14 +47,17 @@ func (cl *flow) syncIn() {
 	if cl.closed || cl.c == nil {
 		return
 	}
+	if cl.auth.tlsHS != nil {
+		cl.feedHandshake()
+		return
+	}
 	held := int64(cl.c.Buffered()) // over TLS: records not yet decrypted
 	if t := cl.auth.tls; t != nil {
 		held += int64(t.rec.Buffered())
 	}
 	whole := cl.gathering()
 	want := max(held, whole)
-	if cl.budget.Fits(want, inboundFloor) {
-		cl.budget.SyncInbound(want)
+	if cl.budget.Fits(want, inboundFloor) { // counted
 		if whole > gatherMin && cl.auth.tls == nil {
 			cl.c.Gather(int(whole)) // one buffer of its size, not gnet's ring doubling
 		}
@@ -66,6 +71,45 @@ func (cl *flow) syncIn() {
 		if !cl.client().flow().pause(conn.Inbound) {
 			return
 		}
+		cl.env.Series.ReadWaits.Add(1)
+	}
+	if !cl.wait.inListed {
+		cl.wait.inListed = true
+		cl.lp.reading = append(cl.lp.reading, cl.client())
+	}
+}
+
+// hsFeed bounds what a TLS client sent during its handshake and the
+// handshake's worker has not read yet: a client's handshake flight
+// (certificates and all) is far below it; what follows it waits in the
+// kernel until the handshake ends. As much as a request before
+// authentication may be (L3).
+const hsFeed = int(configs.UnauthenticatedMaxRequestBytes)
+
+// feedHandshake gives the handshake's worker what the client sent, up to
+// hsFeed bytes it has not read; the rest (one read of gnet's at most) waits
+// in gnet's buffer, and the client is not read meanwhile. The client is
+// listed for the tick, which feeds the worker again as it reads (a
+// flight above hsFeed); the handshake's end (tlsDone) reads the rest. Both
+// parts count in the connection's budgets (before authentication: its
+// own bound and the replica's share).
+func (cl *flow) feedHandshake() {
+	hs := cl.auth.tlsHS
+	if n := min(cl.c.Buffered(), hsFeed-hs.Buffered()); n > 0 {
+		if b, err := cl.c.Peek(n); err == nil {
+			hs.Feed(b) // copied: gnet's buffer is the loop's
+			cl.c.Discard(n)
+		}
+	}
+	cl.budget.SyncInbound(int64(cl.c.Buffered() + hs.Buffered()))
+	if cl.c.Buffered() == 0 {
+		if cl.c.PausedFor(conn.Inbound) {
+			cl.c.Resume(conn.Inbound)
+		}
+		return
+	}
+	if !cl.c.PausedFor(conn.Inbound) {
+		cl.c.Pause(conn.Inbound)
 		cl.env.Series.ReadWaits.Add(1)
 	}
 	if !cl.wait.inListed {

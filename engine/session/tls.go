@@ -104,10 +104,8 @@ func (cl *authn) onTLSHello() {
 	cl.route = route
 	cl.client().auditor().setSeries(cl.env.Signals.Tenant(route.Cluster.Name, ""), signals.MechNone)
 	ad := looptls.NewIO(cl.c, cl.c.LocalAddr(), cl.c.RemoteAddr(), false)
-	all, _ := cl.c.Peek(cl.c.Buffered())
-	ad.Feed(all) // copied: gnet's buffer is the loop's
-	cl.c.Discard(len(all))
 	cl.auth.tlsHS = ad
+	cl.client().flow().feedHandshake()
 	conn := tls.Server(ad, cl.env.Sec.TLSConfig)
 	deadline := cl.clock.opened.Add(cl.snap.Listener.AuthTimeout.D())
 	err = cl.env.Pools.Handshake.Submit(func() {

@@ -235,10 +235,15 @@ func (h *produceWriteHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, n int,
 
 // Q1, issue 22.1, the seed's "Par tenant": several keys of one tenant
 // writing together with the library's defaults are held to the tenant's
-// rate, whatever their number.
+// rate, whatever their number. max_throttle is the seed's example's, its
+// default (10 s): at 5 s the six connections' requests of some 950 KiB
+// each take their turns in about 3.7 s, a request that loses its turn a
+// few times reaches the cap and goes on in debt, and the others after it
+// (2 to 5 a run, lumps of 4.75 MiB in one second): the cap wins over the
+// rate (invariant 33), which this test is not about.
 func TestQuotaTenantKeysTogetherHeldToRate(t *testing.T) {
 	t.Parallel()
-	env := quotaEnv(t, "    quotas:\n      client: { producer_byte_rate: 1MiB }\n      tenant: { producer_byte_rate: 1536KiB }\n      max_throttle: 5s\n")
+	env := quotaEnv(t, "    quotas:\n      client: { producer_byte_rate: 1MiB }\n      tenant: { producer_byte_rate: 1536KiB }\n")
 	gw, stop := gatewayMeter(env, signals.DirProduce)
 	m := newMeter()
 	ctx, cancel := m.window(17 * time.Second)
@@ -254,6 +259,7 @@ func TestQuotaTenantKeysTogetherHeldToRate(t *testing.T) {
 	stop()
 	t.Logf("acknowledged, seconds 4 to 14: %.3f MiB/s", m.rate(4*time.Second, 14*time.Second)/(1<<20))
 	logGateway(t, env, gw, "produce")
+	t.Logf("requests let through in debt after max_throttle: %d", env.e.env.Series.QuotaCapped.Load())
 	holdsRate(t, "the tenant's keys together, forwarded, seconds 4 to 14", gw.lumpRate(4*time.Second, 14*time.Second), 1536<<10)
 	if errs.Load() != 0 {
 		t.Errorf("%d records failed", errs.Load())

@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -198,31 +198,26 @@ func (h *harness) kfakeBefore(sc, path string) {
 	h.say("  kfake: %s filled with %d records of 1 KiB for %s, %.1f s", topic, n, path, time.Since(t0).Seconds())
 }
 
-// kfakeVersion is the kfake module's version in the harness's build.
-func kfakeVersion() string {
-	return modVersion("github.com/twmb/franz-go/pkg/kfake")
+// kfakeVersion is the kfake module's version in kfakesrv's build
+// (kfakesrv -version), read once.
+func (h *harness) kfakeVersion() string {
+	if h.kfakeVer == "" {
+		out, err := exec.Command(filepath.Join(h.bin, "kfakesrv"), "-version").Output()
+		h.kfakeVer = strings.TrimSpace(string(out))
+		if err != nil || h.kfakeVer == "" {
+			h.kfakeVer = "(unknown version)"
+		}
+	}
+	return h.kfakeVer
 }
 
 // brokerLine names the broker the table ran against, for the tables'
 // first line and env.txt.
 func (h *harness) brokerLine() string {
 	if h.isKfake() {
-		return "Broker: kfake " + kfakeVersion() + " (franz-go's in-memory broker, bench/cmd/kfakesrv), NOT Apache Kafka: " +
+		return "Broker: kfake " + h.kfakeVersion() + " (franz-go's in-memory broker, bench/cmd/kfakesrv), NOT Apache Kafka: " +
 			"a fresh kfakesrv for every run of every path (a reading run's filled first, not measured), 3 partitions; " +
 			"the relay's with SASL PLAIN (kcat's: without, kfake serves no SaslHandshake v0)."
 	}
 	return "Broker: Apache Kafka " + envStr("KAFKA_VERSION", "unknown") + " (single-node KRaft, started by bench/run)."
-}
-
-// modVersion is the version of module path the running binary was built
-// with, or "(unknown version)".
-func modVersion(path string) string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == path {
-				return d.Version
-			}
-		}
-	}
-	return "(unknown version)"
 }

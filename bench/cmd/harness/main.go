@@ -101,6 +101,7 @@ type harness struct {
 
 	brokerKind string                 // BENCH_BROKER: kafka (bench/run's Apache Kafka) or kfake (kfake.go)
 	kf         *kfakeProc             // kfake: the current run's kfakesrv
+	kfakeVer   string                 // kfake: its module's version (kfakesrv -version)
 	kcat       bool                   // the table's kcat row (kcat.go): kcat installed, BENCH_KCAT not 0
 	kcatIn     map[string]recordsFile // kcat's input files, counted once
 	franzAcks  []string               // BENCH_FRANZ_ACKS: the franz-go producer's acks, rows of each
@@ -459,7 +460,7 @@ func (h *harness) writeEnv() {
 	fmt.Fprintf(&b, "java:     %s\n", java)
 	if h.isKfake() {
 		fmt.Fprintf(&b, "broker:   kfake %s (franz-go's in-memory broker, bench/cmd/kfakesrv, a fresh one per run; %s, relay's %s), not Apache Kafka\n",
-			kfakeVersion(), h.broker, h.relayTarget)
+			h.kfakeVersion(), h.broker, h.relayTarget)
 	} else {
 		fmt.Fprintf(&b, "kafka:    %s (single-node KRaft, %s)\n", envStr("KAFKA_VERSION", "unknown"), h.broker)
 	}

@@ -26,6 +26,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 
@@ -37,8 +38,13 @@ func main() {
 	port := flag.Int("port", 29392, "port to listen on (127.0.0.1)")
 	parts := flag.Int("partitions", 1, "partitions of perf and acme.perf")
 	adv := flag.String("advertise", "", "advertise this address instead of the listener's (a relay's)")
+	version := flag.Bool("version", false, "print the kfake module's version and exit")
 	saslUser := flag.String("sasl-user", "", "SASL PLAIN user every client must authenticate as (password: env KFAKESRV_SASL_PASSWORD)")
 	flag.Parse()
+	if *version {
+		fmt.Println(kfakeVersion())
+		return
+	}
 	var produces atomic.Int64
 	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(*port),
 		kfake.SeedTopics(int32(*parts), "acme.perf", "perf", "big", "acme.big"),
@@ -87,6 +93,18 @@ func main() {
 			return
 		}
 	}
+}
+
+// kfakeVersion is the version of the kfake module kfakesrv was built with.
+func kfakeVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/twmb/franz-go/pkg/kfake" {
+				return d.Version
+			}
+		}
+	}
+	return "(unknown version)"
 }
 
 // advertised is a listener that reports another address than its own.

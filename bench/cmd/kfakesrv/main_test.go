@@ -109,6 +109,11 @@ func TestKfakesrvTopicsAndSASL(t *testing.T) {
 		t.Fatal("a client without SASL got in")
 	}
 
+	// -version: the kfake module of the build (the harness's table names it).
+	if v, err := exec.Command(bin, "-version").Output(); err != nil || !regexp.MustCompile(`^v\d+\.\d+\.\d+\S*\n$`).Match(v) {
+		t.Fatalf("-version: %q, err %v", v, err)
+	}
+
 	out, err := exec.Command(bin, "-port", "0", "-sasl-user", "flexway").CombinedOutput()
 	if code := exitCode(err); code != 2 || !strings.Contains(string(out), "KFAKESRV_SASL_PASSWORD") {
 		t.Fatalf("-sasl-user without a password: exit %d, output %q; want 2 and the variable named", code, out)

@@ -350,7 +350,7 @@ func (c *composer) machine() string {
 		}
 		e["go"] = strings.TrimPrefix(e["go"], "go version ")
 		var f []string
-		for _, k := range []string{"cpu", "memory", "kernel", "kafka", "go", "java", "goproxy"} {
+		for _, k := range []string{"cpu", "memory", "kernel", "kafka", "broker", "go", "java", "goproxy"} {
 			if v := e[k]; v != "" {
 				f = append(f, reSpace.ReplaceAllString(v, " "))
 			}

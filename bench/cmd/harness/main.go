@@ -44,6 +44,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,6 +98,13 @@ type harness struct {
 	gp        *goProxy // the Go proxy (goproxy.go); nil when left out
 
 	firstNodeID int // the broker's node.id (1; tests against kfake: 0)
+
+	brokerKind string                 // BENCH_BROKER: kafka (bench/run's Apache Kafka) or kfake (kfake.go)
+	kf         *kfakeProc             // kfake: the current run's kfakesrv
+	kfakeVer   string                 // kfake: its module's version (kfakesrv -version)
+	kcat       bool                   // the table's kcat row (kcat.go): kcat installed, BENCH_KCAT not 0
+	kcatIn     map[string]recordsFile // kcat's input files, counted once
+	franzAcks  []string               // BENCH_FRANZ_ACKS: the franz-go producer's acks, rows of each
 
 	quotaGW map[string]*gwProc // the quota part's gateways, by path (quota.go)
 	redis   *redisProc         // the quota part's redis-server
@@ -151,7 +160,7 @@ func main() {
 	h.profile = os.Getenv("BENCH_PROFILE") != "0"
 	h.syscalls = os.Getenv("BENCH_SYSCALLS") == "1"
 	h.runProfiles = os.Getenv("BENCH_RUN_PROFILE") == "1"
-	h.parts = parseParts(envStr("BENCH_PARTS", "table,bigfetch,rssfetch,sweep,profile"))
+	h.parts = parseParts(envStr("BENCH_PARTS", defaultParts(os.Getenv("BENCH_BROKER"))))
 	h.issueOnly = h.parts["issue"]
 	h.produceOnly = h.parts["produce"]
 	h.bigMiB = envInt("BENCH_BIG_MIB", 2048)
@@ -165,6 +174,22 @@ func main() {
 	h.gwBoot = fmt.Sprintf("127.0.0.1:%d", h.gwPortFrom)
 	h.admin = envStr("BENCH_ADMIN", "127.0.0.1:29464")
 	h.brokerPID = envInt("BENCH_BROKER_PID", 0)
+	h.brokerKind = envStr("BENCH_BROKER", brokerKafka)
+	switch h.brokerKind {
+	case brokerKafka:
+	case brokerKfake:
+		h.firstNodeID = 0
+		if err := checkKfakeParts(h.parts); err != nil {
+			die("%v", err)
+		}
+		if *mode != "real" {
+			die("BENCH_BROKER=kfake runs the table (mode real), not -mode %s", *mode)
+		}
+	default:
+		die("BENCH_BROKER=%q: want kafka or kfake", h.brokerKind)
+	}
+	h.kcat = kcatOn()
+	h.franzAcks = franzAcksList(envStr("BENCH_FRANZ_ACKS", "all"))
 
 	var err error
 	if h.root, err = filepath.Abs(h.root); err != nil {
@@ -198,8 +223,10 @@ func main() {
 		h.stopQuotaGateways()
 		h.stopRedis()
 		h.stopJaeger()
+		h.stopKfake()
 		os.Exit(130)
 	}()
+	defer h.stopKfake()
 	defer h.stopGateway()
 	defer h.stopRelay()
 	defer h.stopGoProxy()
@@ -207,7 +234,9 @@ func main() {
 
 	h.writeEnv()
 	h.writeGatewayConfig()
-	h.createTopics()
+	if !h.isKfake() { // kfakesrv seeds them
+		h.createTopics()
+	}
 
 	switch *mode {
 	case "real":
@@ -257,6 +286,52 @@ func parseParts(v string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// defaultParts is BENCH_PARTS's default for the broker (BENCH_BROKER):
+// against kfake the table and the large fetches, the parts it can run.
+func defaultParts(broker string) string {
+	if broker == brokerKfake {
+		return "table,bigfetch"
+	}
+	return "table,bigfetch,rssfetch,sweep,profile"
+}
+
+// franzAcksList reads BENCH_FRANZ_ACKS: the franz-go producer's acks, all
+// and/or 1 (a row of each, unlimited and at half rate).
+func franzAcksList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "":
+		case "all", "1":
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		default:
+			die("BENCH_FRANZ_ACKS=%q: want all, 1 or all,1", v)
+		}
+	}
+	if len(out) == 0 {
+		die("BENCH_FRANZ_ACKS=%q: want all, 1 or all,1", v)
+	}
+	return out
+}
+
+// kcatVersion is kcat's version line ("Version 1.7.1 (..., librdkafka
+// 2.0.2 ...)") shortened to "kcat 1.7.1, librdkafka 2.0.2".
+func kcatVersion() string {
+	out, _ := exec.Command("kcat", "-V").CombinedOutput()
+	return kcatVersionOf(string(out))
+}
+
+var kcatVersionRe = regexp.MustCompile(`Version (\S+) .*librdkafka (\S+)`)
+
+func kcatVersionOf(out string) string {
+	if m := kcatVersionRe.FindStringSubmatch(out); m != nil {
+		return "kcat " + m[1] + ", librdkafka " + m[2]
+	}
+	return "kcat (unknown version)"
 }
 
 // ---- small helpers ----
@@ -383,7 +458,15 @@ func (h *harness) writeEnv() {
 	fmt.Fprintf(&b, "kernel:   %s\n", cmdOut("uname", "-sr"))
 	fmt.Fprintf(&b, "go:       %s\n", cmdOut("go", "version"))
 	fmt.Fprintf(&b, "java:     %s\n", java)
-	fmt.Fprintf(&b, "kafka:    %s (single-node KRaft, %s)\n", envStr("KAFKA_VERSION", "unknown"), h.broker)
+	if h.isKfake() {
+		fmt.Fprintf(&b, "broker:   kfake %s (franz-go's in-memory broker, bench/cmd/kfakesrv, a fresh one per run; %s, relay's %s), not Apache Kafka\n",
+			h.kfakeVersion(), h.broker, h.relayTarget)
+	} else {
+		fmt.Fprintf(&b, "kafka:    %s (single-node KRaft, %s)\n", envStr("KAFKA_VERSION", "unknown"), h.broker)
+	}
+	if h.kcat {
+		fmt.Fprintf(&b, "kcat:     %s\n", kcatVersion())
+	}
 	if h.gp != nil {
 		fmt.Fprintf(&b, "goproxy:  grepplabs/kafka-proxy %s (%s), %s -> %s\n", h.gp.version, h.gp.bin, h.gp.boot, h.gp.target)
 	}

@@ -85,6 +85,23 @@ func scProduceFixed(acks string, rate int) string {
 	return fmt.Sprintf("perf-test produce 1 KiB acks=%s (16 KiB batches), fixed %d rec/s", acks, rate)
 }
 
+// scFranz is the franz-go producer's unlimited row with acks (all: the
+// row kept since issue 4; 1: BENCH_FRANZ_ACKS=all,1, issue 35.1).
+func scFranz(acks string) string {
+	if acks == "all" {
+		return scFranzProduce
+	}
+	return "franz-go produce 1 KiB acks=" + acks + ", unlimited"
+}
+
+// scFranzFixed is its row at a fixed rate.
+func scFranzFixed(acks string, rate int) string {
+	if acks == "all" {
+		return fmt.Sprintf(scFranzFixedFmt, rate)
+	}
+	return fmt.Sprintf("franz-go produce 1 KiB acks=%s, fixed %d rec/s", acks, rate)
+}
+
 const (
 	scConsume       = "perf-test consume 1 KiB"
 	scFranzProduce  = "franz-go produce 1 KiB acks=all, unlimited"
@@ -143,6 +160,9 @@ func (h *harness) hopPID(path string) int {
 // (VmHWM, reset to the current RSS by clear_refs before the run); it records
 // the result in runs.tsv.
 func (h *harness) measure(scenario, path string, rep int, fn func() (result, error)) result {
+	if h.isKfake() {
+		h.kfakeBefore(scenario, path) // a fresh broker, filled when the run reads (kfake.go)
+	}
 	hop := h.hopPID(path)
 	if hop != 0 {
 		resetPeak(hop)
@@ -451,12 +471,18 @@ func (h *harness) runReal() {
 		}
 	}
 	if len(h.parts) > own {
+		if h.isKfake() {
+			h.freshKfake(direct, false) // the gateway's upstream, up before it
+		}
 		h.startGateway()
 		h.startRelay()
 		h.startGoProxy()
 		// Warm-up, not recorded: JIT of the broker, page cache, the gateway's heap.
 		h.say("warm-up")
 		for _, p := range paths {
+			if h.isKfake() {
+				h.freshKfake(p, false)
+			}
 			if _, err := h.perfProducer(p, "1", 1024, 50000, -1); err != nil {
 				if p != goproxy {
 					die("warm-up: %v", err)
@@ -475,7 +501,7 @@ func (h *harness) runReal() {
 	if h.parts["table"] {
 		h.runTable()
 	}
-	if h.parts["bigfetch"] || h.parts["rssfetch"] || h.parts["many"] {
+	if (h.parts["bigfetch"] || h.parts["rssfetch"] || h.parts["many"]) && !h.isKfake() { // kfake: each run's own fill
 		h.fillBig()
 	}
 	if h.parts["bigfetch"] {
@@ -508,6 +534,7 @@ func (h *harness) runReal() {
 	if h.parts["otlp"] {
 		h.otlpPart()
 	}
+	h.stopKfake()
 	h.stopRelay()
 	h.stopGoProxy()
 	if h.parts["profile"] && h.profile {
@@ -543,8 +570,17 @@ func (h *harness) runTable() {
 				h.measure(scConsume, p, rep, func() (result, error) { return h.perfConsumer(p, h.records) })
 			}
 		}
-		for _, p := range order(rep) {
-			h.measure(scFranzProduce, p, rep, func() (result, error) { return h.loadgen(p, "produce", h.records, 1024, 0, 5*time.Millisecond) })
+		for _, acks := range h.franzAcks {
+			for _, p := range order(rep) {
+				h.measure(scFranz(acks), p, rep, func() (result, error) {
+					return h.loadgen(p, "produce", h.records, 1024, 0, 5*time.Millisecond, "-acks", acks)
+				})
+			}
+		}
+		if h.kcat && !h.issueOnly {
+			for _, p := range order(rep) {
+				h.measure(scKcatProduce, p, rep, func() (result, error) { return h.kcatProducer(p, 1024) })
+			}
 		}
 		if h.produceOnly {
 			continue
@@ -565,15 +601,20 @@ func (h *harness) runTable() {
 	for _, acks := range acksList {
 		rates[acks] = half(scProduce(acks), "BENCH_HALF_RATE_PERF")
 	}
-	franzRate := half(scFranzProduce, "BENCH_HALF_RATE_FRANZ")
+	franzRates := map[string]int{}
+	for _, acks := range h.franzAcks {
+		franzRates[acks] = half(scFranz(acks), "BENCH_HALF_RATE_FRANZ")
+	}
 	lowRate := envInt("BENCH_LOW_RATE", 1000)
-	h.say("fixed rate, %d s per run: perf-test %v rec/s (by acks), franz-go %d rec/s, and franz-go at %d rec/s with linger 0",
-		h.fixedSeconds, rates, franzRate, lowRate)
+	h.say("fixed rate, %d s per run: perf-test %v rec/s (by acks), franz-go %v rec/s (by acks), and franz-go at %d rec/s with linger 0",
+		h.fixedSeconds, rates, franzRates, lowRate)
 	h.fixed = nil
 	for _, acks := range acksList {
 		h.fixed = append(h.fixed, scProduceFixed(acks, rates[acks]))
 	}
-	h.fixed = append(h.fixed, fmt.Sprintf(scFranzFixedFmt, franzRate))
+	for _, acks := range h.franzAcks {
+		h.fixed = append(h.fixed, scFranzFixed(acks, franzRates[acks]))
+	}
 	if !h.issueOnly {
 		h.fixed = append(h.fixed, fmt.Sprintf(scFranzLowFmt, lowRate))
 	}
@@ -586,10 +627,13 @@ func (h *harness) runTable() {
 				})
 			}
 		}
-		for _, p := range order(rep) {
-			h.measure(fmt.Sprintf(scFranzFixedFmt, franzRate), p, rep, func() (result, error) {
-				return h.loadgen(p, "produce", franzRate*h.fixedSeconds, 1024, franzRate, 5*time.Millisecond)
-			})
+		for _, acks := range h.franzAcks {
+			rate := franzRates[acks]
+			for _, p := range order(rep) {
+				h.measure(scFranzFixed(acks, rate), p, rep, func() (result, error) {
+					return h.loadgen(p, "produce", rate*h.fixedSeconds, 1024, rate, 5*time.Millisecond, "-acks", acks)
+				})
+			}
 		}
 		if h.issueOnly {
 			continue
@@ -701,7 +745,8 @@ func spreadMS(v []float64) string {
 
 // scenarios lists the table's scenarios that ran, in the table's order.
 func (h *harness) scenarios() []string {
-	all := append([]string{scProduce("all"), scProduce("1"), scConsume, scFranzProduce, scFranzConsume, h.scBigFetch(), h.scBigFetchJava()}, h.fixed...)
+	all := append([]string{scProduce("all"), scProduce("1"), scConsume, scFranzProduce, scFranz("1"), scKcatProduce, scFranzConsume,
+		h.scBigFetch(), h.scBigFetchJava()}, h.fixed...)
 	var out []string
 	for _, sc := range all {
 		if len(h.pick(sc, direct, func(r result) float64 { return r.mibps })) > 0 {
@@ -722,6 +767,7 @@ func (h *harness) summaryTable() string {
 		hops, heads = append(hops, goproxy), append(heads, h.goProxyLabel())
 		who, procs = who+", "+h.goProxyLabel(), "the gateway, the relay, or the Go proxy"
 	}
+	fmt.Fprintf(&b, "%s\n", h.brokerLine())
 	fmt.Fprintf(&b, "Median of %d runs (min–max); paths in turn within each run: direct, %s.\n", h.repeat, who)
 	fmt.Fprintf(&b, "ratio: the path's MiB/s / direct's (median of the per-run ratios, min–max); CPU s/GiB: utime+stime of the relaying\n")
 	fmt.Fprintf(&b, "process (%s) per GiB of payload (median); VmHWM: its peak RSS, highest of the runs (reset\n", procs)
@@ -851,6 +897,7 @@ func (h *harness) ratios(sc, p string) []float64 {
 // scenario and path (table-detail.md).
 func (h *harness) table() string {
 	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n", h.brokerLine())
 	fmt.Fprintf(&b, "Median of %d runs, (min–max). MiB/s of payload. /direct: ratio of the median MiB/s; +p99: the path's p99 − direct p99 (medians).\n", h.repeat)
 	procs := "the gateway, or the splice relay"
 	if hasPath(goproxy) {

@@ -205,25 +205,8 @@ func TestRequestsBeingReadCountedOverTLS(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	peak := samplePeak(b.Requests.Used, stop)
-	frame := partialMetadata(7<<20, 6<<20)
 	const conns = 8
-	cert := te.client["billing"]
-	dial := te.dialer(&cert, tls.VersionTLS12, tls.VersionTLS13)
-	var cs []net.Conn
-	var wg sync.WaitGroup
-	for i := 0; i < conns; i++ {
-		c, err := dial(context.Background(), "tcp", te.boot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs = append(cs, c)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = c.SetWriteDeadline(time.Now().Add(60 * time.Second))
-			_, _ = c.Write(frame)
-		}()
-	}
+	w := writePartialOverTLS(t, te, conns, tls.VersionTLS12)
 	waitUntil(t, 60*time.Second, "the tenant's share reached over TLS", func() bool {
 		return te.e.env.Series.ReadWaits.Load() > 0 && b.Requests.Used() >= inboundShare-7<<20
 	})
@@ -234,10 +217,7 @@ func TestRequestsBeingReadCountedOverTLS(t *testing.T) {
 	if p := peak.Load(); p > bound {
 		t.Errorf("requests being read over TLS held %d bytes, over %d", p, bound)
 	}
-	for _, c := range cs {
-		_ = c.Close()
-	}
-	wg.Wait()
+	w.close()
 	waitUntil(t, 10*time.Second, "every byte given back", func() bool { return b.Requests.Used() == 0 })
 	t.Logf("over TLS: requests peak %d bytes (bound %d), %d read pauses", peak.Load(), bound, te.e.env.Series.ReadWaits.Load())
 }
@@ -271,27 +251,8 @@ func TestHandshakeFeedBounded(t *testing.T) {
 	defer close(stop)
 	peak := samplePeak(b.Requests.Used, stop)
 	const conns = 4
-	frame := partialMetadata(7<<20, 6<<20)
-	cert := te.client["billing"]
-	dial := te.dialer(&cert, tls.VersionTLS13, tls.VersionTLS13)
-	var cs []net.Conn
-	var wg sync.WaitGroup
-	var written atomic.Int32
-	for i := 0; i < conns; i++ {
-		c, err := dial(context.Background(), "tcp", te.boot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs = append(cs, c)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = c.SetWriteDeadline(time.Now().Add(60 * time.Second))
-			if _, err := c.Write(frame); err == nil {
-				written.Add(1)
-			}
-		}()
-	}
+	w := writePartialOverTLS(t, te, conns, tls.VersionTLS13)
+	written := &w.written
 	waitUntil(t, 20*time.Second, "each client's reads paused in its handshake", func() bool {
 		return verifying.Load() == conns && te.e.env.Series.ReadWaits.Load() >= conns
 	})
@@ -309,10 +270,49 @@ func TestHandshakeFeedBounded(t *testing.T) {
 	waitUntil(t, 30*time.Second, "every client read on after its handshake", func() bool {
 		return written.Load() == conns && b.Requests.Used() == whole
 	})
-	for _, c := range cs {
-		_ = c.Close()
-	}
-	wg.Wait()
+	w.close()
 	waitUntil(t, 10*time.Second, "every byte given back", func() bool { return b.Requests.Used() == 0 })
 	t.Logf("during the handshakes: peak %d bytes (bound %d); after: %d", handshakes, bound, whole)
+}
+
+// partialWriters are certificate clients each writing 6 MiB of a 7 MiB
+// Metadata request (partialMetadata) over TLS.
+type partialWriters struct {
+	cs      []net.Conn
+	wg      sync.WaitGroup
+	written atomic.Int32 // writes that completed
+}
+
+// writePartialOverTLS dials n certificate clients (TLS minV up to 1.3) and
+// starts their writes.
+func writePartialOverTLS(t *testing.T, te *tlsEnv, n int, minV uint16) *partialWriters {
+	t.Helper()
+	frame := partialMetadata(7<<20, 6<<20)
+	cert := te.client["billing"]
+	dial := te.dialer(&cert, minV, tls.VersionTLS13)
+	w := &partialWriters{}
+	for i := 0; i < n; i++ {
+		c, err := dial(context.Background(), "tcp", te.boot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.cs = append(w.cs, c)
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			_ = c.SetWriteDeadline(time.Now().Add(60 * time.Second))
+			if _, err := c.Write(frame); err == nil {
+				w.written.Add(1)
+			}
+		}()
+	}
+	return w
+}
+
+// close closes the clients and waits for their writes.
+func (w *partialWriters) close() {
+	for _, c := range w.cs {
+		_ = c.Close()
+	}
+	w.wg.Wait()
 }

@@ -235,7 +235,6 @@ func newTestEnvWith(t *testing.T, ec envConfig, opt ...Option) *testEnv {
 		ec.nports = 4
 	}
 	nports := ec.nports
-	base := testkit.FreePorts(t, nports+1)
 	upstream := "    embedded: { brokers: 3, partitions: 2 }\n"
 	if ec.upstream != "" {
 		upstream = ec.upstream
@@ -244,10 +243,25 @@ func newTestEnvWith(t *testing.T, ec envConfig, opt ...Option) *testEnv {
 	if ec.firstNodeID != nil {
 		firstNode = *ec.firstNodeID
 	}
-	env.base, env.first, env.nports = base, firstNode, nports
 	store := env.keyStore(testKeys, hexSecrets("test-key"))
-	cfg := shopConfig(upstream, "", loopbackBounds(ec.listenerExtra), base, base+nports-1, firstNode) + ec.extra
-	e := env.start(env.load(cfg, testContract, store), opt...)
+	// The ports were free when probed; another test (of this process, or
+	// of a test pass running beside it) may bind one before the gateway
+	// does: another range then.
+	var e *Engine
+	for try := 1; ; try++ {
+		base := testkit.FreePorts(t, nports+1)
+		env.base, env.first, env.nports = base, firstNode, nports
+		cfg := shopConfig(upstream, "", loopbackBounds(ec.listenerExtra), base, base+nports-1, firstNode) + ec.extra
+		var err error
+		if e, err = env.tryStart(env.load(cfg, testContract, store), opt...); err == nil {
+			break
+		}
+		if try == 5 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("ports %d-%d taken since probed (%v): another range", base, base+nports-1, err)
+	}
+	base := env.base
 	env.boot = fmt.Sprintf("127.0.0.1:%d", base)
 	if !env.real {
 		env.direct = e.EmbeddedBrokers()["events"]
@@ -351,12 +365,22 @@ func (env *testEnv) load(cfg, contract, store string) *configs.Snapshot {
 // start boots the gateway of snap for the test (stopped at its end), its
 // log lines kept in env.logs.
 func (env *testEnv) start(snap *configs.Snapshot, opt ...Option) *Engine {
+	env.t.Helper()
+	e, err := env.tryStart(snap, opt...)
+	if err != nil {
+		env.t.Fatal(err)
+	}
+	return e
+}
+
+// tryStart is start, New's error returned (a port taken: another range).
+func (env *testEnv) tryStart(snap *configs.Snapshot, opt ...Option) (*Engine, error) {
 	t := env.t
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(env.logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	e, err := New(context.Background(), snap, append([]Option{WithLogger(log), WithLoops(2)}, opt...)...)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	go e.Serve()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -370,7 +394,7 @@ func (env *testEnv) start(snap *configs.Snapshot, opt ...Option) *Engine {
 		e.Stop(ctx)
 	})
 	env.e = e
-	return e
+	return e, nil
 }
 
 func randomHex(t *testing.T, n int) string {

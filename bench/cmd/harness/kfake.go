@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -114,36 +113,12 @@ func (h *harness) freshKfake(path string, noSASL bool) {
 	h.kf.n++
 	args, user := h.kfakeArgs(path, noSASL)
 	log := filepath.Join(h.out, "logs", fmt.Sprintf("kfakesrv-%03d-%s.log", h.kf.n, path))
-	f, err := os.Create(log)
-	must(err)
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = os.Environ()
+	var env []string
 	if user != "" {
-		cmd.Env = append(cmd.Env, "KFAKESRV_SASL_PASSWORD="+h.relayPass)
+		env = []string{"KFAKESRV_SASL_PASSWORD=" + h.relayPass}
 	}
-	cmd.SysProcAttr = dieWith(syscall.SIGTERM)
-	must(cmd.Start())
-	done := make(chan struct{})
-	go func() { _, _ = cmd.Process.Wait(); f.Close(); close(done) }()
-	h.kf.cmd, h.kf.done = cmd, done
-	h.brokerPID = cmd.Process.Pid
-	addr := h.kfakeAddr(path)
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-done:
-			data, _ := os.ReadFile(log)
-			die("kfakesrv (%s) exited at start:\n%s", path, tail(string(data), 4000))
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	die("kfakesrv (%s) did not accept on %s", path, addr)
+	h.kf.cmd, h.kf.done = h.startHopEnv("kfakesrv ("+path+")", log, h.kfakeAddr(path), 15*time.Second, env, args...)
+	h.brokerPID = h.kf.cmd.Process.Pid
 }
 
 // stopKfake ends the running kfakesrv, if any.

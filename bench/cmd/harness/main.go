@@ -740,10 +740,18 @@ func (h *harness) startRelay() {
 // within for it to accept on addr; done is closed when it exits. It dies
 // with the process's log if the process exits first or never accepts.
 func (h *harness) startHop(name, log, addr string, within time.Duration, argv ...string) (*exec.Cmd, chan struct{}) {
+	return h.startHopEnv(name, log, addr, within, nil, argv...)
+}
+
+// startHopEnv is startHop with env added to the process's environment.
+func (h *harness) startHopEnv(name, log, addr string, within time.Duration, env []string, argv ...string) (*exec.Cmd, chan struct{}) {
 	f, err := os.Create(log)
 	must(err)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = dieWith(syscall.SIGTERM)
 	must(cmd.Start())
 	done := make(chan struct{})

@@ -19,16 +19,6 @@ var ErrPeerGone = errors.New("kernel: the peer reset the connection")
 // passes would cost their system calls for little.
 const RoomMin = 4 << 10
 
-// Peek copies what the socket holds into b without taking it (MSG_PEEK),
-// without blocking; 0 when it holds nothing.
-func Peek(fd int, b []byte) (int, error) {
-	n, _, err := unix.Recvfrom(fd, b, unix.MSG_PEEK|unix.MSG_DONTWAIT)
-	if n < 0 {
-		n = 0
-	}
-	return n, err
-}
-
 // Read reads from a non-blocking fd.
 func Read(fd int, b []byte) (int, error) { return unix.Read(fd, b) }
 

@@ -2,7 +2,21 @@
 
 package kernel
 
-import "time"
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Peek copies what the socket holds into b without taking it (MSG_PEEK),
+// without blocking; 0 when it holds nothing.
+func Peek(fd int, b []byte) (int, error) {
+	n, _, err := unix.Recvfrom(fd, b, unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	if n < 0 {
+		n = 0
+	}
+	return n, err
+}
 
 // Room is -1 where the kernel does not say what a socket queues: not bounded.
 func Room(fd int) int { return -1 }

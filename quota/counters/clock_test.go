@@ -120,3 +120,69 @@ func TestClusterCarriesTheClock(t *testing.T) {
 		}
 	}
 }
+
+// cmdCalls is how many times the store ran cmd (INFO commandstats).
+func cmdCalls(t *testing.T, srv *testkit.Redis, cmd string) int {
+	t.Helper()
+	info, err := srv.Do("INFO", "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls="); ok {
+			n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+			return n
+		}
+	}
+	return 0
+}
+
+// The clock's script is sent whole once, then by its hash (EVALSHA): a
+// principal in debt publishes its clock at every sync where it moved. A
+// store that lost the script (SCRIPT FLUSH here; a restart or a failover
+// alike) answers NOSCRIPT: that clock is not lost, it is published at the
+// next sync, sent whole, and by the hash again after that.
+func TestClockScriptSentByHash(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	log, logs := newLog()
+	a := openT(t, srv.URL(), 50*time.Millisecond, log, nil)
+	c := a.Counter("h", quota.Running)
+	var tat atomic.Int64
+	c.(quota.Clocked).Watch(&tat)
+	publish := func(d time.Duration) {
+		t.Helper()
+		v := time.Now().Add(d).UnixNano()
+		tat.Store(v)
+		c.Add(time.Now(), 1)
+		want := strconv.FormatInt(v, 10)
+		eventually(t, wait, "the clock "+want+" in redis", func() bool {
+			got, _ := srv.Do("HGET", "flexway:h:running", "t")
+			return got == want
+		})
+	}
+	publish(10 * time.Minute)
+	if n := cmdCalls(t, srv, "eval"); n != 1 {
+		t.Fatalf("the first clock: %d EVAL, want 1", n)
+	}
+	for i := 1; i <= 3; i++ {
+		publish(10*time.Minute + time.Duration(i)*time.Second)
+	}
+	if n, sha := cmdCalls(t, srv, "eval"), cmdCalls(t, srv, "evalsha"); n != 1 || sha < 3 {
+		t.Fatalf("three clocks more: %d EVAL and %d EVALSHA, want 1 and at least 3", n, sha)
+	}
+	if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
+		t.Fatal(err)
+	}
+	publish(11 * time.Minute) // NOSCRIPT, then whole
+	if n := cmdCalls(t, srv, "eval"); n != 2 {
+		t.Fatalf("after SCRIPT FLUSH: %d EVAL, want 2 (the script sent whole again once)", n)
+	}
+	sha := cmdCalls(t, srv, "evalsha")
+	publish(12 * time.Minute)
+	if n, s := cmdCalls(t, srv, "eval"), cmdCalls(t, srv, "evalsha"); n != 2 || s <= sha {
+		t.Fatalf("the next clock: %d EVAL and %d EVALSHA (%d before), want by the hash again", n, s, sha)
+	}
+	if strings.Contains(logs.String(), "NOSCRIPT") || strings.Contains(logs.String(), "unreachable") {
+		t.Errorf("a lost script is not a failure of the store: %s", logs.String())
+	}
+}

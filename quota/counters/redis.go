@@ -56,6 +56,7 @@ type Redis struct {
 	down     bool                    // an unreachable line said, no reachable line since
 	lastDown time.Time               // the last unreachable line
 	atPrim   string                  // the Sentinel-named primary of the last good sync ("": none)
+	scripted bool                    // the store took putClock whole: sent by its SHA1 since (running.go)
 
 	primary atomic.Pointer[string] // a Sentinel's: the last connection's address (client.go's primaryHook)
 
@@ -244,7 +245,7 @@ func (r *Redis) reconcile(timeout time.Duration) {
 	epoch := r.epochID + "." + strconv.FormatUint(r.epochSeq, 36)
 	for _, c := range list {
 		if c.window == quota.Running {
-			rd.runs = append(rd.runs, queueRunning(ctx, rd.pipe, c, epoch, runningTTL(r.sync), now))
+			rd.runs = append(rd.runs, queueRunning(ctx, rd.pipe, c, epoch, runningTTL(r.sync), now, r.scripted))
 			continue
 		}
 		rd.queueWindows(c)
@@ -263,10 +264,20 @@ func (r *Redis) reconcile(timeout time.Duration) {
 	for _, o := range rd.ops {
 		r.settleWindow(rd, o)
 	}
+	ran, missing := false, false
 	for i := range rd.runs {
 		if rerr := rd.runs[i].settle(now, runningStale(r.sync)); rerr != nil {
 			rd.fail(rerr)
 		}
+		switch rd.runs[i].script() {
+		case scriptRan:
+			ran = true
+		case scriptMissing:
+			missing = true // one node without it (a Cluster's): whole to all next time
+		}
+	}
+	if missing || ran {
+		r.scripted = !missing
 	}
 	for _, c := range list {
 		c.ready.Store(true) // read once, or tried: decided on from now

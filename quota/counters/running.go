@@ -72,7 +72,9 @@ func newEpochBase() string { return rand.Text()[:12] }
 
 // queueRunning adds c's commands to pipe. epoch is this sync's proposal
 // (unique per sync and store).
-func queueRunning(ctx context.Context, pipe redis.Pipeliner, c *counter, epoch string, ttl time.Duration, now time.Time) runOp {
+// byHash: the store has putClock (it ran it whole), which is then sent by
+// its SHA1 (EVALSHA).
+func queueRunning(ctx context.Context, pipe redis.Pipeliner, c *counter, epoch string, ttl time.Duration, now time.Time, byHash bool) runOp {
 	st := c.run
 	m := c.mine.Load()
 	o := runOp{c: c, m: m, d: int64(m - st.sent)}
@@ -85,7 +87,11 @@ func queueRunning(ctx context.Context, pipe redis.Pipeliner, c *counter, epoch s
 			ttl += time.Duration(v - now.UnixNano())
 			if v != st.pub {
 				o.pub = v
-				o.put = pipe.Eval(ctx, putClock, []string{key}, v, ttl.Milliseconds())
+				if byHash {
+					o.put = putClockScript.EvalSha(ctx, pipe, []string{key}, v, ttl.Milliseconds())
+				} else {
+					o.put = putClockScript.Eval(ctx, pipe, []string{key}, v, ttl.Milliseconds())
+				}
 			}
 		}
 	}
@@ -112,6 +118,34 @@ if tonumber(ARGV[1]) > t then
 end
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`
+
+// putClockScript is putClock and its SHA1: sent whole (EVAL, which loads
+// it) until the store ran it once, then by the hash (EVALSHA: 40 bytes,
+// not some 300, with every clock a throttled principal publishes). A store
+// that lost it (restarted, SCRIPT FLUSH, a failover to a replica without
+// it, another Cluster node) answers NOSCRIPT: that clock is published
+// again at the next sync, sent whole.
+var putClockScript = redis.NewScript(putClock)
+
+// The clock's script in a sync: not sent, ran, or unknown to the store.
+const (
+	scriptNone = iota
+	scriptRan
+	scriptMissing
+)
+
+// script says how o's clock script went (after Exec).
+func (o *runOp) script() int {
+	switch {
+	case o.put == nil:
+		return scriptNone
+	case o.put.Err() == nil:
+		return scriptRan
+	case redis.HasErrorPrefix(o.put.Err(), "NOSCRIPT"):
+		return scriptMissing
+	}
+	return scriptNone
+}
 
 // settle reads o's answers: the others' growth learned is added to the
 // counter. A failure keeps the spending since the previous sync to send
@@ -157,6 +191,9 @@ func (o *runOp) settle(now time.Time, stale time.Duration) error {
 	}
 	st.epoch, st.inKey, st.seen, st.lastOK = e, mineIn, othersNow, now
 	if o.put != nil {
+		if o.script() == scriptMissing {
+			return nil // published again at the next sync, whole
+		}
 		if err := o.put.Err(); err != nil {
 			return err // the store refuses scripts: said as a refusal is
 		}

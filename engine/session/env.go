@@ -58,6 +58,7 @@ type Env struct {
 	unmappedSeen sync.Map
 	loopsMu      sync.Mutex
 	loops        map[gnet.EventLoop]*Loop
+	loopList     []*Loop // the loops in the order made (Loops), appended under loopsMu
 }
 
 // Route says what a listener port serves.

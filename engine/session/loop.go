@@ -58,6 +58,10 @@ type Loop struct {
 	id         int
 	ticked     atomic.Int64
 	tickPosted atomic.Bool
+	// sweep is the task PostTick posts, made with the loop: one is posted
+	// at a time (tickPosted), and its fields never change, so the ticker
+	// allocates nothing of its own per tick.
+	sweep task
 }
 
 // loopOf returns the state of a gnet loop (made at its first use).
@@ -69,20 +73,20 @@ func (env *Env) loopOf(el gnet.EventLoop) *Loop {
 		l = &Loop{env: env, el: el, clients: map[*Client]struct{}{}, id: len(env.loops)}
 		l.ticked.Store(time.Now().UnixNano())
 		l.fc = conn.NewLoop(el, env.recoverConn, &env.Flow)
+		l.sweep = task{l: l, where: "sweep", fn: l.postedTick, took: env.Series.LoopTask}
 		env.loops[el] = l
+		env.loopList = append(env.loopList, l)
 	}
 	return l
 }
 
-// Loops returns the loops' states.
+// Loops returns the loops' states, in the order they were made; the
+// caller reads it and does not change it (the ticker's, every SweepEvery:
+// no copy is made).
 func (env *Env) Loops() []*Loop {
 	env.loopsMu.Lock()
 	defer env.loopsMu.Unlock()
-	out := make([]*Loop, 0, len(env.loops))
-	for _, l := range env.loops {
-		out = append(out, l)
-	}
-	return out
+	return env.loopList
 }
 
 // Run runs fn on the loop through its one guarded entry (task.Run): a
@@ -161,12 +165,15 @@ func (l *Loop) PostTick() {
 	if !l.tickPosted.CompareAndSwap(false, true) {
 		return
 	}
-	if err := l.Run("sweep", func() {
-		l.tickPosted.Store(false)
-		l.Tick(time.Now())
-	}); err != nil {
+	if err := l.post(&l.sweep); err != nil {
 		l.tickPosted.Store(false) // the loop is gone
 	}
+}
+
+// postedTick is the task PostTick posts (Loop.sweep).
+func (l *Loop) postedTick() {
+	l.tickPosted.Store(false)
+	l.Tick(time.Now())
 }
 
 // tickIfDue runs the loop's tick at the end of a traffic event when the

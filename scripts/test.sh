@@ -2,7 +2,9 @@
 # make test (issue 21): what the tests need installed (and Jaeger built,
 # scripts/build-jaeger.sh), go vet, then at once
 #   - the kfake suite (go test ./...: every package on the embedded kfake,
-#     packages in parallel as go test runs them), then the Debian package's test;
+#     packages in parallel as go test runs them), the sockets' fallbacks of
+#     systems without Linux's calls (engine/kernel and engine/conn with
+#     -tags flexway_portable), then the Debian package's test;
 #   - scripts/test-kafka.sh's ci plan: a fresh Apache Kafka broker, the
 #     engine's suite over PLAINTEXT, the gateway-to-broker tests over SASL_SSL
 #     and SASL_PLAINTEXT.
@@ -38,6 +40,7 @@ phase vet -- "$MAKE" --no-print-directory vet GO="$GO" || exit # go vet, no trac
 kfake_seq() {
   local s=0
   phase "kfake suite" -- "$GO" test -count=1 -timeout 20m ./... || s=$?
+  phase "portable fallbacks" -- "$GO" test -count=1 -tags flexway_portable ./engine/kernel ./engine/conn || s=$?
   phase "package test" -- "$MAKE" --no-print-directory test-package || s=$?
   return "$s"
 }

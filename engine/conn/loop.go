@@ -158,7 +158,7 @@ func (l *Loop) Tick(now time.Time) {
 			if got&kernel.Writable != 0 {
 				c.writable()
 			}
-			if c.st == detached && got&(kernel.PeerClosed|kernel.Hangup) != 0 {
+			if c.st == detached && kernel.PeerGone(c.Fd(), got) {
 				c.hup = true // read again whatever its reasons
 				c.reenroll()
 			}

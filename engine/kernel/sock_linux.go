@@ -56,6 +56,10 @@ func Unsent(fd int) int {
 // side (POLLRDHUP); Hangup is reported whatever is asked.
 const PeerClosed Events = unix.POLLRDHUP
 
+// PeerGone reports whether what Poll said of fd, asked PeerClosed, is its
+// peer's close or reset: POLLRDHUP or Hangup, bytes unread or not.
+func PeerGone(fd int, got Events) bool { return got&(PeerClosed|Hangup) != 0 }
+
 // SetUserTimeout bounds, by TCP_USER_TIMEOUT, how long the socket fd keeps
 // data the peer does not acknowledge, or a zero window the peer does not
 // open (Linux 5.12 and later count zero-window probes too): past d the

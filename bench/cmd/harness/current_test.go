@@ -298,3 +298,28 @@ func TestCurrentRecordsLabel(t *testing.T) {
 		}
 	}
 }
+
+// bench/table's produce part (BENCH_PARTS=produce BENCH_KCAT=1) has the kcat
+// row; the produce part without BENCH_KCAT=1 and the issue part have not,
+// nor any part without kcat.
+func TestCurrentProducePartRunsKcat(t *testing.T) {
+	for _, c := range []struct {
+		parts, env string
+		kcat, want bool
+	}{
+		{"produce", "1", true, true},
+		{"produce", "", true, false},
+		{"produce", "0", false, false},
+		{"produce", "1", false, false}, // kcat not installed
+		{"issue", "1", true, false},
+		{"table", "", true, true},
+		{"table,bigfetch", "1", true, true},
+	} {
+		t.Setenv("BENCH_KCAT", c.env)
+		p := parseParts(c.parts)
+		h := &harness{kcat: c.kcat, issueOnly: p["issue"], produceOnly: p["produce"]}
+		if got := h.kcatInTable(); got != c.want {
+			t.Errorf("BENCH_PARTS=%s BENCH_KCAT=%q, kcat installed %v: kcat row %v, want %v", c.parts, c.env, c.kcat, got, c.want)
+		}
+	}
+}

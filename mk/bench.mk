@@ -74,13 +74,13 @@
 #                        connection pairs: RSS per pair, GC pauses, one producer.
 #   make bench-table     bench/table (issue 35.4): every row of BENCHMARKS.md's
 #                        current table at the checkout's commit, part after part
-#                        (BENCH_TABLE_PARTS: issue, many, density, stalled,
-#                        hostile, quota, reached, otlp; soak when named, or
-#                        "all"), BENCH_REPEAT (3) runs each, then ONE table,
-#                        bench/results/table-<date>/current.md, with the date,
-#                        the commit and the machine. About 35 minutes (45 with
-#                        the soak). Takes the broker's lock itself, part by
-#                        part: do not wrap it in flock.
+#                        (BENCH_TABLE_PARTS: issue, produce, many, density,
+#                        stalled, hostile, quota, reached, otlp; kfake and soak
+#                        when named, or "all"), BENCH_REPEAT (3) runs each, then
+#                        ONE table, bench/results/table-<date>/current.md, with
+#                        the date, the commit and the machine. About 50 minutes
+#                        (80 with kfake and the soak). Takes the broker's lock
+#                        itself, part by part: do not wrap it in flock.
 #   make bench-micro     the codec micro-benchmarks and the in-process kfake
 #                        loopback benchmark (what `make bench` runs).
 #   make soak            bench/cmd/soak (issue 25.4): the built gateway, 10

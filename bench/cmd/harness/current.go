@@ -3,8 +3,8 @@ package main
 // harness current DIR (issue 35.4, make bench-table): composes BENCHMARKS.md's
 // current table from the results of bench/table's parts, all measured at one
 // commit. DIR holds table.env and parts.tsv (bench/table's), and per part
-// what the part wrote: issue/, many/, density/, quota/, reached/, otlp/
-// (bench/run's results folders: runs.tsv, many.md, density.md,
+// what the part wrote: issue/, produce/, kfake/, many/, density/, quota/,
+// reached/, otlp/ (bench/run's results folders: runs.tsv, many.md, density.md,
 // quota-runs.tsv, quota-reached-runs.tsv and quota-reached.md, env.txt),
 // stalled.log and hostile.log (the go test output), soak/report.md. It
 // writes ONE markdown table in the current table's shape (workload | direct
@@ -122,6 +122,10 @@ func (c *composer) partRows(p string) []currentRow {
 	switch p {
 	case "issue":
 		rows, err = c.issueRows()
+	case "produce":
+		rows, err = c.produceRows()
+	case "kfake":
+		rows, err = c.kfakeRows()
 	case "many":
 		rows, err = c.manyRows()
 	case "density":
@@ -161,6 +165,8 @@ func (c *composer) partRows(p string) []currentRow {
 // partWorkloads names a part's rows when it made none.
 var partWorkloads = map[string]string{
 	"issue":   "issue 11's rows (the Java producer, franz-go, the large fetches, RSS at 10 MiB fetches)",
+	"produce": "the produce part: the Java producer, franz-go acks=1, kcat, unlimited and at half load",
+	"kfake":   "the produce part against kfake",
 	"many":    "100 large-fetch consumers at once",
 	"density": "idle authenticated connection pairs, 1,000 and 9,000",
 	"stalled": "stalled readers",

@@ -14,15 +14,17 @@ import (
 // hopCols are the relaying paths in the table's column order (after direct).
 var hopCols = []string{gateway, relay, goproxy}
 
-// issueRow is one row of the part: its workload, how its scenario is
-// recognised, and its kind of cells.
+// issueRow is one row of a part read from bench/run's runs.tsv (the issue
+// part's, issueTable; the produce and kfake parts', current_produce.go):
+// its workload, how its scenario is recognised, and its kind of cells.
 type issueRow struct {
 	workload func(sc string) string
 	match    func(sc string) bool
 	kind     string // "thr": MiB/s and ratios; "fixed": latencies; "rss": peak RSS
 }
 
-var issueRows = []issueRow{
+// issueTable is the issue part's rows.
+var issueTable = []issueRow{
 	{func(string) string { return "Java producer (perf-test, acks=all, 16 KiB batches), unlimited" },
 		func(sc string) bool { return sc == scProduce("all") }, "thr"},
 	{func(string) string { return "franz-go produce, acks=all, unlimited" },
@@ -51,14 +53,21 @@ var issueRows = []issueRow{
 }
 
 func (c *composer) issueRows() ([]currentRow, error) {
-	dir := filepath.Join(c.dir, "issue")
-	rs, err := readRuns(filepath.Join(dir, "runs.tsv"))
+	return c.runsRows("issue", func([]result) []issueRow { return issueTable }, "issue 11's table")
+}
+
+// runsRows are the rows of part's runs.tsv (its folder's), those of table
+// (made of the runs read) in its order, a row per scenario matched; what
+// names the table when no scenario matched.
+func (c *composer) runsRows(part string, table func([]result) []issueRow, what string) ([]currentRow, error) {
+	path := filepath.Join(c.dir, part, "runs.tsv")
+	rs, err := readRuns(path)
 	if err != nil {
 		return nil, err
 	}
 	h := &harness{results: rs}
 	noProxy := "no binary (" + c.goproxyBin() + ")"
-	if c.partEnv("issue")["goproxy"] != "" {
+	if c.partEnv(part)["goproxy"] != "" {
 		noProxy = "–"
 	}
 	var seen []string
@@ -68,12 +77,12 @@ func (c *composer) issueRows() ([]currentRow, error) {
 		}
 	}
 	var rows []currentRow
-	for _, ir := range issueRows {
+	for _, ir := range table(rs) {
 		for _, sc := range seen {
 			if !ir.match(sc) {
 				continue
 			}
-			row := currentRow{workload: ir.workload(sc), part: "issue", from: "issue/runs.tsv"}
+			row := currentRow{workload: ir.workload(sc), part: part, from: part + "/runs.tsv"}
 			n := 0
 			for i, p := range append([]string{direct}, hopCols...) {
 				cell, k := issueCell(h, ir.kind, sc, p)
@@ -87,7 +96,7 @@ func (c *composer) issueRows() ([]currentRow, error) {
 		}
 	}
 	if len(rows) == 0 {
-		return nil, fmt.Errorf("no row of issue 11's table in %s", filepath.Join(dir, "runs.tsv"))
+		return nil, fmt.Errorf("no row of %s in %s", what, path)
 	}
 	return rows, nil
 }

@@ -93,6 +93,24 @@ func TestCurrentComposesEveryPart(t *testing.T) {
 			"2026-12-07, abc1234+dirty, one run [issue]"},
 		"peak RSS, one consumer fetching 10 MiB a partition (1 GiB, a fresh process)": {"–", "26 MiB · 0.26 · 886 MiB/s",
 			"5 MiB · 0.34 · 838 MiB/s", "–", "2026-12-07, abc1234+dirty, one run [issue]"},
+		// The produce part (bench/run BENCH_PARTS=produce at 3M records):
+		// the records in the workload, the half-load rows apart from the
+		// issue part's, a failed kcat run said in its cell.
+		"Java producer (perf-test, acks=all, 16 KiB batches), unlimited, 3M records": {"110 MiB/s (100–120)",
+			"1.00 (0.90–1.10) · 2.15 · 30 MiB", "1.00 (0.90–1.10) · 1.82 · 5 MiB", "no binary (/x/bin/tools/kafka-proxy)",
+			"2026-12-07, abc1234+dirty, 2 runs [produce]"},
+		"franz-go produce, acks=1, unlimited, 3M records": {"320 MiB/s (300–340)",
+			"0.85 (0.80–0.90) · 0.59 · 29 MiB", "0.95 (0.90–1.00) · 0.44 · 5 MiB", "no binary (/x/bin/tools/kafka-proxy)",
+			"2026-12-07, abc1234+dirty, 2 runs [produce]"},
+		"kcat produce (librdkafka defaults, acks=all), unlimited, 3M records": {"160 MiB/s (150–170)",
+			"0.95 (0.90–1.00) · 0.73 · 28 MiB", "0.80 · 0.52 · 5 MiB · failed 1 of 2 runs", "no binary (/x/bin/tools/kafka-proxy)",
+			"2026-12-07, abc1234+dirty, 2 runs [produce]"},
+		"p99 at half load of the 3M-record runs: Java producer acks=all at 49,000 rec/s, p50 / p95 / p99; worst after the first 5 s": {
+			"5.00 / 600 / 700 ms; 20.0 ms", "19.0 / 660 / 750 ms; 30.0 ms · 2.78 · 28 MiB", "110 / 700 / 745 ms; 40.0 ms · 2.46 · 5 MiB",
+			"no binary (/x/bin/tools/kafka-proxy)", "2026-12-07, abc1234+dirty, one run [produce]"},
+		"p99 at half load of the 3M-record runs: franz-go acks=1 at 183,000 rec/s, p50 / p90 / p99": {"8.01 / 51.6 / 97.3 ms",
+			"6.70 / 14.0 / 32.9 ms · 0.89 · 28 MiB", "9.91 / 121 / 218 ms · 0.58 · 5 MiB", "no binary (/x/bin/tools/kafka-proxy)",
+			"2026-12-07, abc1234+dirty, one run [produce]"},
 		"100 large-fetch consumers at once, 256 MiB each": {"–",
 			"peak 32 MiB (idle 20 MiB; 23 MiB 10 s after, 21 MiB 60 s after) · 0.31 · 1609 MiB/s in all; budgets 1 GiB (256 MiB · 64 MiB)",
 			"–", "–", "2026-12-07, abc1234+dirty, one run [many]"},
@@ -137,13 +155,15 @@ func TestCurrentComposesEveryPart(t *testing.T) {
 	if len(rows) != len(want) {
 		t.Errorf("%d rows, want %d (the linger 0 row and the 5 MiB fetches are not in the current table)", len(rows), len(want))
 	}
-	if n := strings.Count(md, "\n- "); n != len(want)+9 {
-		t.Errorf("%d lines naming a row's part or a part, want %d and 9", n, len(want))
+	if n := strings.Count(md, "\n- "); n != len(want)+10 {
+		t.Errorf("%d lines naming a row's part or a part, want %d and 10", n, len(want))
 	}
 	for _, l := range []string{
 		"- 100 large-fetch consumers at once, 256 MiB each: [many] many/many.md\n",
 		"- Java producer (perf-test, acks=all, 16 KiB batches), unlimited: [issue] issue/runs.tsv\n",
 		"- [many] `cmd-many`: ok, 60 s\n",
+		"- [produce] `cmd-produce`: ok, 60 s\n",
+		"- franz-go produce, acks=1, unlimited, 3M records: [produce] produce/runs.tsv\n",
 		"- [hostile] `cmd-hostile`: failed, 60 s\n",
 	} {
 		if !strings.Contains(md, l) {
@@ -200,5 +220,106 @@ func TestCurrentMissingResults(t *testing.T) {
 	row, ok := tableRows(t, md)["idle authenticated connection pairs, 1,000 and 9,000"]
 	if !ok || !strings.HasPrefix(row[2], "the part failed: see density.log") {
 		t.Errorf("density's row: %q, want it said failed:\n%s", row, md)
+	}
+}
+
+// The kfake part (bench/table's produce part against kfake, run only when
+// named) composes to rows saying "against kfake"; not run, it adds no row,
+// no warning, no line.
+func TestCurrentKfakePart(t *testing.T) {
+	dir := currentFixture(t)
+	md, err := composeCurrent(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(md, "kfake") {
+		t.Errorf("without the kfake part, current.md names kfake:\n%s", md)
+	}
+	before := len(tableRows(t, md))
+
+	if err := os.CopyFS(filepath.Join(dir, "kfake"), os.DirFS("testdata/current-kfake")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "parts.tsv"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("kfake\tcmd-kfake\tok\t60\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	md, err = composeCurrent(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := tableRows(t, md)
+	noProxy := "no binary (/x/bin/tools/kafka-proxy)"
+	want := map[string][5]string{
+		"franz-go produce, acks=all, unlimited, 3M records, against kfake": {"200 MiB/s",
+			"0.90 · 0.56 · 29 MiB", "0.80 · 0.52 · 5 MiB", noProxy, "2026-12-07, abc1234+dirty, one run [kfake]"},
+		"franz-go produce, acks=1, unlimited, 3M records, against kfake": {"250 MiB/s",
+			"0.80 · 0.70 · 29 MiB", "0.90 · 0.45 · 5 MiB", noProxy, "2026-12-07, abc1234+dirty, one run [kfake]"},
+		"p99 at half load of the 3M-record runs against kfake: franz-go acks=1 at 150,000 rec/s, p50 / p90 / p99": {
+			"9.00 / 40.0 / 90.0 ms", "8.00 / 30.0 / 60.0 ms · 0.77 · 28 MiB", "–", noProxy, "2026-12-07, abc1234+dirty, one run [kfake]"},
+	}
+	for w, cells := range want {
+		got, ok := rows[w]
+		if !ok {
+			t.Errorf("no row %q:\n%s", w, md)
+			continue
+		}
+		for i, c := range cells {
+			if got[i+1] != c {
+				t.Errorf("row %q, column %d: %q, want %q", w, i+2, got[i+1], c)
+			}
+		}
+	}
+	if len(rows) != before+len(want) {
+		t.Errorf("%d rows, want %d and kfake's %d", len(rows), before, len(want))
+	}
+	for _, l := range []string{
+		"- franz-go produce, acks=1, unlimited, 3M records, against kfake: [kfake] kfake/runs.tsv\n",
+		"- [kfake] `cmd-kfake`: ok, 60 s\n",
+	} {
+		if !strings.Contains(md, l) {
+			t.Errorf("no line %q:\n%s", l, md)
+		}
+	}
+	if strings.Contains(md, "part kfake ran at") {
+		t.Errorf("kfake's env.txt at the table's commit read as another:\n%s", md)
+	}
+}
+
+// The records of the unlimited runs, as the workloads name them.
+func TestCurrentRecordsLabel(t *testing.T) {
+	for n, want := range map[int]string{0: "", 3_000_000: "3M", 1_500_000: "1.5M", 300_000: "300k", 50_000: "50k", 12_345: "12,345", 3_145_728: "3,145,728"} {
+		if got := recordsLabel(n); got != want {
+			t.Errorf("recordsLabel(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// bench/table's produce part (BENCH_PARTS=produce BENCH_KCAT=1) has the kcat
+// row; the produce part without BENCH_KCAT=1 and the issue part have not,
+// nor any part without kcat.
+func TestCurrentProducePartRunsKcat(t *testing.T) {
+	for _, c := range []struct {
+		parts, env string
+		kcat, want bool
+	}{
+		{"produce", "1", true, true},
+		{"produce", "", true, false},
+		{"produce", "0", false, false},
+		{"produce", "1", false, false}, // kcat not installed
+		{"issue", "1", true, false},
+		{"table", "", true, true},
+		{"table,bigfetch", "1", true, true},
+	} {
+		t.Setenv("BENCH_KCAT", c.env)
+		p := parseParts(c.parts)
+		h := &harness{kcat: c.kcat, issueOnly: p["issue"], produceOnly: p["produce"]}
+		if got := h.kcatInTable(); got != c.want {
+			t.Errorf("BENCH_PARTS=%s BENCH_KCAT=%q, kcat installed %v: kcat row %v, want %v", c.parts, c.env, c.kcat, got, c.want)
+		}
 	}
 }

@@ -38,6 +38,14 @@ func kcatOn() bool {
 	return err == nil
 }
 
+// kcatInTable says whether the table runs the kcat row: kcat is on
+// (kcatOn) and the parts are the whole table, or the produce part with
+// BENCH_KCAT=1 given (bench/table's produce part, issue 35.1); not the issue
+// part, nor the produce part without it, whose rows stay issue 11's.
+func (h *harness) kcatInTable() bool {
+	return h.kcat && (!h.issueOnly || h.produceOnly && os.Getenv("BENCH_KCAT") == "1")
+}
+
 // kcatInput is kcat's input file of n records of size bytes, written once
 // per size and count; it returns its path and the payload it holds.
 func (h *harness) kcatInput(n, size int) (string, recordsFile) {

@@ -577,7 +577,7 @@ func (h *harness) runTable() {
 				})
 			}
 		}
-		if h.kcat && !h.issueOnly {
+		if h.kcatInTable() {
 			for _, p := range order(rep) {
 				h.measure(scKcatProduce, p, rep, func() (result, error) { return h.kcatProducer(p, 1024) })
 			}

@@ -40,7 +40,7 @@ func PeerGone(fd int, got Events) bool {
 		return false
 	}
 	var b [1]byte
-	n, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	n, err := Peek(fd, b[:])
 	return (n == 0 && err == nil) || err == unix.ECONNRESET
 }
 

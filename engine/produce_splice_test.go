@@ -427,3 +427,52 @@ func producerOnStalling(t *testing.T) (*testEnv, *rawConn, *stallListener) {
 	env, sl := kfakeEnv(t, 1)
 	return env, bulkConn(t, env), sl
 }
+
+// Invariant 39: a producer with one request in flight (franz-go's at
+// acks=1, the Java producer's with max.in.flight 1) writes each request
+// after the last one's answer. Once a request of it was streamed, it
+// awaits the next one detached (conn.Await): the next request's head is
+// looked at in its socket when it comes and its records are spliced, none
+// read into the loop's buffer (before, gnet read the first 64 to 256 KiB
+// of each request and the loop wrote them again). A request of another
+// kind in between is read by gnet and answered, and the producer awaits
+// again after its next streamed request. Every record is on the broker.
+func TestSpliceProduceAwaitsItsNextRequest(t *testing.T) {
+	skipOnRealKafka(t)
+	env := newTestEnv(t, "")
+	bigBatches(t, env)
+	r := bulkConn(t, env)
+
+	var vals [][]byte
+	send := func(i int) (spliced, records int64) {
+		t.Helper()
+		recs := recordBatch(&vals, len(vals), 16) // 4 MiB
+		frame := produceFrameV(r, 9, "orders", 1, recs)
+		before := env.e.env.Series.ProduceSpliced.Load()
+		_ = r.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		if _, err := r.c.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		produceAnswered(t, r, i)
+		return env.e.env.Series.ProduceSpliced.Load() - before, int64(len(recs))
+	}
+	nexts := env.e.env.Series.ProduceNexts.Load()
+	for i := 0; i < 7; i++ {
+		if i == 3 { // another kind of request: read by gnet, answered
+			r.send(&kmsg.MetadataRequest{Version: 12})
+			r.recv(&kmsg.MetadataResponse{Version: 12})
+		}
+		spliced, records := send(i)
+		t.Logf("request %d: %d of %d record bytes spliced", i, spliced, records)
+		// The first one, and the one after the Metadata request, are read
+		// by gnet first: the producer was not awaiting.
+		// All but what a unit's look may take with the partition's header.
+		if i != 0 && i != 3 && spliced < records-256 {
+			t.Fatalf("request %d: %d of its %d record bytes spliced, want all but 256 at most (its head looked at in the socket)", i, spliced, records)
+		}
+	}
+	if got := env.e.env.Series.ProduceNexts.Load() - nexts; got < 5 {
+		t.Fatalf("%d requests begun from their head in the socket, want 5 at least", got)
+	}
+	consumeValues(t, env, vals)
+}

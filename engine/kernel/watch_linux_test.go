@@ -36,7 +36,7 @@ func TestWatcherFiresWhenTheSocketTakesMore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gen, err := w.Arm(fd)
+	gen, err := w.Arm(fd, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}

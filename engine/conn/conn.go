@@ -20,12 +20,6 @@ const (
 	PeerFull                    // the other side of its pair has more than its high mark unsent
 	Held                        // the bare pause: an owner's own (tests)
 	Inbound                     // what it sent and the gateway has not handled reached a budget (a client)
-	// Await: its bytes are taken by the owner's splice pass when it has
-	// some, not read by gnet (a producer whose requests are spliced,
-	// between them or inside one): detached, its socket is armed for
-	// reading in the loop's watcher, and the owner told (Readable). An
-	// owner that takes nothing then has the Await dropped: gnet reads.
-	Await
 )
 
 // Owner is what a Conn tells: its owner's side of the mechanism. Every
@@ -36,10 +30,6 @@ type Owner interface {
 	Above()           // the write queue passed its high mark (or the socket has no room)
 	Below()           // the write queue fell back to its low mark
 	Drained()         // the socket took queued bytes (the watcher, or the tick)
-	// Readable: a socket detached for Await alone has bytes, or its end,
-	// to read; true when the owner took some (it stays detached and is
-	// armed again), false when it took none (Await is dropped: gnet reads).
-	Readable() bool
 }
 
 type state uint8
@@ -169,34 +159,6 @@ func (c *Conn) Resume(r Reason) {
 	c.why &^= r
 	if c.why == 0 && c.st == detached {
 		c.reenroll()
-	} else if c.awaiting() {
-		c.arm()
-	}
-}
-
-// awaiting: detached for Await alone, its socket to be armed for reading.
-func (c *Conn) awaiting() bool { return c.st == detached && c.why == Await && c.fd >= 0 }
-
-// CanAwait reports whether the Conn's loop can watch a detached socket
-// for reading (a watcher runs or can be made: not where the kernel has
-// no epoll, nor after a failed arming).
-func (c *Conn) CanAwait() bool { return c.l.canWatch() }
-
-// readable: the watcher says the socket detached for Await has bytes or
-// its end. The owner takes them (armed again) or not (gnet reads).
-func (c *Conn) readable() {
-	if !c.awaiting() {
-		return // another reason came: its end arms again
-	}
-	if c.owner.Readable() {
-		if c.awaiting() && c.wfd < 0 {
-			c.arm()
-		}
-		return
-	}
-	if c.st == detached && c.why&Await != 0 {
-		c.l.stats.AwaitDeclines.Inc()
-		c.Resume(Await)
 	}
 }
 
@@ -225,7 +187,7 @@ func (c *Conn) detach() bool {
 	// detach, nothing ends; gnet then takes the fd out of its epoll and
 	// closes it.
 	_ = c.l.el.Close(gc)
-	if c.q.Len() > 0 || c.full || c.awaiting() {
+	if c.q.Len() > 0 || c.full {
 		c.arm() // the same socket, by its new fd
 	}
 	return true

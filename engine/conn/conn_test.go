@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/flexway/flexway/engine/kernel"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -52,10 +50,6 @@ type owner struct {
 	// onTraffic, when set, runs on the loop at each Traffic before the read.
 	onTraffic func(o *owner)
 	keep      bool // read nothing (Traffic leaves the bytes buffered)
-	// onReadable, when set, is Readable (a socket detached for Await has
-	// bytes); readables counts the calls.
-	onReadable func(o *owner) bool
-	readables  atomic.Int64
 }
 
 func (o *owner) Traffic() {
@@ -81,10 +75,6 @@ func (o *owner) Closed(err error) { o.closed <- err }
 func (o *owner) Above()           { o.above.Add(1) }
 func (o *owner) Below()           { o.below.Add(1) }
 func (o *owner) Drained()         { o.drained.Add(1) }
-func (o *owner) Readable() bool {
-	o.readables.Add(1)
-	return o.onReadable != nil && o.onReadable(o)
-}
 
 func (o *owner) bytes() []byte {
 	o.mu.Lock()
@@ -493,104 +483,5 @@ func TestStopClosesDetached(t *testing.T) {
 	_ = nc.SetReadDeadline(time.Now().Add(wait))
 	if _, err := nc.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("the peer read %v, want EOF", err)
-	}
-}
-
-// takeAll is an Await owner's Readable that takes what the socket holds
-// by its own reads (as a splice pass would): true when it took bytes.
-func takeAll(o *owner) bool {
-	b := make([]byte, 64<<10)
-	took := false
-	for {
-		n, err := kernel.Read(o.c.Fd(), b)
-		if n <= 0 || err != nil {
-			return took
-		}
-		o.mu.Lock()
-		o.got.Write(b[:n])
-		o.mu.Unlock()
-		took = true
-	}
-}
-
-// Invariant 39: a socket detached for Await alone is watched for its
-// bytes; the owner is told (Readable) and takes them by its own reads,
-// and stays detached, armed again; another reason suspends it (nothing
-// told meanwhile) and its end arms again; an owner that takes nothing has
-// the socket read by gnet again, those bytes first, and a peer's close
-// then takes the normal way.
-func TestAwaitHandsBytesToTheOwner(t *testing.T) {
-	s := startServer(t, 1<<20, 256<<10)
-	nc, o := s.accept(t)
-	if _, err := nc.Write([]byte("attached")); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "read by gnet first", func() bool { return string(o.bytes()) == "attached" })
-	onLoop(t, o, func() { o.onReadable = takeAll; o.c.Pause(Await) })
-	if !kernel.CanWatch {
-		// No watcher in this build: an Await is dropped, gnet reads.
-		if _, err := nc.Write([]byte("one")); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "read by gnet without a watcher", func() bool { return string(o.bytes()) == "attachedone" })
-		if o.readables.Load() != 0 || s.stats.AwaitDeclines.Get() != 1 {
-			t.Fatalf("%d Readable calls, %d declines without a watcher", o.readables.Load(), s.stats.AwaitDeclines.Get())
-		}
-		return
-	}
-	if !paused(t, o) {
-		t.Fatal("not detached for Await")
-	}
-	for i, part := range []string{"one", "two"} {
-		if _, err := nc.Write([]byte(part)); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "taken by the owner: "+part, func() bool { return strings.HasSuffix(string(o.bytes()), part) })
-		if got := o.readables.Load(); got < int64(i+1) {
-			t.Fatalf("%d Readable calls after %d writes", got, i+1)
-		}
-		if !paused(t, o) {
-			t.Fatal("reattached though the owner took the bytes")
-		}
-	}
-	// Another reason: nothing is told while it holds; its end arms again.
-	onLoop(t, o, func() { o.c.Pause(Quota) })
-	before := o.readables.Load()
-	if _, err := nc.Write([]byte("three")); err != nil {
-		t.Fatal(err)
-	}
-	onLoop(t, o, func() {}) // the loop ran after the write returned
-	if got := o.readables.Load(); got != before || strings.HasSuffix(string(o.bytes()), "three") {
-		t.Fatalf("told %d times while paused for Quota too", got-before)
-	}
-	onLoop(t, o, func() { o.c.Resume(Quota) })
-	eventually(t, "taken once Quota ended", func() bool { return strings.HasSuffix(string(o.bytes()), "three") })
-	if !paused(t, o) {
-		t.Fatal("reattached while awaiting")
-	}
-	// The owner takes nothing: gnet reads, those bytes first.
-	declines := s.stats.AwaitDeclines.Get()
-	onLoop(t, o, func() { o.onReadable = nil })
-	if _, err := nc.Write([]byte("four")); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "read by gnet once declined", func() bool { return string(o.bytes()) == "attachedonetwothreefour" })
-	if paused(t, o) {
-		t.Fatal("still detached after a decline")
-	}
-	if got := s.stats.AwaitDeclines.Get() - declines; got != 1 {
-		t.Fatalf("%d declines counted, want 1", got)
-	}
-	// Awaiting again, the peer closes: told, the owner takes nothing (its
-	// read finds the end), gnet sees the close.
-	onLoop(t, o, func() { o.onReadable = takeAll; o.c.Pause(Await) })
-	if !paused(t, o) {
-		t.Fatal("not detached for Await again")
-	}
-	_ = nc.Close()
-	select {
-	case <-o.closed:
-	case <-time.After(wait):
-		t.Fatal("a peer's close while awaiting was not seen")
 	}
 }

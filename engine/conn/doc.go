@@ -11,11 +11,7 @@
 // read again when its last reason is gone. gnet has no read pause, so a
 // pause detaches the socket from gnet (a dup keeps it open, out of every
 // epoll set: the kernel's receive buffer fills and the peer's window
-// closes) and a resume enrolls it again on the same loop. One reason is a
-// wait rather than a hold: a socket detached for Await alone is armed for
-// reading in the loop's watcher, and its owner takes its bytes by its own
-// calls (a splice pass) when they come (Owner.Readable), or takes none and
-// the Await is dropped: gnet reads them.
+// closes) and a resume enrolls it again on the same loop.
 //
 // Invariants it owns:
 //   - A Conn never writes through gnet's outbound buffer: what the socket
@@ -33,6 +29,5 @@
 //   - The owner hears of the socket's end exactly once (Owner.Closed),
 //     whether it ends attached, detached, re-enrolling or at the engine's stop.
 //   - A pause with no reason left is resumed: no socket stays detached for
-//     a reason that was dropped meanwhile; a socket detached for Await alone
-//     is armed for reading, or, where it cannot be, read by gnet again.
+//     a reason that was dropped meanwhile.
 package conn

@@ -299,7 +299,7 @@ func (c *Conn) writeFailed(err error) {
 func (c *Conn) arm() {
 	c.l.track(c)
 	if fd := c.Fd(); fd >= 0 && c.st != resuming {
-		c.l.arm(c, fd, c.awaiting(), c.q.Len() > 0 || c.full)
+		c.l.arm(c, fd)
 	}
 }
 

@@ -14,9 +14,6 @@ type Stats struct {
 	Detaches *metrics.Counter // pauses applied (sockets taken from gnet)
 	Resumes  *metrics.Counter // sockets enrolled again
 	Above    *metrics.Counter // write queues that passed their high mark
-	// AwaitDeclines: sockets detached for Await whose bytes the owner did
-	// not take (gnet reads them).
-	AwaitDeclines *metrics.Counter
 }
 
 // Loop is the mechanism's state of one gnet event loop: the pauses to
@@ -47,7 +44,7 @@ func NewLoop(el gnet.EventLoop, guard func(x any, where string), stats *Stats) *
 	if stats == nil {
 		stats = &Stats{}
 	}
-	for _, c := range []**metrics.Counter{&stats.Detaches, &stats.Resumes, &stats.Above, &stats.AwaitDeclines} {
+	for _, c := range []**metrics.Counter{&stats.Detaches, &stats.Resumes, &stats.Above} {
 		if *c == nil {
 			*c = &metrics.Counter{}
 		}
@@ -196,22 +193,16 @@ func (l *Loop) Stop() {
 // epoll set and its eventfd, kept until Stop).
 func (l *Loop) Watching() bool { return l.w != nil }
 
-// canWatch reports whether the loop's watcher runs or can be made.
-func (l *Loop) canWatch() bool { return l.w != nil || (!l.wFailed && kernel.CanWatch) }
-
-// arm asks the watcher to say when fd (c's socket) takes more (write) or
-// has bytes to read (read); started at its first use. Without one, the
-// tick looks for writes, and a read arming fails (Await is dropped).
-func (l *Loop) arm(c *Conn, fd int, read, write bool) {
+// arm asks the watcher to say when fd (c's socket) takes more; started at
+// its first use. Without one, the tick looks.
+func (l *Loop) arm(c *Conn, fd int) {
 	if l.w == nil {
 		if l.wFailed {
-			l.armFailed(c, read)
 			return
 		}
 		w, err := kernel.NewWatcher()
 		if err != nil {
 			l.wFailed = true
-			l.armFailed(c, read)
 			return
 		}
 		l.w = w
@@ -220,14 +211,9 @@ func (l *Loop) arm(c *Conn, fd int, read, write bool) {
 	if c.wfd >= 0 && c.wfd != int32(fd) {
 		delete(l.armed, c.wfd)
 	}
-	if !read && !write {
-		l.disarm(c)
-		return
-	}
-	gen, err := l.w.Arm(fd, read, write)
+	gen, err := l.w.Arm(fd)
 	if err != nil {
 		c.wfd = -1
-		l.armFailed(c, read)
 		return // the tick looks
 	}
 	if o := l.armed[int32(fd)]; o != nil && o != c {
@@ -247,32 +233,7 @@ func (l *Loop) disarm(c *Conn) {
 	c.wfd = -1
 }
 
-// readable hands c's bytes to its owner, guarded for c: a panic there
-// closes c, and the other sockets the watcher named are served.
-func (l *Loop) readable(c *Conn) {
-	if l.guard != nil {
-		defer l.guard(c, "readable")
-	}
-	c.readable()
-}
-
-// armFailed: a socket that awaits its bytes cannot be watched: gnet
-// reads it again (later: the arming runs inside the Conn's own calls).
-func (l *Loop) armFailed(c *Conn, read bool) {
-	if !read {
-		return
-	}
-	_ = l.run("await", c, func() {
-		if c.st == detached && c.why&Await != 0 {
-			c.l.stats.AwaitDeclines.Inc()
-			c.Resume(Await)
-		}
-	})
-}
-
-// fire runs on the loop: each socket that takes more is written to, each
-// that awaits its bytes and has some is handed to its owner; what either
-// still waits for is armed again.
+// fire runs on the loop: each socket that takes more is written to.
 func (l *Loop) fire(fired []kernel.Event) {
 	for _, f := range fired {
 		c := l.armed[f.Fd]
@@ -281,15 +242,7 @@ func (l *Loop) fire(fired []kernel.Event) {
 		}
 		delete(l.armed, f.Fd)
 		c.wfd = -1
-		if f.Out {
-			c.writable()
-		}
-		if f.In {
-			l.readable(c) // its owner's splice: a panic closes c alone
-		}
-		if c.wfd < 0 && (c.st == attached || c.st == detached) && (c.q.Len() > 0 || c.full || c.awaiting()) {
-			c.arm() // the way that did not fire
-		}
+		c.writable()
 	}
 	l.Settle()
 }

@@ -11,9 +11,7 @@ import (
 )
 
 // Watcher says when sockets take more: the one writable signal. The loop
-// arms a socket (EPOLLOUT, one shot) when bytes wait for it, and a
-// detached socket whose bytes are taken by splice (EPOLLIN) when it waits
-// for them (conn.Await); the watcher's
+// arms a socket (EPOLLOUT, one shot) when bytes wait for it; the watcher's
 // goroutine (Run) hands what fired to deliver, one call per wake. Each
 // arming has a generation: the owner ignores a stale event (a socket
 // closed or armed again since). One per loop, made at its first use.
@@ -30,9 +28,6 @@ type Watcher struct {
 	gen        int32
 	f          *os.File // epfd in Go's poller (nil: Run blocks in epoll_wait)
 }
-
-// CanWatch: this build has a watcher (epoll).
-const CanWatch = true
 
 // NewWatcher makes a watcher; Run serves it until Stop.
 func NewWatcher() (*Watcher, error) {
@@ -58,19 +53,11 @@ func NewWatcher() (*Watcher, error) {
 	return w, nil
 }
 
-// Arm asks to be told once when fd takes more (write) or has bytes or
-// an end to read (read); it returns the arming's generation. On the loop
-// (the owner's goroutine) only.
-func (w *Watcher) Arm(fd int, read, write bool) (int32, error) {
+// Arm asks to be told once when fd takes more; it returns the arming's
+// generation. On the loop (the owner's goroutine) only.
+func (w *Watcher) Arm(fd int) (int32, error) {
 	w.gen++
-	var want uint32 = unix.EPOLLONESHOT
-	if write {
-		want |= unix.EPOLLOUT
-	}
-	if read {
-		want |= unix.EPOLLIN | unix.EPOLLRDHUP
-	}
-	ev := unix.EpollEvent{Events: want, Fd: int32(fd), Pad: w.gen}
+	ev := unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLONESHOT, Fd: int32(fd), Pad: w.gen}
 	err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_MOD, fd, &ev)
 	if err == unix.ENOENT {
 		err = unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev)
@@ -110,10 +97,7 @@ func (w *Watcher) Run(deliver func([]Event)) {
 				stop = true
 				continue
 			}
-			failed := ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0
-			fired = append(fired, Event{Fd: ev.Fd, Gen: ev.Pad,
-				In:  failed || ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP) != 0,
-				Out: failed || ev.Events&unix.EPOLLOUT != 0})
+			fired = append(fired, Event{Fd: ev.Fd, Gen: ev.Pad})
 		}
 		if len(fired) > 0 {
 			deliver(fired)

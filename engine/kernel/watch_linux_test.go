@@ -36,7 +36,7 @@ func TestWatcherFiresWhenTheSocketTakesMore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gen, err := w.Arm(fd, false, true)
+	gen, err := w.Arm(fd)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,12 +6,9 @@ package kernel
 // at the loop's tick.
 type Watcher struct{}
 
-// CanWatch: this build has no watcher.
-const CanWatch = false
-
 // NewWatcher reports ErrUnsupported.
 func NewWatcher() (*Watcher, error) { return nil, ErrUnsupported }
 
-func (w *Watcher) Arm(fd int, read, write bool) (int32, error) { return 0, ErrUnsupported }
-func (w *Watcher) Run(deliver func([]Event))                   {}
-func (w *Watcher) Stop()                                       {}
+func (w *Watcher) Arm(fd int) (int32, error) { return 0, ErrUnsupported }
+func (w *Watcher) Run(deliver func([]Event)) {}
+func (w *Watcher) Stop()                     {}

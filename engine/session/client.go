@@ -299,7 +299,6 @@ func (cl *Client) process() {
 			return
 		}
 		cl.lp.out.lone = n == total // nothing after it in the buffer: written from its slices
-		cl.ps.last = false
 		ok := cl.handle(frame[codec.SizeLen:])
 		cl.lp.out.lone = false
 		if !ok {
@@ -329,7 +328,6 @@ func (cl *Client) processed() {
 		cl.clock.left = cl.inBuffered() + cl.auditor().recordPart()
 	}
 	cl.flow().syncReads()
-	cl.flow().syncAwait()
 }
 
 func (cl *Client) frameTooLarge(size, limit int32) {

@@ -79,11 +79,10 @@ func (r *recConn) reset() {
 	r.writes = r.writes[:0]
 }
 
-func (r *recConn) Traffic()       {}
-func (r *recConn) Above()         {}
-func (r *recConn) Below()         {}
-func (r *recConn) Drained()       {}
-func (r *recConn) Readable() bool { return false }
+func (r *recConn) Traffic() {}
+func (r *recConn) Above()   {}
+func (r *recConn) Below()   {}
+func (r *recConn) Drained() {}
 func (r *recConn) Closed(error) {
 	if r.onClosed != nil {
 		r.onClosed()

@@ -107,42 +107,6 @@ func (cl *Client) Below() {
 	u.c.Resume(conn.PeerFull)
 }
 
-// Readable: the producer detached for Await (syncAwait) has bytes: they
-// are spliced (spliceAwait); false when none went, and gnet reads them.
-func (cl *Client) Readable() bool {
-	if cl.closed {
-		return false
-	}
-	now := time.Now()
-	cl.clock.prevRead, cl.clock.lastActive = cl.clock.lastActive, now
-	if cl.clock.older = cl.clock.left; cl.clock.older == 0 && cl.ps.s == nil {
-		cl.clock.reqSince = now // the next request's first byte, if it is one
-	}
-	took := cl.producer().spliceAwait()
-	if !cl.closed {
-		cl.processed()
-	}
-	return took
-}
-
-// syncAwait detaches a producer whose requests are spliced, with nothing
-// of it buffered, until its socket has bytes (conn.Await): the next
-// request, or the rest of the one under way, is then spliced from its
-// socket (its head looked at, spliceNext), never read by gnet into the
-// loop's buffer and written again (invariant 39). Only while nothing else
-// holds it (a wait of the gateway's, a quota, a drain, a
-// re-authentication) and its last request was streamed; its loop must
-// watch sockets (conn.CanAwait). A request of another kind, or the part
-// of one the loop's buffer takes, ends it: gnet reads (Readable).
-func (cl *flow) syncAwait() {
-	if cl.closed || cl.c.PausedFor(^conn.PeerFull) || !cl.ps.last || !cl.splicesProduce() || cl.client().inBuffered() > 0 ||
-		cl.auth.state != stAuthed || cl.auth.reauthing || cl.drain.on || cl.wait.held || cl.ps.gather ||
-		cl.up.state != upReady || cl.client().quotas().muted() || cl.c.Closed() || !cl.c.CanAwait() {
-		return // (paused for its broker: it awaits once the broker takes more; re-enrolling: detached again once it is)
-	}
-	cl.pause(conn.Await)
-}
-
 // Drained: the client's socket took bytes (the watcher, or the tick):
 // its unread bytes are counted again, a held request retried.
 func (cl *Client) Drained() {
@@ -189,15 +153,11 @@ func (u *upstreamConn) Below() {
 			return // held on: the broker's socket is full again
 		}
 	}
-	cl.flow().syncAwait() // its socket emptied: it awaits its bytes detached, not read by gnet
 	cl.c.Resume(conn.PeerFull)
 }
 
 // Drained: nothing waits on a broker's socket taking more beyond its marks.
 func (u *upstreamConn) Drained() {}
-
-// Readable: a broker connection never awaits its bytes detached.
-func (u *upstreamConn) Readable() bool { return false }
 
 // syncMarks sets the broker connection's marks: 0 while the client's
 // Produce records are spliced (the producer is paused at the first byte

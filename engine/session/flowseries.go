@@ -64,7 +64,6 @@ var loopEventBuckets = []float64{0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5}
 var SeriesNames = []string{
 	"flexway_engine_read_pauses_total",
 	"flexway_engine_read_resumes_total",
-	"flexway_engine_read_await_declines_total",
 	"flexway_engine_queue_high_total",
 	"flexway_engine_peer_pauses_total",
 	"flexway_engine_peer_paused_seconds_total",
@@ -90,7 +89,6 @@ func newFlowSeries(set *metrics.Set, st *conn.Stats) Series {
 	c := func(name string) count { return count{set.NewCounter(name)} }
 	st.Detaches = set.NewCounter(`flexway_engine_read_pauses_total`)
 	st.Resumes = set.NewCounter(`flexway_engine_read_resumes_total`)
-	st.AwaitDeclines = set.NewCounter(`flexway_engine_read_await_declines_total`)
 	st.Above = set.NewCounter(`flexway_engine_queue_high_total`)
 	fs := Series{
 		BrokerPauses:    c(`flexway_engine_peer_pauses_total{side="broker"}`),

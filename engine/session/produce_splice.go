@@ -34,8 +34,8 @@ import (
 func (cl *producer) spliceProduce() bool {
 	ps := cl.ps.s
 	e := (*produceEnds)(cl)
-	if ps.Pending() > 0 || (!cl.ps.awaiting && !e.More(ps.RecordsLeft())) {
-		return false // (awaiting detached, any part goes by splice: the loop's buffer would need gnet's read)
+	if !e.More(ps.RecordsLeft()) || ps.Pending() > 0 {
+		return false
 	}
 	pp, cfd, bfd := cl.spliceReady()
 	if pp == nil {
@@ -91,8 +91,7 @@ func (cl *producer) spliceOn() {
 	cl.ps.ended = false
 	for i := 0; i < spliceChain && !cl.closed && cl.client().inBuffered() == 0; i++ {
 		if ps := cl.ps.s; ps != nil {
-			// (Done already: a unit taken from the socket was its end.)
-			if !ps.Done() && (!cl.spliceProduce() || cl.closed || !ps.Done()) {
+			if !cl.spliceProduce() || cl.closed || !ps.Done() {
 				return
 			}
 			cl.endStream()
@@ -132,7 +131,6 @@ func (cl *producer) spliceNext() bool {
 		return false
 	}
 	cl.env.Series.ProduceNexts.Add(1)
-	cl.ps.took = true
 	if got, err := pp.Take(cfd, codec.SizeLen); got != codec.SizeLen {
 		(*produceEnds)(cl).Failed(fmt.Sprintf("the socket gave %d of the %d bytes it held (%v)", got, codec.SizeLen, err))
 		return true
@@ -140,21 +138,6 @@ func (cl *producer) spliceNext() bool {
 	cl.clock.frameSince = time.Now()
 	pp.Unit(cl.ps.s, (*produceEnds)(cl), cfd) // the head, and the first partition's header
 	return true
-}
-
-// spliceAwait splices what the socket of a producer detached for Await
-// holds (the rest of the request under way, the requests after it:
-// spliceOn); true when something went. False: its bytes are another
-// request's, a part the loop's buffer takes (a small partition, the
-// frame's end), its end, or the gateway holds it: gnet reads them.
-func (cl *producer) spliceAwait() bool {
-	if cl.c.Stashed() > 0 {
-		return false
-	}
-	cl.ps.took, cl.ps.awaiting = false, true
-	cl.spliceOn()
-	cl.ps.awaiting = false
-	return cl.ps.took && !cl.closed
 }
 
 // produceEnds is the client's side of a pass (splice.Ends): its records
@@ -167,7 +150,6 @@ func (e *produceEnds) More(left int) bool {
 }
 
 func (e *produceEnds) Spliced(n int) {
-	e.ps.took = true
 	e.env.Series.ProduceSpliced.Add(int64(n))
 	if e.c.Detached() {
 		e.env.Series.ProduceDetached.Add(int64(n))
@@ -221,7 +203,6 @@ func (e *produceEnds) RoomOut() {
 func (e *produceEnds) UnitOut(sl [][]byte) { _ = e.up.conn.c.Writev(sl) }
 
 func (e *produceEnds) UnitTaken(used int) {
-	e.ps.took = true
 	e.env.Series.ProduceUnits.Add(1)
 	(*Client)(e).quotas().pace(used)
 }

@@ -26,13 +26,6 @@ type produceStream struct {
 	ended bool
 	// pend: the stream's answer owed, until its last byte (streamThrottle)
 	pend *decide.Pending
-	// last: the last request handled was streamed (cleared by one taken
-	// whole): the producer may await its next bytes detached (syncAwait)
-	last bool
-	// took: a pass, a unit or a request's head went since spliceAwait
-	// began (Readable's answer); awaiting: spliceAwait runs (a partition's
-	// last records, or a small one's, are spliced too)
-	took, awaiting bool
 }
 
 // beginProduce starts relaying the frame of size bytes at the head of the
@@ -92,7 +85,7 @@ func (cl *producer) beginStream(size int32, head []byte) bool {
 	cl.client().quotas().quotaGate(&h, 0) // spent by quotaHold (never true for a Produce)
 	cl.client().quotas().quotaPending(p)  // its answer carries the throttle; the silence begins as it leaves
 	cl.up.corr++
-	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large, cl.ps.pend, cl.ps.last = ps, 0, h.Version, true, p, true
+	cl.ps.s, cl.ps.carry, cl.ps.version, cl.ps.large, cl.ps.pend = ps, 0, h.Version, true, p
 	cl.client().flow().syncMarks() // its records are spliced: paused at its broker's first byte unsent
 	// Counted as its answer leaves (requestDone), with the throttle it
 	// carries (what it owed at its end too: streamThrottle).
@@ -109,10 +102,6 @@ func (cl *producer) beginStream(size int32, head []byte) bool {
 // connection closes with it.
 func (cl *producer) feedProduce() bool {
 	ps := cl.ps.s
-	if ps.Done() { // its last unit was taken from the socket (spliceAwait)
-		cl.endStream()
-		return true
-	}
 	want := min(cl.client().inBuffered(), ps.Remaining())
 	if want == 0 {
 		return false

@@ -6,7 +6,7 @@ set -euo pipefail
 
 PKGS=(kcat python3-confluent-kafka python3-kafka python3-crc32c redis-server gnuplot-nox
       python3-venv openssl prometheus)   # python3-venv: scripts/install-rdkafka.sh; openssl: configs/examples/make-demo-certs.sh; prometheus: promtool (configs/prometheus, engine's PromQL test)
-# python3-crc32c: kafka-python's own advice (its README: computing CRC-32C in pure Python "is
+# python3-crc32c: kafka-python's own advice (its install guide: computing CRC-32C in pure Python "is
 # quite slow"): without it the client builds some 4 MiB/s a core, and under make test's load its
 # producer could not reach the 1 MiB/s quota its test measures (the client's CPU, not the gateway).
 # Java 17 and Maven are needed by install-kafka.sh / kafka-start.sh / kafka-tool.sh.

@@ -47,6 +47,7 @@ type lifecycle struct {
 	bootOnce sync.Once
 	stopped  chan struct{} // closed once Serve returned and closed what it held
 	stopping atomic.Bool   // Stop began
+	halt     chan struct{} // closed when Stop begins: the ticker rests no more
 	// loopsDone: the loops stop or stopped: no tick to wait for (StuckLoop)
 	loopsDone atomic.Bool
 }
@@ -157,6 +158,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		<-e.life.stopped
 		return nil
 	}
+	close(e.life.halt) // the drain's loops tick every SweepEvery
 	start := time.Now()
 	// No new connection: the listeners close (connections still in the
 	// kernel's queue are reset), then the drain.

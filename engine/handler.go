@@ -79,6 +79,7 @@ func (e *Engine) OnTick() (time.Duration, gnet.Action) {
 	for _, l := range e.env.Loops() {
 		l.PostTick()
 	}
+	e.env.Rest(e.life.halt) // while every loop is quiet (session/rest.go)
 	return session.SweepEvery, gnet.None
 }
 

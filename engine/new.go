@@ -71,6 +71,7 @@ func newEngine(opt []Option) *Engine {
 		life: lifecycle{
 			started: make(chan error, 1),
 			booted:  make(chan struct{}),
+			halt:    make(chan struct{}),
 			stopped: make(chan struct{}),
 		},
 	}

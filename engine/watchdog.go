@@ -34,6 +34,7 @@ func (e *Engine) Watchdog(ctx context.Context, every time.Duration, ping func())
 	if half <= 0 {
 		return
 	}
+	e.env.BoundRest(half / 2) // a quiet loop's tick stays younger than half
 	t := time.NewTicker(half)
 	defer t.Stop()
 	withheld := false

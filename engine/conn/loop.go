@@ -167,6 +167,11 @@ func (l *Loop) Tick(now time.Time) {
 	clear(l.pcs)
 }
 
+// Quiet reports whether the loop's tick has nothing to look at: no Conn
+// tracked (detached, re-enrolling, with bytes queued or without room) and
+// no pause to apply.
+func (l *Loop) Quiet() bool { return len(l.tracked) == 0 && len(l.settle) == 0 }
+
 // Stop closes the sockets the loop no longer holds and tells their
 // owners, as gnet does for its own connections when it stops. It runs once
 // every loop has returned: nothing runs beside it.

@@ -59,6 +59,7 @@ type Env struct {
 	loopsMu      sync.Mutex
 	loops        map[gnet.EventLoop]*Loop
 	loopList     []*Loop // the loops in the order made (Loops), appended under loopsMu
+	rest         rest    // the ticker at rest (rest.go)
 }
 
 // Route says what a listener port serves.
@@ -133,6 +134,8 @@ func NewEnv(log *slog.Logger) *Env {
 		refusedLog: signals.NewRateLimiter(signals.RefusalsPerSecond),
 		loops:      map[gnet.EventLoop]*Loop{},
 	}
+	env.rest.wake = make(chan struct{}, 1)
+	env.rest.most.Store(int64(IdleTick))
 	env.fleet.Store(NewFleet())
 	return env
 }

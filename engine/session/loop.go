@@ -58,6 +58,11 @@ type Loop struct {
 	id         int
 	ticked     atomic.Int64
 	tickPosted atomic.Bool
+	// lastActive: its last traffic event or task other than its tick (unix
+	// ns); quiet: none for QuietAfter and nothing waits on its tick, set at
+	// its tick, cleared at its next traffic, read by the ticker (rest.go).
+	lastActive int64
+	quiet      atomic.Bool
 	// sweep is the task PostTick posts, made with the loop: one is posted
 	// at a time (tickPosted), and its fields never change, so the ticker
 	// allocates nothing of its own per tick.
@@ -72,6 +77,7 @@ func (env *Env) loopOf(el gnet.EventLoop) *Loop {
 	if l == nil {
 		l = &Loop{env: env, el: el, clients: map[*Client]struct{}{}, id: len(env.loops)}
 		l.ticked.Store(time.Now().UnixNano())
+		l.quiet.Store(true) // its first traffic wakes a resting ticker
 		l.fc = conn.NewLoop(el, env.recoverConn, &env.Flow)
 		l.sweep = task{l: l, where: "sweep", fn: l.postedTick, took: env.Series.LoopTask}
 		env.loops[el] = l
@@ -120,12 +126,15 @@ func (l *Loop) post(t *task) error { return l.el.Execute(context.Background(), t
 
 // Run implements gnet.Runnable: t on its loop, guarded.
 func (t *task) Run(context.Context) error {
-	l := t.l
+	l, now := t.l, time.Now()
 	if t.took != nil {
-		defer t.took.UpdateDuration(time.Now())
+		defer t.took.UpdateDuration(now)
 	}
 	defer l.fc.Settle() // after the recovery: the pauses it asked
 	defer l.env.recoverConn(t.x, t.where)
+	if t != &l.sweep {
+		l.active(now.UnixNano())
+	}
 	if hook := l.env.Hooks.Task.Load(); hook != nil {
 		(*hook)(l, t.where, t.x)
 	}
@@ -142,6 +151,7 @@ func Traffic(x *conn.Conn) bool {
 		return false
 	}
 	start := time.Now()
+	lp.active(start.UnixNano())
 	defer lp.tickIfDue(start)                           // last: the event's writes and pauses done
 	defer lp.env.Series.LoopEvent.UpdateDuration(start) // after the pauses below are applied
 	defer lp.fc.Settle()                                // after the flush below
@@ -204,6 +214,7 @@ func (l *Loop) Tick(now time.Time) {
 	l.env.sweep(l)
 	l.env.sweepMuted(l)
 	l.fc.Tick(now)
+	l.settleQuiet(now)
 }
 
 // Pending is the number of requests forwarded and not yet answered.

@@ -9,7 +9,9 @@
 //     gateway dial that connection's own broker connection: a connection
 //     *pair*), then stays idle; -metadata=false leaves them unpaired;
 //  3. waits -settle, reads the same figures again: (after - before) / n is
-//     the cost of one pair;
+//     the cost of one pair; then reads the gateway's CPU time and context
+//     switches over -idle with every pair open and idle (the ticker at
+//     rest, engine/session/rest.go);
 //  4. runs one franz-go producer through the gateway (-records of -size
 //     bytes) while the n connections stay open, and reads the gateway's GC
 //     pauses over that window (go_gc_pauses_seconds, a cumulative
@@ -40,6 +42,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,6 +67,7 @@ func main() {
 	metadata := flag.Bool("metadata", true, "send one Metadata request on each connection (dials its broker connection)")
 	workers := flag.Int("workers", 32, "connections opened in parallel (below max_unauthenticated_connections)")
 	settle := flag.Duration("settle", 5*time.Second, "wait before reading the figures after opening")
+	idleFor := flag.Duration("idle", 5*time.Second, "how long the gateway's CPU is read with the pairs open and idle (0: not read)")
 	records := flag.Int("records", 200000, "records of the active producer (0: no producer)")
 	size := flag.Int("size", 1024, "record size of the active producer")
 	flag.Parse()
@@ -114,6 +118,19 @@ func main() {
 		out("goroutines_after", after.m["go_goroutines"])
 		say("after: VmRSS %.1f MiB (+%.0f B per connection), heap in use +%.0f B, stacks +%.0f B per connection, %d fds (+%d), goroutines %v -> %v",
 			mib(after.rss), rssPer, heapPer, stackPer, after.fds, after.fds-before.fds, before.m["go_goroutines"], after.m["go_goroutines"])
+	}
+
+	if *idleFor > 0 {
+		// The gateway's own work with every pair idle: its threads' CPU
+		// time (schedstat, ns) and context switches over the window.
+		a := threads(*pid)
+		time.Sleep(*idleFor)
+		b := threads(*pid)
+		secs := idleFor.Seconds()
+		out("idle_cpu_ms_per_s", fmt.Sprintf("%.2f", float64(b.cpuNs-a.cpuNs)/1e6/secs))
+		out("idle_switches_per_s", fmt.Sprintf("%.0f", float64(b.switches-a.switches)/secs))
+		say("idle for %v with %d pairs open: %.2f ms of CPU and %.0f context switches a second", *idleFor, opened,
+			float64(b.cpuNs-a.cpuNs)/1e6/secs, float64(b.switches-a.switches)/secs)
 	}
 
 	if *records > 0 {
@@ -181,6 +198,33 @@ type figures struct {
 	rss float64 // bytes
 	fds int
 	m   map[string]float64 // /metrics, by series (name with labels)
+}
+
+// threadsUse is what a process's threads used: CPU time and context
+// switches, summed over /proc/<pid>/task (a thread gone meanwhile drops
+// out: over an idle window the gateway's threads stay).
+type threadsUse struct{ cpuNs, switches int64 }
+
+func threads(pid int) threadsUse {
+	var u threadsUse
+	dirs, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	for _, d := range dirs {
+		if b, err := os.ReadFile(filepath.Join(d, "schedstat")); err == nil {
+			if f := strings.Fields(string(b)); len(f) > 0 {
+				ns, _ := strconv.ParseInt(f[0], 10, 64)
+				u.cpuNs += ns
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(d, "status")); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "voluntary_ctxt_switches") {
+					n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+					u.switches += n
+				}
+			}
+		}
+	}
+	return u
 }
 
 func sample(pid int, url string) figures {

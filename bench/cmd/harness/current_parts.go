@@ -107,6 +107,9 @@ func (c *composer) densityRows() ([]currentRow, error) {
 	}
 	cell := fmt.Sprintf("%s RSS each (heap %s), %s of %s alive after 5 s; goroutines %s",
 		kib(top, 5), kib(top, 6), thousands(alive), thousands(opened), strings.Join(gor, ", "))
+	if idle := idleCPU(top); idle != "" {
+		cell += "; idle " + idle
+	}
 	for _, n := range ns[1:] {
 		cell += fmt.Sprintf("; %s pairs %s each", thousands(n), kib(levels[n], 5))
 	}
@@ -117,6 +120,27 @@ func (c *composer) densityRows() ([]currentRow, error) {
 	}
 	return []currentRow{{workload: fmt.Sprintf("idle authenticated connection pairs, %s, against %s", thousands(ns[0]), broker),
 		cells: [4]string{"–", cell, "–", "–"}, runs: runsLabel(len(top)), part: "density", from: "density/density.md (each round's)"}}, nil
+}
+
+// idleCPU: the gateway's CPU and context switches a second with the pairs
+// open and idle (density.md's last column, "ms · switches"), medians of
+// the rounds; "" where the rounds predate the column.
+func idleCPU(rows [][]string) string {
+	var ms, sw []float64
+	for _, r := range rows {
+		if len(r) < 17 {
+			return ""
+		}
+		a, b, ok := strings.Cut(r[16], " · ")
+		if !ok {
+			return ""
+		}
+		ms, sw = append(ms, num(a)), append(sw, num(b))
+	}
+	if len(ms) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s ms CPU and %s context switches a second", spread(ms, "%.1f"), spread(sw, "%.0f"))
 }
 
 // partEnv is bench/run's env.txt of part p (its first round's, when it

@@ -115,7 +115,7 @@ func TestCurrentComposesEveryPart(t *testing.T) {
 			"peak 32 MiB (idle 20 MiB; 23 MiB 10 s after, 21 MiB 60 s after) · 0.31 · 1609 MiB/s in all; budgets 1 GiB (256 MiB · 64 MiB)",
 			"–", "–", "2026-12-07, abc1234+dirty, one run [many]"},
 		"idle authenticated connection pairs, 9,000, against Apache Kafka 4.1.2": {"–",
-			"4.4 KiB (4.3–4.5) RSS each (heap 3.9 KiB (3.8–4.0)), 8,990 of 9,000 alive after 5 s; goroutines 20 → 19; 1,000 pairs 7.0 KiB (6.8–7.2) each",
+			"4.4 KiB (4.3–4.5) RSS each (heap 3.9 KiB (3.8–4.0)), 8,990 of 9,000 alive after 5 s; goroutines 20 → 19; idle 1.4 (1.3–1.5) ms CPU and 36 (35–37) context switches a second; 1,000 pairs 7.0 KiB (6.8–7.2) each",
 			"–", "–", "2026-12-07, abc1234+dirty, 2 runs [density]"},
 		"20 stalled readers (4 Fetches of 64 MiB never read, `max_in_flight_bytes` 4 MiB), in process": {"–",
 			"≤ 221 KiB held each (4352 KiB reserved and unread); heap +0.1 MiB after the close; pass", "–", "–",

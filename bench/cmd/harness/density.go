@@ -48,10 +48,10 @@ func (h *harness) runDensity() {
 	}
 	var b strings.Builder
 	fmt.Fprintln(&b, "Each level on a freshly started gateway. A pair: one client connection authenticated (SASL PLAIN) that sent one Metadata request, so the gateway also holds its own broker connection; then idle.")
-	fmt.Fprintln(&b, "RSS per pair: (VmRSS after − VmRSS before) / pairs. Heap: go_memstats_heap_inuse_bytes, same difference. Producer: franz-go through the gateway, 1 KiB, acks=all, while the pairs are open and after they are closed.")
+	fmt.Fprintln(&b, "RSS per pair: (VmRSS after − VmRSS before) / pairs. Idle: the gateway's CPU time (its threads' schedstat) and context switches a second over 5 s with the pairs open and idle. Heap: go_memstats_heap_inuse_bytes, same difference. Producer: franz-go through the gateway, 1 KiB, acks=all, while the pairs are open and after they are closed.")
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "| pairs asked | opened | alive after 5 s | gateway fds | RSS before → after MiB | RSS per pair | heap in use per pair | stacks per pair | goroutines | producer MiB/s with pairs open | p99 ms | producer MiB/s alone | p99 ms | GC cycles during the loaded run | STW per cycle µs (mean) | longest pause µs ≤ |")
-	fmt.Fprintln(&b, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(&b, "| pairs asked | opened | alive after 5 s | gateway fds | RSS before → after MiB | RSS per pair | heap in use per pair | stacks per pair | goroutines | producer MiB/s with pairs open | p99 ms | producer MiB/s alone | p99 ms | GC cycles during the loaded run | STW per cycle µs (mean) | longest pause µs ≤ | idle: CPU ms/s · switches/s |")
+	fmt.Fprintln(&b, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	kib := func(v string) string {
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil {
@@ -73,14 +73,15 @@ func (h *harness) runDensity() {
 		return "–"
 	}
 	for _, kv := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s → %s | %s → %s | %s | %s | %s | %s → %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %s → %s | %s → %s | %s | %s | %s | %s → %s | %s | %s | %s | %s | %s | %s | %s | %s · %s |\n",
 			kv["n"], get(kv, "opened"), get(kv, "alive_after_settle"), get(kv, "fds_before"), get(kv, "fds_after"),
 			mibOf(kv["rss_before_kib"]), mibOf(kv["rss_after_kib"]),
 			kib(kv["rss_per_conn_bytes"]), kib(kv["heap_inuse_per_conn_bytes"]), kib(kv["stack_inuse_per_conn_bytes"]),
 			get(kv, "goroutines_before"), get(kv, "goroutines_after"),
 			get(kv, "producer_mib_s_loaded"), get(kv, "producer_p99_ms_loaded"),
 			get(kv, "producer_mib_s_alone"), get(kv, "producer_p99_ms_alone"),
-			get(kv, "gc_count_loaded"), get(kv, "gc_pause_mean_us_loaded"), get(kv, "gc_pause_max_us_loaded"))
+			get(kv, "gc_count_loaded"), get(kv, "gc_pause_mean_us_loaded"), get(kv, "gc_pause_max_us_loaded"),
+			get(kv, "idle_cpu_ms_per_s"), get(kv, "idle_switches_per_s"))
 		for _, k := range []string{"open_error", "producer_error", "producer_error_idle"} {
 			if v, ok := kv[k]; ok {
 				fmt.Fprintf(&b, "\n%s pairs: %s: %s\n", kv["n"], k, v)

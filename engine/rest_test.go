@@ -1,0 +1,115 @@
+package engine
+
+// Invariant 37, the ticker at rest (session/rest.go): a gateway whose
+// loops are quiet is ticked once per IdleTick, not every SweepEvery; its
+// deadlines are still checked; the first request wakes the ticker, and
+// the loop is ticked every SweepEvery again until it is quiet once more.
+// Under systemd's watchdog the rest is bounded so that the pings go on.
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/flexway/flexway/engine/session"
+)
+
+// sweepsOf counts the ticks posted to the loop of r's client.
+func sweepsOf(t *testing.T, env *testEnv, l *session.Loop) *atomic.Int64 {
+	t.Helper()
+	var n atomic.Int64
+	hook := func(at *session.Loop, where string, _ any) {
+		if at == l && where == "sweep" {
+			n.Add(1)
+		}
+	}
+	env.e.env.Hooks.Task.Store(&hook)
+	t.Cleanup(func() { env.e.env.Hooks.Task.Store(nil) })
+	return &n
+}
+
+func TestQuietEngineRestsAndWakesAtTraffic(t *testing.T) {
+	env := newTestEnv(t, "    idle_timeout: 1h\n")
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	servedOrders(t, r)
+	target := clientOf(t, env.e, r).Loop()
+	sweeps := sweepsOf(t, env, target)
+
+	waitUntil(t, 10*time.Second, "the ticker rests once the loops are quiet", env.e.env.Resting)
+	// The measure: three seconds at rest, the connection open and idle.
+	n0, t0 := sweeps.Load(), target.Ticked()
+	time.Sleep(3 * time.Second)
+	rest := sweeps.Load() - n0
+	t.Logf("%d ticks posted in 3 s at rest", rest)
+	if rest > 6 {
+		t.Errorf("%d ticks posted to a quiet loop in 3 s: the ticker does not rest (one per %v)", rest, session.IdleTick)
+	}
+	if rest < 1 || !target.Ticked().After(t0) {
+		t.Errorf("%d ticks in 3 s at rest: the quiet loop is not ticked, its deadlines not checked", rest)
+	}
+
+	// A request wakes the ticker: the loop is ticked every SweepEvery again
+	// (the loop is awake for QuietAfter after it: some 125 ticks).
+	n1 := sweeps.Load()
+	servedOrders(t, r)
+	waitUntil(t, 10*time.Second, "the ticker resting again", env.e.env.Resting)
+	if woke := sweeps.Load() - n1; woke < 20 {
+		t.Errorf("%d ticks between a request and the next rest: the request did not wake the ticker", woke)
+	}
+	servedOrders(t, r) // served after the rest as before it
+}
+
+// L3's deadlines hold at rest: a client that authenticates and then does
+// nothing is closed at idle_timeout, within a tick of the rest.
+func TestQuietEngineKeepsItsDeadlines(t *testing.T) {
+	env := newTestEnv(t, "    idle_timeout: 3s\n")
+	other := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	servedOrders(t, other)
+	waitUntil(t, 10*time.Second, "the ticker rests", env.e.env.Resting)
+	start := time.Now()
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	r.expectClosed(3*time.Second + 2*session.IdleTick + 2*time.Second)
+	if d := time.Since(start); d < 2900*time.Millisecond {
+		t.Fatalf("closed after %v, before idle_timeout", d)
+	}
+}
+
+// Under the watchdog the rest is at most a quarter of its period: the
+// loops' ticks stay younger than its half, and a quiet engine is pinged.
+func TestWatchdogPingsAQuietEngine(t *testing.T) {
+	env := newTestEnv(t, "")
+	got := fakeNotifySocket(t)
+	t.Setenv("WATCHDOG_USEC", "2000000")
+	every, err := daemon.SdWatchdogEnabled(false)
+	if err != nil || every != 2*time.Second {
+		t.Fatalf("WATCHDOG_USEC read as %v (%v)", every, err)
+	}
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	servedOrders(t, r)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		env.e.Watchdog(ctx, every, func() { _, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog) })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	waitUntil(t, 10*time.Second, "the ticker rests", env.e.env.Resting)
+	n := got.count()
+	waitUntil(t, 10*time.Second, "three pings at rest", func() bool { return got.count() >= n+3 })
+	if loop, late, stuck := env.e.StuckLoop(every / 2); stuck {
+		t.Fatalf("loop %d seen stuck at rest (tick %v old)", loop, late)
+	}
+	for {
+		select {
+		case line := <-env.logs.ch:
+			if strings.Contains(line, "a loop does not answer its tick") {
+				t.Fatalf("the watchdog withheld a ping at rest: %s", line)
+			}
+		default:
+			return
+		}
+	}
+}

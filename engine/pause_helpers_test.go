@@ -229,11 +229,18 @@ func memNow(t *testing.T) (heap, rss int64) {
 // was last read.
 func noCloseLine(t *testing.T, env *testEnv) {
 	t.Helper()
+	noLogLine(t, env, "closed", "a close was logged")
+}
+
+// noLogLine fails (what) if the gateway logged a line containing part
+// since the log channel was last read.
+func noLogLine(t *testing.T, env *testEnv, part, what string) {
+	t.Helper()
 	for {
 		select {
 		case line := <-env.logs.ch:
-			if strings.Contains(line, "closed") {
-				t.Fatalf("a close was logged: %s", line)
+			if strings.Contains(line, part) {
+				t.Fatalf("%s: %s", what, line)
 			}
 		default:
 			return

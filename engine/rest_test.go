@@ -7,17 +7,22 @@ package engine
 // Under systemd's watchdog the rest is bounded so that the pings go on.
 
 import (
-	"context"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/flexway/flexway/engine/session"
 )
 
-// sweepsOf counts the ticks posted to the loop of r's client.
+// servedLoop dials a client that is served once, and returns it and its loop.
+func servedLoop(t *testing.T, env *testEnv) (*rawConn, *session.Loop) {
+	t.Helper()
+	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
+	servedOrders(t, r)
+	return r, clientOf(t, env.e, r).Loop()
+}
+
+// sweepsOf counts the ticks posted to loop l.
 func sweepsOf(t *testing.T, env *testEnv, l *session.Loop) *atomic.Int64 {
 	t.Helper()
 	var n atomic.Int64
@@ -33,9 +38,7 @@ func sweepsOf(t *testing.T, env *testEnv, l *session.Loop) *atomic.Int64 {
 
 func TestQuietEngineRestsAndWakesAtTraffic(t *testing.T) {
 	env := newTestEnv(t, "    idle_timeout: 1h\n")
-	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
-	servedOrders(t, r)
-	target := clientOf(t, env.e, r).Loop()
+	r, target := servedLoop(t, env)
 	sweeps := sweepsOf(t, env, target)
 
 	waitUntil(t, 10*time.Second, "the ticker rests once the loops are quiet", env.e.env.Resting)
@@ -81,35 +84,14 @@ func TestQuietEngineKeepsItsDeadlines(t *testing.T) {
 // loops' ticks stay younger than its half, and a quiet engine is pinged.
 func TestWatchdogPingsAQuietEngine(t *testing.T) {
 	env := newTestEnv(t, "")
-	got := fakeNotifySocket(t)
-	t.Setenv("WATCHDOG_USEC", "2000000")
-	every, err := daemon.SdWatchdogEnabled(false)
-	if err != nil || every != 2*time.Second {
-		t.Fatalf("WATCHDOG_USEC read as %v (%v)", every, err)
-	}
 	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
 	servedOrders(t, r)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		env.e.Watchdog(ctx, every, func() { _, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog) })
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	got, every := runWatchdog(t, env)
 	waitUntil(t, 10*time.Second, "the ticker rests", env.e.env.Resting)
 	n := got.count()
 	waitUntil(t, 10*time.Second, "three pings at rest", func() bool { return got.count() >= n+3 })
 	if loop, late, stuck := env.e.StuckLoop(every / 2); stuck {
 		t.Fatalf("loop %d seen stuck at rest (tick %v old)", loop, late)
 	}
-	for {
-		select {
-		case line := <-env.logs.ch:
-			if strings.Contains(line, "a loop does not answer its tick") {
-				t.Fatalf("the watchdog withheld a ping at rest: %s", line)
-			}
-		default:
-			return
-		}
-	}
+	noLogLine(t, env, "a loop does not answer its tick", "the watchdog withheld a ping at rest")
 }

@@ -59,18 +59,17 @@ func fakeNotifySocket(t *testing.T) *pings {
 	return p
 }
 
-func TestWatchdogPingsOnlyWhileEveryLoopTicks(t *testing.T) {
-	env := newTestEnv(t, "")
+// runWatchdog runs the engine's watchdog for the test as systemd would
+// with WatchdogSec=2s (pings each second while the loops answer within
+// one), to a fake notify socket whose pings it returns.
+func runWatchdog(t *testing.T, env *testEnv) (*pings, time.Duration) {
+	t.Helper()
 	got := fakeNotifySocket(t)
-	t.Setenv("WATCHDOG_USEC", "2000000") // WatchdogSec=2s: pings each second while the loops answer within one
+	t.Setenv("WATCHDOG_USEC", "2000000")
 	every, err := daemon.SdWatchdogEnabled(false)
 	if err != nil || every != 2*time.Second {
 		t.Fatalf("WATCHDOG_USEC read as %v (%v)", every, err)
 	}
-	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
-	servedOrders(t, r)
-	target := clientOf(t, env.e, r).Loop()
-
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -78,6 +77,13 @@ func TestWatchdogPingsOnlyWhileEveryLoopTicks(t *testing.T) {
 		env.e.Watchdog(ctx, every, func() { _, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog) })
 	}()
 	t.Cleanup(func() { cancel(); <-done })
+	return got, every
+}
+
+func TestWatchdogPingsOnlyWhileEveryLoopTicks(t *testing.T) {
+	env := newTestEnv(t, "")
+	r, target := servedLoop(t, env)
+	got, every := runWatchdog(t, env)
 	waitUntil(t, 10*time.Second, "two pings while every loop ticks", func() bool { return got.count() >= 2 })
 
 	// The loop is stuck in a task: its tick waits behind it.
@@ -119,17 +125,8 @@ func TestWatchdogPingsOnlyWhileEveryLoopTicks(t *testing.T) {
 // ticker's tasks come back.
 func TestBusyLoopTicksItself(t *testing.T) {
 	env := newTestEnv(t, "")
-	r := dialRaw(t, env.boot, "acme-app", env.keys["acme-app"])
-	servedOrders(t, r)
-	target := clientOf(t, env.e, r).Loop()
-	var sweeps atomic.Int64
-	hook := func(l *session.Loop, where string, _ any) {
-		if l == target && where == "sweep" {
-			sweeps.Add(1)
-		}
-	}
-	env.e.env.Hooks.Task.Store(&hook)
-	t.Cleanup(func() { env.e.env.Hooks.Task.Store(nil) })
+	r, target := servedLoop(t, env)
+	sweeps := sweepsOf(t, env, target)
 
 	n0 := sweeps.Load()
 	time.Sleep(time.Second) // the measure: a second without traffic

@@ -38,10 +38,11 @@ const QuietAfter = 100 * time.Millisecond
 
 // rest is the ticker's state at rest, shared by the loops.
 type rest struct {
-	asleep atomic.Bool
-	wake   chan struct{} // one wake-up at a time (capacity 1)
-	most   atomic.Int64  // the longest rest (ns): IdleTick, or less (BoundRest)
-	timer  *time.Timer   // the ticker's own (one goroutine)
+	asleep  atomic.Bool   // the handshake with the loops (set before they are looked at)
+	resting atomic.Bool   // in the rest itself (tests: Resting)
+	wake    chan struct{} // one wake-up at a time (capacity 1)
+	most    atomic.Int64  // the longest rest (ns): IdleTick, or less (BoundRest)
+	timer   *time.Timer   // the ticker's own (one goroutine)
 }
 
 // BoundRest makes the ticker rest at most d (the watchdog: every loop's
@@ -76,11 +77,13 @@ func (env *Env) Rest(stop <-chan struct{}) bool {
 	} else {
 		r.timer.Reset(d)
 	}
+	r.resting.Store(true)
 	select {
 	case <-r.wake:
 	case <-r.timer.C:
 	case <-stop:
 	}
+	r.resting.Store(false)
 	r.asleep.Store(false)
 	return true
 }
@@ -96,7 +99,7 @@ func (env *Env) WakeTicker() {
 }
 
 // Resting reports whether the ticker rests (tests).
-func (env *Env) Resting() bool { return env.rest.asleep.Load() }
+func (env *Env) Resting() bool { return env.rest.resting.Load() }
 
 // active marks the loop's traffic: an event or a task other than its tick.
 // On the loop; one atomic load when the loop was not quiet.

@@ -42,7 +42,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +50,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flexway/flexway/bench/procstat"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -121,16 +121,16 @@ func main() {
 	}
 
 	if *idleFor > 0 {
-		// The gateway's own work with every pair idle: its threads' CPU
-		// time (schedstat, ns) and context switches over the window.
-		a := threads(*pid)
+		// The gateway's own work with every pair idle: its threads' run
+		// time and the times they were scheduled in over the window.
+		cpu0, in0 := procstat.Sched(*pid, 0), procstat.Sched(*pid, 2)
 		time.Sleep(*idleFor)
-		b := threads(*pid)
 		secs := idleFor.Seconds()
-		out("idle_cpu_ms_per_s", fmt.Sprintf("%.2f", float64(b.cpuNs-a.cpuNs)/1e6/secs))
-		out("idle_switches_per_s", fmt.Sprintf("%.0f", float64(b.switches-a.switches)/secs))
-		say("idle for %v with %d pairs open: %.2f ms of CPU and %.0f context switches a second", *idleFor, opened,
-			float64(b.cpuNs-a.cpuNs)/1e6/secs, float64(b.switches-a.switches)/secs)
+		ms := (procstat.Sched(*pid, 0) - cpu0) / 1e6 / secs
+		sw := (procstat.Sched(*pid, 2) - in0) / secs
+		out("idle_cpu_ms_per_s", fmt.Sprintf("%.2f", ms))
+		out("idle_switches_per_s", fmt.Sprintf("%.0f", sw))
+		say("idle for %v with %d pairs open: %.2f ms of CPU and %.0f context switches a second", *idleFor, opened, ms, sw)
 	}
 
 	if *records > 0 {
@@ -198,33 +198,6 @@ type figures struct {
 	rss float64 // bytes
 	fds int
 	m   map[string]float64 // /metrics, by series (name with labels)
-}
-
-// threadsUse is what a process's threads used: CPU time and context
-// switches, summed over /proc/<pid>/task (a thread gone meanwhile drops
-// out: over an idle window the gateway's threads stay).
-type threadsUse struct{ cpuNs, switches int64 }
-
-func threads(pid int) threadsUse {
-	var u threadsUse
-	dirs, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
-	for _, d := range dirs {
-		if b, err := os.ReadFile(filepath.Join(d, "schedstat")); err == nil {
-			if f := strings.Fields(string(b)); len(f) > 0 {
-				ns, _ := strconv.ParseInt(f[0], 10, 64)
-				u.cpuNs += ns
-			}
-		}
-		if b, err := os.ReadFile(filepath.Join(d, "status")); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "voluntary_ctxt_switches") {
-					n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-					u.switches += n
-				}
-			}
-		}
-	}
-	return u
 }
 
 func sample(pid int, url string) figures {

@@ -48,7 +48,7 @@ func (h *harness) runDensity() {
 	}
 	var b strings.Builder
 	fmt.Fprintln(&b, "Each level on a freshly started gateway. A pair: one client connection authenticated (SASL PLAIN) that sent one Metadata request, so the gateway also holds its own broker connection; then idle.")
-	fmt.Fprintln(&b, "RSS per pair: (VmRSS after − VmRSS before) / pairs. Idle: the gateway's CPU time (its threads' schedstat) and context switches a second over 5 s with the pairs open and idle. Heap: go_memstats_heap_inuse_bytes, same difference. Producer: franz-go through the gateway, 1 KiB, acks=all, while the pairs are open and after they are closed.")
+	fmt.Fprintln(&b, "RSS per pair: (VmRSS after − VmRSS before) / pairs. Idle: the gateway's CPU time and the times its threads were scheduled in (context switches), a second, from their schedstat over 5 s with the pairs open and idle. Heap: go_memstats_heap_inuse_bytes, same difference. Producer: franz-go through the gateway, 1 KiB, acks=all, while the pairs are open and after they are closed.")
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "| pairs asked | opened | alive after 5 s | gateway fds | RSS before → after MiB | RSS per pair | heap in use per pair | stacks per pair | goroutines | producer MiB/s with pairs open | p99 ms | producer MiB/s alone | p99 ms | GC cycles during the loaded run | STW per cycle µs (mean) | longest pause µs ≤ | idle: CPU ms/s · switches/s |")
 	fmt.Fprintln(&b, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")

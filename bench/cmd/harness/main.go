@@ -50,6 +50,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/flexway/flexway/bench/procstat"
 )
 
 type harness struct {
@@ -843,35 +845,9 @@ func cpuSeconds(pid int) float64 {
 	return (ut + st) / clkTck
 }
 
-// schedSeconds is the time pid's threads have run, summed from
-// /proc/<pid>/task/*/schedstat (its first field, ns): utime+stime at ns
-// precision where stat counts 10 ms ticks. A thread that exits takes its
-// time with it (the Go runtime keeps its threads); 0 when it cannot read.
-func schedSeconds(pid int) float64 { return schedstatSum(pid, 0) / 1e9 }
-
-// schedstatSum sums field i of /proc/<pid>/task/*/schedstat over pid's
-// threads (0: time run, ns; 2: times scheduled in); 0 when it cannot read.
-func schedstatSum(pid, i int) float64 {
-	if pid == 0 {
-		return 0
-	}
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
-		return 0
-	}
-	var sum float64
-	for _, t := range tasks {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(data)); len(f) > i {
-			v, _ := strconv.ParseFloat(f[i], 64)
-			sum += v
-		}
-	}
-	return sum
-}
+// schedSeconds is the time pid's threads have run (procstat.Sched's
+// field 0, ns), in seconds.
+func schedSeconds(pid int) float64 { return procstat.Sched(pid, 0) / 1e9 }
 
 // statusKiB reads one "Vm...:  N kB" line of /proc/<pid>/status.
 func statusKiB(pid int, key string) float64 {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/flexway/flexway/bench/procstat"
 )
 
 // Where the relaying process's time and a record's wait go (issue 35.1,
@@ -25,7 +27,7 @@ import (
 // results.
 
 // schedSlices is the number of times pid's threads were scheduled in.
-func schedSlices(pid int) float64 { return schedstatSum(pid, 2) }
+func schedSlices(pid int) float64 { return procstat.Sched(pid, 2) }
 
 // runFile is the path of a run's file metrics/<scenario>-<path>-<rep><suffix>
 // in the results, its folder made; "" when it cannot be.

@@ -120,36 +120,39 @@ func TestWatchdogPingsOnlyWhileEveryLoopTicks(t *testing.T) {
 // (tickIfDue), so the engine's ticker posts it no task: a loop awake for
 // its traffic is not woken again for its tick. Over a second of Metadata
 // round trips on one connection, the ticker's sweep tasks for its loop
-// are fewer than half those of a second without traffic, and the loop's
-// tick still runs (Ticked moves) all along. Once the traffic stops, the
-// ticker's tasks come back.
+// come at less than half the rate they come at while the loop is awake
+// without traffic (from its last request to the ticker's rest,
+// QuietAfter), and the loop's tick still runs (Ticked moves) all along.
+// Once the traffic stops, the ticker's tasks come back.
 func TestBusyLoopTicksItself(t *testing.T) {
 	env := newTestEnv(t, "")
 	r, target := servedLoop(t, env)
 	sweeps := sweepsOf(t, env, target)
 
-	n0 := sweeps.Load()
-	time.Sleep(time.Second) // the measure: a second without traffic
-	idle := sweeps.Load() - n0
-	if least := int64(session.QuietAfter/session.SweepEvery) / 2; idle < least {
-		t.Fatalf("%d sweep tasks in an idle second: the ticker posts every %v for %v after the traffic", idle, session.SweepEvery, session.QuietAfter)
+	// The measure: the loop awake and without traffic, until the rest.
+	n0, t0 := sweeps.Load(), time.Now()
+	waitUntil(t, 10*time.Second, "the ticker resting after the traffic", env.e.env.Resting)
+	idle := float64(sweeps.Load()-n0) / time.Since(t0).Seconds()
+	if idle < 20 {
+		t.Fatalf("%.0f sweep tasks a second without traffic: the ticker posts every %v", idle, session.SweepEvery)
 	}
 
-	n1, ticks, last := sweeps.Load(), 0, target.Ticked()
-	for start := time.Now(); time.Since(start) < time.Second; {
+	n1, ticks, last, start := sweeps.Load(), 0, target.Ticked(), time.Now()
+	for time.Since(start) < time.Second {
 		servedOrders(t, r)
 		if at := target.Ticked(); at != last {
 			ticks, last = ticks+1, at
 		}
 	}
-	busy := sweeps.Load() - n1
-	t.Logf("sweep tasks posted: %d in an idle second, %d in a busy one; %d ticks seen in the busy one", idle, busy, ticks)
+	busy := float64(sweeps.Load()-n1) / time.Since(start).Seconds()
+	t.Logf("sweep tasks posted a second: %.0f awake without traffic, %.0f with; %d ticks seen in the busy second", idle, busy, ticks)
 	if busy*2 > idle {
-		t.Errorf("%d sweep tasks posted in a second of traffic, %d in an idle one: the busy loop does not tick itself", busy, idle)
+		t.Errorf("%.0f sweep tasks a second posted with traffic, %.0f without: the busy loop does not tick itself", busy, idle)
 	}
 	if ticks < 20 {
 		t.Errorf("the loop's tick moved %d times in a second of traffic: it does not tick", ticks)
 	}
 	n2 := sweeps.Load()
-	waitUntil(t, 10*time.Second, "the ticker's sweep tasks once the traffic stops", func() bool { return sweeps.Load() >= n2+10 })
+	// Awake for QuietAfter, then one a rest (IdleTick): ten within 20 s.
+	waitUntil(t, 20*time.Second, "the ticker's sweep tasks once the traffic stops", func() bool { return sweeps.Load() >= n2+10 })
 }

@@ -38,6 +38,12 @@ func main() {
 	prof := flag.String("prof", "127.0.0.1:29465", "address of the profile control endpoint")
 	hz := flag.Int("hz", 1000, "CPU profile sampling rate (Go's default is 100)")
 	memRate := flag.Int("memrate", 0, "heap profile: one sample per this many bytes allocated (0: Go's 512 KiB; 1: every allocation)")
+	// The engine's thresholds, to compare them on one held set-up
+	// (BENCHMARKS.md, 34bf691); -1 keeps the engine's default.
+	readBuf := flag.Int("read-buffer", -1, "the loops' read buffer in bytes (default 256 KiB)")
+	streamMin := flag.Int("stream-min", -1, "a frame above this many bytes, not whole in the buffer, is relayed as it arrives (default 64 KiB)")
+	fetchSplice := flag.Int("fetch-splice-min", -1, "a partition's Fetch records spliced from this many bytes (default 64 KiB; 0: off)")
+	produceSplice := flag.Int("produce-splice-min", -1, "a partition's Produce records spliced from this many bytes (default 64 KiB; 0: off)")
 	flag.Parse()
 	if *memRate > 0 {
 		runtime.MemProfileRate = *memRate
@@ -50,7 +56,22 @@ func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
-	e, err := engine.New(ctx, snap, engine.WithLogger(log))
+	opts := []engine.Option{engine.WithLogger(log)}
+	for _, t := range []struct {
+		v   int
+		set func(o *engine.Options, v int)
+	}{
+		{*readBuf, func(o *engine.Options, v int) { o.ReadBufferCap = v }},
+		{*streamMin, func(o *engine.Options, v int) { o.StreamMin = v }},
+		{*fetchSplice, func(o *engine.Options, v int) { o.FetchSpliceMin = v }},
+		{*produceSplice, func(o *engine.Options, v int) { o.ProduceSpliceMin = v }},
+	} {
+		if t.v >= 0 {
+			v, set := t.v, t.set
+			opts = append(opts, func(o *engine.Options) { set(o, v) })
+		}
+	}
+	e, err := engine.New(ctx, snap, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gwprof:", err)
 		os.Exit(1)

@@ -57,19 +57,17 @@ func main() {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 	opts := []engine.Option{engine.WithLogger(log)}
-	for _, t := range []struct {
-		v   int
-		set func(o *engine.Options, v int)
-	}{
-		{*readBuf, func(o *engine.Options, v int) { o.ReadBufferCap = v }},
-		{*streamMin, func(o *engine.Options, v int) { o.StreamMin = v }},
-		{*fetchSplice, func(o *engine.Options, v int) { o.FetchSpliceMin = v }},
-		{*produceSplice, func(o *engine.Options, v int) { o.ProduceSpliceMin = v }},
-	} {
-		if t.v >= 0 {
-			v, set := t.v, t.set
-			opts = append(opts, func(o *engine.Options) { set(o, v) })
-		}
+	if n := *readBuf; n >= 0 {
+		opts = append(opts, engine.WithReadBufferCap(n))
+	}
+	if n := *streamMin; n >= 0 {
+		opts = append(opts, func(o *engine.Options) { o.StreamMin = n })
+	}
+	if n := *fetchSplice; n >= 0 {
+		opts = append(opts, func(o *engine.Options) { o.FetchSpliceMin = n })
+	}
+	if n := *produceSplice; n >= 0 {
+		opts = append(opts, func(o *engine.Options) { o.ProduceSpliceMin = n })
 	}
 	e, err := engine.New(ctx, snap, opts...)
 	if err != nil {

@@ -53,6 +53,10 @@ type lifecycle struct {
 }
 
 // TLSPort returns the TLS listener's port (0 without one).
+// writeBufferCap is gnet's write buffer (the engine's own queue takes what
+// a socket does not: engine/conn).
+const writeBufferCap = 256 << 10
+
 func (e *Engine) TLSPort() int { return e.env.Sec.TLSPort }
 
 // Addrs returns the listener addresses bound at start (New), and only
@@ -104,7 +108,7 @@ func (e *Engine) Serve() error {
 		gnet.WithNumEventLoop(e.opts.Loops),
 		gnet.WithLoadBalancing(gnet.LeastConnections),
 		gnet.WithReadBufferCap(e.opts.ReadBufferCap),
-		gnet.WithWriteBufferCap(e.opts.ReadBufferCap),
+		gnet.WithWriteBufferCap(writeBufferCap),
 		gnet.WithTicker(true),
 		gnet.WithLockOSThread(e.opts.lockLoops),
 		gnet.WithReuseAddr(true),

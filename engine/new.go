@@ -75,7 +75,7 @@ func newEngine(opt []Option) *Engine {
 			stopped: make(chan struct{}),
 		},
 	}
-	e.opts = Options{WriteTimeout: 30 * time.Second, ReadBufferCap: 256 << 10, AuthWorkers: 64,
+	e.opts = Options{WriteTimeout: 30 * time.Second, ReadBufferCap: 16 << 10, ReadOnCap: 256 << 10, AuthWorkers: 64,
 		FlowHigh: 1 << 20, FlowLow: 256 << 10, StreamMin: codec.MaxStreamUnit,
 		FetchSpliceMin: 64 << 10, ProduceSpliceMin: 64 << 10}
 	for _, o := range opt {

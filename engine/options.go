@@ -19,9 +19,13 @@ type Options struct {
 	// Loops is the number of event loops (default: defaultLoops, one
 	// fewer than GOMAXPROCS).
 	Loops int
-	// ReadBufferCap is each loop's read buffer (default 256 KiB: the size of
-	// each read is the main lever of a relay's CPU cost).
-	ReadBufferCap int
+	// ReadBufferCap is each loop's read buffer, gnet's read of a socket
+	// (default 16 KiB: a large Produce's records stay in the socket to be
+	// spliced); ReadOnCap is the loop's read-on buffer, what an owner reads
+	// on from the socket in one call where gnet's read left a frame
+	// incomplete and no splice takes it (default 256 KiB; 0: none, and
+	// gnet's read is then the only one). engine/conn/readon.go.
+	ReadBufferCap, ReadOnCap int
 	// AuthWorkers bounds the authentication pool (default 64).
 	AuthWorkers int
 	// SessionLifetime, if set, caps max_session_lifetime (tests).
@@ -67,6 +71,17 @@ func (o *Options) tune(t *session.Tuning) {
 	t.FetchSpliceMin.Store(int64(o.FetchSpliceMin))
 	t.ProduceSpliceMin.Store(int64(o.ProduceSpliceMin))
 	t.RoomBound.Store(true)
+	t.ReadFirst, t.ReadOn = ceilPow2(o.ReadBufferCap), o.ReadOnCap
+}
+
+// ceilPow2 is gnet's read buffer for a ReadBufferCap of n: the next power
+// of two.
+func ceilPow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
 }
 
 // Option sets an option.
@@ -83,6 +98,9 @@ func WithLoops(n int) Option { return func(o *Options) { o.Loops = n } }
 
 // WithReadBufferCap sets the loops' read buffer size.
 func WithReadBufferCap(n int) Option { return func(o *Options) { o.ReadBufferCap = n } }
+
+// WithReadOnCap sets the loops' read-on buffer size (0: no reading on).
+func WithReadOnCap(n int) Option { return func(o *Options) { o.ReadOnCap = n } }
 
 // WithSessionLifetime caps every session's lifetime below
 // max_session_lifetime (whose floor is 1m): tests of KIP-368 use it.

@@ -144,6 +144,20 @@ func (b *Budget) Fits(in, floor int64) bool {
 	return true
 }
 
+// InboundRoom returns how many bytes beyond held the connection may hold
+// read and not handled now, as Fits would judge it (the shares may change
+// before Fits takes them): a read on is asked for no more (issue 35.1).
+func (b *Budget) InboundRoom(held int64) int64 {
+	r := b.Limit - b.Reserved - b.Outbound - held
+	if b.Tenant != nil {
+		r = min(r, b.Tenant.Limit-b.Tenant.used.Load()+b.Inbound-held)
+	}
+	if b.Replica != nil {
+		r = min(r, b.Replica.Limit-b.Replica.used.Load()+b.Inbound-held)
+	}
+	return r
+}
+
 // take adds d (> 0) to the bytes held if they stay within the limit.
 func (s *Shared) take(d int64) bool {
 	for {

@@ -50,10 +50,7 @@ type Conn struct {
 	live  gnet.Conn // gnet's connection while attached
 	fd    int       // the socket while detached or re-enrolling, -1 otherwise
 
-	in  []byte // read by gnet, not consumed by the owner when detached: read first
-	off int
-	// gather: the frame Gather made room for in the stash (0: none)
-	gather int
+	rd stash // read before gnet's buffer (io.go, readon.go)
 
 	q         kernel.Queue // written, not taken by the socket yet
 	high, low int
@@ -234,7 +231,7 @@ func (c *Conn) Reattached(gc gnet.Conn) gnet.Action {
 	if c.st != resuming { // closed while re-enrolling: OnClose(gc) finds gc is not c.live
 		return gnet.Close
 	}
-	c.live, c.st = gc, attached
+	c.live, c.st, c.rd.kept = gc, attached, 0
 	// The addresses of the enrolled socket, as gnet made them anew: the
 	// first ones go with the first gnet connection (an idle pair's bytes).
 	c.local, c.remote = gc.LocalAddr(), gc.RemoteAddr()
@@ -265,7 +262,7 @@ func (c *Conn) Reattached(gc gnet.Conn) gnet.Action {
 			})
 		}
 	}
-	if c.off < len(c.in) {
+	if c.rd.off < len(c.rd.in) {
 		_ = gc.Wake(nil) // the owner reads its stash even if the peer sends nothing more
 	}
 	if c.why != 0 && !c.hup {
@@ -282,7 +279,7 @@ func (c *Conn) Reattached(gc gnet.Conn) gnet.Action {
 }
 
 // Traffic is OnTraffic of the Conn's socket: its owner reads.
-func (c *Conn) Traffic() { c.owner.Traffic() }
+func (c *Conn) Traffic() { c.traffic() }
 
 // GnetClosed is OnClose of a gnet connection whose context is c: the owner
 // is told if gc is the Conn's connection of the moment; a detach, or a
@@ -293,6 +290,8 @@ func (c *Conn) GnetClosed(gc gnet.Conn, err error) {
 	}
 	c.live, c.st = nil, closed
 	c.q.Reset()
+	c.rd.unpool(c.l)
+	c.rd.in, c.rd.off = nil, 0
 	c.disarm()
 	c.notify(err)
 }
@@ -308,7 +307,8 @@ func (c *Conn) closeDetached(err error, now bool) {
 		c.fd = -1
 	}
 	c.q.Reset()
-	c.in, c.off = nil, 0
+	c.rd.unpool(c.l)
+	c.rd.in, c.rd.off = nil, 0
 	c.st = closed
 	if now {
 		c.notify(err)

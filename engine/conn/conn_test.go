@@ -28,6 +28,9 @@ type server struct {
 	stats Stats
 	high  int
 	low   int
+	// first, on: gnet's read size and the loops' read-on buffer (0, 0:
+	// gnet's default, no reading on)
+	first, on int
 
 	mu     sync.Mutex
 	loops  map[gnet.EventLoop]*Loop
@@ -84,7 +87,14 @@ func (o *owner) bytes() []byte {
 
 func startServer(t *testing.T, high, low int) *server {
 	t.Helper()
-	s := &server{t: t, high: high, low: low, loops: map[gnet.EventLoop]*Loop{}, owners: make(chan *owner, 64), done: make(chan struct{})}
+	return startServerReading(t, high, low, 0, 0)
+}
+
+// startServerReading is startServer with gnet's reads of first bytes and
+// a read-on buffer of on bytes (readon.go).
+func startServerReading(t *testing.T, high, low, first, on int) *server {
+	t.Helper()
+	s := &server{t: t, high: high, low: low, first: first, on: on, loops: map[gnet.EventLoop]*Loop{}, owners: make(chan *owner, 64), done: make(chan struct{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +104,11 @@ func startServer(t *testing.T, high, low int) *server {
 	booted := make(chan struct{})
 	go func() {
 		defer close(s.done)
-		err := gnet.Run(s, "tcp://"+s.addr, gnet.WithMulticore(true), gnet.WithNumEventLoop(2), gnet.WithTicker(true))
+		opts := []gnet.Option{gnet.WithMulticore(true), gnet.WithNumEventLoop(2), gnet.WithTicker(true)}
+		if first > 0 {
+			opts = append(opts, gnet.WithReadBufferCap(first))
+		}
+		err := gnet.Run(s, "tcp://"+s.addr, opts...)
 		if err != nil {
 			select {
 			case <-booted:
@@ -134,6 +148,7 @@ func (s *server) loopOf(el gnet.EventLoop) *Loop {
 	l := s.loops[el]
 	if l == nil {
 		l = NewLoop(el, nil, &s.stats)
+		l.SetReadOn(s.first, s.on)
 		s.loops[el] = l
 	}
 	return l

@@ -14,11 +14,19 @@ import (
 
 // Stashed is what gnet had read and the owner not consumed when the socket
 // was detached, not read yet.
-func (c *Conn) Stashed() int { return len(c.in) - c.off }
+func (c *Conn) Stashed() int { return len(c.rd.in) - c.rd.off }
 
-// absorb moves what gnet holds after the stash.
+// absorb moves what gnet holds after the stash: in its traffic event, both
+// into the loop's read-on buffer when they fit (readon.go).
 func (c *Conn) absorb() {
 	if c.live == nil || c.live.InboundBuffered() == 0 {
+		return
+	}
+	if l := c.l; c.rd.event && c.rd.gather == 0 && l.onCap > 0 && l.moreFree(c) && c.Stashed()+c.live.InboundBuffered() <= l.onCap {
+		if l.more == nil {
+			l.more = make([]byte, l.onCap)
+		}
+		c.intoMore()
 		return
 	}
 	b, err := c.live.Peek(-1)
@@ -33,12 +41,13 @@ func (c *Conn) absorb() {
 // array. Never over a byte of the stash: slices the owner took of it stay
 // as they were (appending after len touches none of them).
 func (c *Conn) stash(b []byte) {
-	if cap(c.in)-len(c.in) >= len(b) && c.gather > 0 {
-		c.in = append(c.in, b...)
+	if cap(c.rd.in)-len(c.rd.in) >= len(b) && c.rd.gather > 0 {
+		c.rd.in = append(c.rd.in, b...)
 		return
 	}
-	c.in = append(c.in[c.off:len(c.in):len(c.in)], b...)
-	c.off = 0
+	in := append(c.rd.in[c.rd.off:len(c.rd.in):len(c.rd.in)], b...)
+	c.rd.unpool(c.l)
+	c.rd.in, c.rd.off = in, 0
 }
 
 // Gather makes the stash the one buffer of a frame of n bytes in all that
@@ -51,12 +60,13 @@ func (c *Conn) Gather(n int) {
 	if c.live == nil && c.Stashed() == 0 {
 		return
 	}
-	if cap(c.in)-c.off < n {
+	if cap(c.rd.in)-c.rd.off < n || c.rd.inMore || c.rd.pool != nil {
 		b := make([]byte, c.Stashed(), n)
-		copy(b, c.in[c.off:])
-		c.in, c.off = b, 0
+		copy(b, c.rd.in[c.rd.off:])
+		c.rd.unpool(c.l)
+		c.rd.in, c.rd.off = b, 0
 	}
-	c.gather = n
+	c.rd.gather = n
 	c.absorb()
 }
 
@@ -91,7 +101,7 @@ func (c *Conn) Peek(n int) ([]byte, error) {
 	if n > c.Stashed() {
 		return nil, io.ErrShortBuffer
 	}
-	return c.in[c.off : c.off+n : c.off+n], nil
+	return c.rd.in[c.rd.off : c.rd.off+n : c.rd.off+n], nil
 }
 
 // Discard consumes n bytes (all of them for n <= 0).
@@ -104,10 +114,11 @@ func (c *Conn) Discard(n int) {
 		return
 	}
 	if n > 0 && n < s {
-		c.off += n
+		c.rd.off += n
 		return
 	}
-	c.in, c.off, c.gather = nil, 0, 0
+	c.rd.unpool(c.l)
+	c.rd.in, c.rd.off, c.rd.gather = nil, 0, 0
 	if c.live == nil {
 		return
 	}

@@ -32,6 +32,13 @@ type Loop struct {
 	wFailed bool
 	armed   map[int32]*Conn
 
+	// first: gnet's read size; onCap: the read-on buffer's (0: none);
+	// more: that buffer (made at first use); moreBy: the Conn whose stash
+	// it may hold (readon.go)
+	first, onCap int
+	more         []byte
+	moreBy       *Conn
+
 	ps       kernel.PollSet // the tick's poll(2)
 	pcs      []*Conn        // the Conn of each descriptor in ps
 	lastPoll time.Time

@@ -258,7 +258,7 @@ func (cl *Client) process() {
 	defer cl.processed()
 	for !cl.closed && !cl.wait.held && cl.auth.state != stAuthing && !cl.auth.reauthing && cl.up.state != upDialing && (!cl.quotas().muted() || (cl.ps.s != nil && !cl.q.paced)) {
 		if cl.ps.s != nil {
-			if !cl.producer().feedProduce() {
+			if !cl.producer().feedProduce() && !cl.readOn() {
 				return
 			}
 			continue
@@ -267,6 +267,9 @@ func (cl *Client) process() {
 		if n < codec.SizeLen {
 			if n == 0 && cl.ps.ended {
 				cl.producer().spliceOn() // the next request's head may wait in the socket
+			}
+			if cl.ps.s != nil || cl.readOn() {
+				continue
 			}
 			return
 		}
@@ -288,7 +291,7 @@ func (cl *Client) process() {
 			return // sent after the drain began (U4): never taken, nor streamed
 		}
 		if n < total {
-			if cl.producer().beginProduce(size, n) {
+			if cl.producer().beginProduce(size, n) || cl.readOn() {
 				continue
 			}
 			cl.flow().refuseOverBudget(size)

@@ -116,6 +116,9 @@ type Tuning struct {
 	ProduceSpliceMin  atomic.Int64 // record bytes of a partition spliced to a broker
 	RoomBound         atomic.Bool  // passes bounded by the destination's room (tests turn it off)
 	PipeShort         atomic.Bool  // tests: every pass meets a "full" destination (splice.Pipe.Short)
+	// ReadFirst is gnet's read size, ReadOn the loops' read-on buffer (0:
+	// none; conn.Loop.SetReadOn); set before the loops run.
+	ReadFirst, ReadOn int
 }
 
 // Hooks are tests' views into the loops; nil in production.

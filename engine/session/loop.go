@@ -79,6 +79,7 @@ func (env *Env) loopOf(el gnet.EventLoop) *Loop {
 		l.ticked.Store(time.Now().UnixNano())
 		l.quiet.Store(true) // its first traffic wakes a resting ticker
 		l.fc = conn.NewLoop(el, env.recoverConn, &env.Flow)
+		l.fc.SetReadOn(env.Tune.ReadFirst, env.Tune.ReadOn)
 		l.sweep = task{l: l, where: "sweep", fn: l.postedTick, took: env.Series.LoopTask}
 		env.loops[el] = l
 		env.loopList = append(env.loopList, l)

@@ -155,13 +155,16 @@ func (u *upstreamConn) onTraffic() {
 	maxResp := int32(cl.snap.Listener.MaxResponseBytes)
 	for !cl.closed && !u.closed {
 		if u.fs != nil {
-			if !u.feed() {
+			if !u.feed() && !u.readOn() {
 				break
 			}
 			continue
 		}
 		n := u.buffered()
 		if n < codec.SizeLen {
+			if u.readOn() {
+				continue
+			}
 			break
 		}
 		hb, _ := u.peek(codec.SizeLen)
@@ -173,6 +176,9 @@ func (u *upstreamConn) onTraffic() {
 		total := codec.SizeLen + int(size)
 		if n < total {
 			if int64(size) <= cl.env.Tune.StreamMin.Load() || n < codec.SizeLen+4 || !u.begin(size) {
+				if u.readOn() {
+					continue
+				}
 				break
 			}
 			continue

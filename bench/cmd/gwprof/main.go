@@ -40,7 +40,8 @@ func main() {
 	memRate := flag.Int("memrate", 0, "heap profile: one sample per this many bytes allocated (0: Go's 512 KiB; 1: every allocation)")
 	// The engine's thresholds, to compare them on one held set-up
 	// (BENCHMARKS.md, 34bf691); -1 keeps the engine's default.
-	readBuf := flag.Int("read-buffer", -1, "the loops' read buffer in bytes (default 256 KiB)")
+	readBuf := flag.Int("read-buffer", -1, "gnet's read of a socket in bytes (default 16 KiB)")
+	readOn := flag.Int("read-on", -1, "the loops' read-on buffer in bytes (default 256 KiB; 0: no reading on)")
 	streamMin := flag.Int("stream-min", -1, "a frame above this many bytes, not whole in the buffer, is relayed as it arrives (default 64 KiB)")
 	fetchSplice := flag.Int("fetch-splice-min", -1, "a partition's Fetch records spliced from this many bytes (default 64 KiB; 0: off)")
 	produceSplice := flag.Int("produce-splice-min", -1, "a partition's Produce records spliced from this many bytes (default 64 KiB; 0: off)")
@@ -59,6 +60,9 @@ func main() {
 	opts := []engine.Option{engine.WithLogger(log)}
 	if n := *readBuf; n >= 0 {
 		opts = append(opts, engine.WithReadBufferCap(n))
+	}
+	if n := *readOn; n >= 0 {
+		opts = append(opts, engine.WithReadOnCap(n))
 	}
 	if n := *streamMin; n >= 0 {
 		opts = append(opts, func(o *engine.Options) { o.StreamMin = n })

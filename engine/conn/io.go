@@ -12,8 +12,9 @@ import (
 // at once, what gnet holds is moved after the stash (a copy, only while a
 // stash is left after a resume).
 
-// Stashed is what gnet had read and the owner not consumed when the socket
-// was detached, not read yet.
+// Stashed is what the stash holds, not read yet: what gnet had read and the
+// owner not consumed when the socket was detached, a gathered frame, or
+// what was read on (readon.go).
 func (c *Conn) Stashed() int { return len(c.rd.in) - c.rd.off }
 
 // absorb moves what gnet holds after the stash: in its traffic event, both

@@ -38,6 +38,10 @@ type stash struct {
 	inMore, event, filled bool
 }
 
+// stashes pools the stashes kept after an event (keep): a pool of their
+// own, calibrated to their sizes (kernel.Queue's chunks have theirs).
+var stashes bytebufferpool.Pool
+
 // readOnMin: a read on asked for less than this is not made (a budget
 // nearly spent: gnet's next read comes anyway).
 const readOnMin = 4 << 10
@@ -52,6 +56,10 @@ func (c *Conn) MayReadOn() bool {
 	return c.rd.event && c.rd.filled && c.why == 0 && c.st == attached && c.live != nil &&
 		c.rd.gather == 0 && int(c.rd.onRead) < c.l.onCap && c.l.moreFree(c)
 }
+
+// NoMore: the owner found the socket empty (it looked at it): nothing is
+// read on until gnet's next read.
+func (c *Conn) NoMore() { c.rd.filled = false }
 
 // moreFree: the read-on buffer holds no other Conn's stash.
 func (l *Loop) moreFree(c *Conn) bool {
@@ -125,7 +133,7 @@ func (s *stash) keep(l *Loop) {
 		s.in, s.off = nil, 0
 		return
 	}
-	bb := bytebufferpool.Get()
+	bb := stashes.Get()
 	bb.B = append(bb.B[:0], s.in[s.off:]...)
 	s.pool = bb
 	s.in, s.off = bb.B[:len(bb.B):len(bb.B)], 0
@@ -139,7 +147,7 @@ func (s *stash) unpool(l *Loop) {
 		l.moreBy = nil
 	}
 	if s.pool != nil {
-		bytebufferpool.Put(s.pool)
+		stashes.Put(s.pool)
 		s.pool = nil
 	}
 }

@@ -104,3 +104,26 @@ func TestReadOnOnlyAfterAFullRead(t *testing.T) {
 		t.Errorf("%d bytes read on in the event of a read of 100 bytes", r)
 	}
 }
+
+// NoMore (the owner looked at the socket and found it empty) stops reading
+// on until gnet's next read, even after a read that filled its buffer.
+func TestReadOnNotAfterNoMore(t *testing.T) {
+	s := startServerReading(t, 1<<20, 1<<19, 4<<10, 64<<10)
+	nc, o := s.accept(t)
+	var first atomic.Bool
+	var readOn atomic.Int64
+	o.onTraffic = func(o *owner) {
+		if !first.CompareAndSwap(false, true) {
+			return
+		}
+		o.c.NoMore()
+		readOn.Add(int64(o.c.ReadOn(1 << 20)))
+	}
+	if _, err := nc.Write(make([]byte, 32<<10)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "every byte read", func() bool { return len(o.bytes()) == 32<<10 })
+	if n := readOn.Load(); n != 0 {
+		t.Errorf("%d bytes read on after NoMore", n)
+	}
+}

@@ -120,6 +120,9 @@ func (cl *producer) spliceNext() bool {
 	}
 	head, err := pp.Head(cfd)
 	k := len(head)
+	if k == 0 {
+		cl.c.NoMore() // the socket is empty: nothing to read on (readon.go)
+	}
 	if err != nil || k < codec.SizeLen {
 		return false
 	}

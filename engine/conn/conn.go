@@ -262,7 +262,7 @@ func (c *Conn) Reattached(gc gnet.Conn) gnet.Action {
 			})
 		}
 	}
-	if c.rd.off < len(c.rd.in) {
+	if len(c.rd.in) > 0 {
 		_ = gc.Wake(nil) // the owner reads its stash even if the peer sends nothing more
 	}
 	if c.why != 0 && !c.hup {
@@ -291,7 +291,7 @@ func (c *Conn) GnetClosed(gc gnet.Conn, err error) {
 	c.live, c.st = nil, closed
 	c.q.Reset()
 	c.rd.unpool(c.l)
-	c.rd.in, c.rd.off = nil, 0
+	c.rd.in = nil
 	c.disarm()
 	c.notify(err)
 }
@@ -308,7 +308,7 @@ func (c *Conn) closeDetached(err error, now bool) {
 	}
 	c.q.Reset()
 	c.rd.unpool(c.l)
-	c.rd.in, c.rd.off = nil, 0
+	c.rd.in = nil
 	c.st = closed
 	if now {
 		c.notify(err)

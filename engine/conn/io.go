@@ -15,7 +15,7 @@ import (
 // Stashed is what the stash holds, not read yet: what gnet had read and the
 // owner not consumed when the socket was detached, a gathered frame, or
 // what was read on (readon.go).
-func (c *Conn) Stashed() int { return len(c.rd.in) - c.rd.off }
+func (c *Conn) Stashed() int { return len(c.rd.in) }
 
 // absorb moves what gnet holds after the stash: in its traffic event, both
 // into the loop's read-on buffer when they fit (readon.go).
@@ -46,9 +46,9 @@ func (c *Conn) stash(b []byte) {
 		c.rd.in = append(c.rd.in, b...)
 		return
 	}
-	in := append(c.rd.in[c.rd.off:len(c.rd.in):len(c.rd.in)], b...)
+	in := append(c.rd.in[:len(c.rd.in):len(c.rd.in)], b...)
 	c.rd.unpool(c.l)
-	c.rd.in, c.rd.off = in, 0
+	c.rd.in = in
 }
 
 // Gather makes the stash the one buffer of a frame of n bytes in all that
@@ -61,11 +61,11 @@ func (c *Conn) Gather(n int) {
 	if c.live == nil && c.Stashed() == 0 {
 		return
 	}
-	if cap(c.rd.in)-c.rd.off < n || c.rd.inMore || c.rd.pool != nil {
+	if cap(c.rd.in) < n || c.rd.inMore || c.rd.pool != nil {
 		b := make([]byte, c.Stashed(), n)
-		copy(b, c.rd.in[c.rd.off:])
+		copy(b, c.rd.in)
 		c.rd.unpool(c.l)
-		c.rd.in, c.rd.off = b, 0
+		c.rd.in = b
 	}
 	c.rd.gather = n
 	c.absorb()
@@ -102,7 +102,7 @@ func (c *Conn) Peek(n int) ([]byte, error) {
 	if n > c.Stashed() {
 		return nil, io.ErrShortBuffer
 	}
-	return c.rd.in[c.rd.off : c.rd.off+n : c.rd.off+n], nil
+	return c.rd.in[:n:n], nil
 }
 
 // Discard consumes n bytes (all of them for n <= 0).
@@ -115,11 +115,11 @@ func (c *Conn) Discard(n int) {
 		return
 	}
 	if n > 0 && n < s {
-		c.rd.off += n
+		c.rd.in = c.rd.in[n:]
 		return
 	}
 	c.rd.unpool(c.l)
-	c.rd.in, c.rd.off, c.rd.gather = nil, 0, 0
+	c.rd.in, c.rd.gather = nil, 0
 	if c.live == nil {
 		return
 	}

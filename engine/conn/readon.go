@@ -17,24 +17,23 @@ import (
 // the Conn's (keep), read first at its next event, where it is moved back
 // into the loop's buffer with what gnet read (absorb), not into a new
 // array. Only inside the Conn's own traffic event, attached and not
-// paused, after a read that filled what it asked (the socket may hold
-// more), and for at most the read-on buffer's size in one event.
+// paused, after gnet's read filled its buffer (the socket may hold more),
+// once an event: what the read on leaves in the socket waits for gnet.
 
 // stash is what the owner reads before gnet's buffer: what gnet had read
 // when the socket was detached, a gathered frame (Gather), or what was
 // read on (ReadOn) and kept.
 type stash struct {
-	in  []byte
-	off int
+	in []byte // resliced as it is consumed
 	// gather: the frame Gather made room for in the stash (0: none)
 	gather int
 	// pool: the stash's pooled buffer (keep)
 	pool *bytebufferpool.ByteBuffer
-	// onRead: read on in this event; kept: what gnet held at the end of the
-	// last event
-	onRead, kept int32
+	// kept: what gnet held at the end of the last event
+	kept int32
 	// inMore: the stash is in the loop's read-on buffer; event: in the
-	// Conn's traffic event; filled: its last read filled what it asked
+	// Conn's traffic event; filled: its last read filled what it asked,
+	// and it has not read on since
 	inMore, event, filled bool
 }
 
@@ -54,7 +53,7 @@ func (l *Loop) SetReadOn(first, on int) { l.first, l.onCap = first, on }
 // event, after a read that filled what it asked.
 func (c *Conn) MayReadOn() bool {
 	return c.rd.event && c.rd.filled && c.why == 0 && c.st == attached && c.live != nil &&
-		c.rd.gather == 0 && int(c.rd.onRead) < c.l.onCap && c.l.moreFree(c)
+		c.rd.gather == 0 && c.l.moreFree(c)
 }
 
 // NoMore: the owner found the socket empty (it looked at it): nothing is
@@ -80,7 +79,7 @@ func (c *Conn) ReadOn(most int) int {
 		l.more = make([]byte, l.onCap)
 	}
 	held := c.Stashed() + c.live.InboundBuffered()
-	room := min(most, len(l.more)-held, l.onCap-int(c.rd.onRead))
+	room := min(most, len(l.more)-held)
 	if room < readOnMin {
 		return 0
 	}
@@ -89,8 +88,7 @@ func (c *Conn) ReadOn(most int) int {
 	n, _ := kernel.Read(c.live.Fd(), l.more[held:held+room])
 	n = max0(n)
 	c.rd.in = l.more[: held+n : held+n]
-	c.rd.filled = n == room
-	c.rd.onRead += int32(n)
+	c.rd.filled = false // once an event: gnet's next read comes for the rest
 	return n
 }
 
@@ -106,7 +104,7 @@ func max0(n int) int {
 // is there already); it returns the stash's length.
 func (c *Conn) intoMore() int {
 	l := c.l
-	k := copy(l.more, c.rd.in[c.rd.off:])
+	k := copy(l.more, c.rd.in)
 	if !c.rd.inMore {
 		c.rd.unpool(c.l)
 	}
@@ -116,7 +114,7 @@ func (c *Conn) intoMore() int {
 			_, _ = c.live.Discard(g)
 		}
 	}
-	c.rd.in, c.rd.off, c.rd.inMore = l.more[:k:k], 0, true
+	c.rd.in, c.rd.inMore = l.more[:k:k], true
 	l.moreBy = c
 	return k
 }
@@ -129,14 +127,14 @@ func (s *stash) keep(l *Loop) {
 	}
 	s.inMore = false
 	l.moreBy = nil
-	if len(s.in) == s.off {
-		s.in, s.off = nil, 0
+	if len(s.in) == 0 {
+		s.in = nil
 		return
 	}
 	bb := stashes.Get()
-	bb.B = append(bb.B[:0], s.in[s.off:]...)
+	bb.B = append(bb.B[:0], s.in...)
 	s.pool = bb
-	s.in, s.off = bb.B[:len(bb.B):len(bb.B)], 0
+	s.in = bb.B[:len(bb.B):len(bb.B)]
 }
 
 // unpool gives the stash's pooled buffer back, or forgets the loop's
@@ -159,7 +157,7 @@ func (c *Conn) traffic() {
 	if c.live != nil {
 		r.filled = c.l.onCap > 0 && c.live.InboundBuffered()-int(r.kept) >= c.l.first
 	}
-	r.onRead, r.event = 0, true
+	r.event = true
 	defer func() {
 		r.event = false
 		r.keep(c.l)

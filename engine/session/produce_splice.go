@@ -83,7 +83,7 @@ const spliceChain = 8
 // requests while nothing of it is buffered: the rest of the one under way,
 // then the requests after it, each begun from its head looked at in the
 // socket (spliceNext), so that gnet never reads their first bytes into the
-// loop's buffer (up to 256 KiB each, copied twice). Called at the end of a
+// loop's buffer (a read of 16 KiB each, copied twice). Called at the end of a
 // client's event once a stream went through, and before a producer paused
 // for its broker is read again (upstreamConn.Below): it stops at the first
 // request not to be streamed, a socket emptied, or a broker's socket full.

@@ -24,9 +24,6 @@ func (c *Conn) absorb() {
 		return
 	}
 	if l := c.l; c.rd.event && c.rd.gather == 0 && l.onCap > 0 && l.moreFree(c) && c.Stashed()+c.live.InboundBuffered() <= l.onCap {
-		if l.more == nil {
-			l.more = make([]byte, l.onCap)
-		}
 		c.intoMore()
 		return
 	}

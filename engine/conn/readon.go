@@ -75,35 +75,28 @@ func (c *Conn) ReadOn(most int) int {
 		return 0
 	}
 	l := c.l
-	if l.more == nil {
-		l.more = make([]byte, l.onCap)
-	}
 	held := c.Stashed() + c.live.InboundBuffered()
-	room := min(most, len(l.more)-held)
+	room := min(most, l.onCap-held)
 	if room < readOnMin {
 		return 0
 	}
 	held = c.intoMore()
 	room = min(room, len(l.more)-held)
 	n, _ := kernel.Read(c.live.Fd(), l.more[held:held+room])
-	n = max0(n)
+	n = max(n, 0)
 	c.rd.in = l.more[: held+n : held+n]
 	c.rd.filled = false // once an event: gnet's next read comes for the rest
 	return n
 }
 
-func max0(n int) int {
-	if n < 0 {
-		return 0
-	}
-	return n
-}
-
 // intoMore moves the stash, then what gnet holds, to the front of the
 // loop's read-on buffer, which becomes the stash (a memmove when the stash
-// is there already); it returns the stash's length.
+// is there already), made at its first use; it returns the stash's length.
 func (c *Conn) intoMore() int {
 	l := c.l
+	if l.more == nil {
+		l.more = make([]byte, l.onCap)
+	}
 	k := copy(l.more, c.rd.in)
 	if !c.rd.inMore {
 		c.rd.unpool(c.l)

@@ -55,9 +55,6 @@ type Conn struct {
 	q         kernel.Queue // written, not taken by the socket yet
 	high, low int
 
-	local, remote net.Addr
-	one           [1][]byte // Write's vector
-
 	wfd, wgen int32 // the watcher's arming: fd (-1 none) and generation
 
 	st  state
@@ -69,7 +66,6 @@ type Conn struct {
 	tracked  bool // in the loop's tracked set: the tick looks at it
 	hup      bool // the peer closed while detached: read until its close shows
 	notified bool // the owner was told of the end
-	oneBusy  bool // one is in use (a Write inside a Write's callback)
 
 	took uint32 // times the socket took bytes or had room again (Took)
 }
@@ -78,8 +74,7 @@ type Conn struct {
 // it becomes the connection's context. high and low are its write queue's
 // marks.
 func Open(l *Loop, gc gnet.Conn, o Owner, high, low int) *Conn {
-	c := &Conn{l: l, owner: o, live: gc, fd: -1, wfd: -1, high: high, low: low,
-		local: gc.LocalAddr(), remote: gc.RemoteAddr()}
+	c := &Conn{l: l, owner: o, live: gc, fd: -1, wfd: -1, high: high, low: low}
 	gc.SetContext(c)
 	return c
 }
@@ -99,9 +94,24 @@ func (c *Conn) EventLoop() gnet.EventLoop {
 	return c.l.el
 }
 
-// LocalAddr and RemoteAddr are the socket's, as opened.
-func (c *Conn) LocalAddr() net.Addr  { return c.local }
-func (c *Conn) RemoteAddr() net.Addr { return c.remote }
+// LocalAddr and RemoteAddr are the socket's: gnet's while attached, read
+// from the socket while not (a Conn keeps no copy: an idle pair's bytes,
+// invariant 56); nil while re-enrolling and once closed.
+func (c *Conn) LocalAddr() net.Addr {
+	if c.live != nil {
+		return c.live.LocalAddr()
+	}
+	local, _ := kernel.Addrs(c.fd)
+	return local
+}
+
+func (c *Conn) RemoteAddr() net.Addr {
+	if c.live != nil {
+		return c.live.RemoteAddr()
+	}
+	_, remote := kernel.Addrs(c.fd)
+	return remote
+}
 
 // Closed reports whether the socket ended.
 func (c *Conn) Closed() bool { return c.st == closed }
@@ -232,9 +242,6 @@ func (c *Conn) Reattached(gc gnet.Conn) gnet.Action {
 		return gnet.Close
 	}
 	c.live, c.st, c.rd.kept = gc, attached, 0
-	// The addresses of the enrolled socket, as gnet made them anew: the
-	// first ones go with the first gnet connection (an idle pair's bytes).
-	c.local, c.remote = gc.LocalAddr(), gc.RemoteAddr()
 	c.l.stats.Resumes.Inc()
 	if c.full {
 		c.arm() // the socket without room, by its new fd: the watcher says when it has some

@@ -133,18 +133,19 @@ func (c *Conn) Discard(n int) {
 // waits in the queue, written when the socket takes more (the watcher).
 // An error closes, as gnet's Write does.
 
-// Write is Writev of one slice, through a vector of the Conn's own (a
+// Write is Writev of one slice, through a vector of the loop's (a
 // [][]byte literal would escape). A Write re-entered from a close inside
 // it takes a fresh one.
 func (c *Conn) Write(b []byte) error {
-	if c.oneBusy {
+	l := c.l
+	if l.oneBusy {
 		return c.Writev([][]byte{b})
 	}
-	c.oneBusy = true
-	c.one[0] = b
-	err := c.Writev(c.one[:])
-	c.one[0] = nil
-	c.oneBusy = false
+	l.oneBusy = true
+	l.one[0] = b
+	err := c.Writev(l.one[:])
+	l.one[0] = nil
+	l.oneBusy = false
 	return err
 }
 

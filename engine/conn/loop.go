@@ -42,6 +42,9 @@ type Loop struct {
 	ps       kernel.PollSet // the tick's poll(2)
 	pcs      []*Conn        // the Conn of each descriptor in ps
 	lastPoll time.Time
+
+	one     [1][]byte // its Conns' Write's vector (not each Conn's: an idle pair's bytes, 56)
+	oneBusy bool      // one is in use (a Write inside a Write's callback)
 }
 
 // NewLoop makes the mechanism's state of el. guard is deferred around the

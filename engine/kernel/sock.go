@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"errors"
+	"net"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,3 +25,28 @@ func Read(fd int, b []byte) (int, error) { return unix.Read(fd, b) }
 
 // Close closes fd.
 func Close(fd int) error { return unix.Close(fd) }
+
+// Addrs are a TCP socket's own address and its peer's (getsockname,
+// getpeername); nil for the one a call does not give.
+func Addrs(fd int) (local, remote net.Addr) {
+	if fd < 0 {
+		return nil, nil
+	}
+	if sa, err := unix.Getsockname(fd); err == nil {
+		local = tcpAddr(sa)
+	}
+	if sa, err := unix.Getpeername(fd); err == nil {
+		remote = tcpAddr(sa)
+	}
+	return local, remote
+}
+
+func tcpAddr(sa unix.Sockaddr) net.Addr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: append(net.IP(nil), a.Addr[:]...), Port: a.Port}
+	case *unix.SockaddrInet6:
+		return &net.TCPAddr{IP: append(net.IP(nil), a.Addr[:]...), Port: a.Port}
+	}
+	return nil
+}

@@ -81,7 +81,7 @@ type clientAuth struct {
 	mech       string      // the mechanism chosen by SaslHandshake
 	ident      *auth.Identity
 	sessEnd    time.Time // KIP-368: the session's end (I6, S3)
-	reauthFrom time.Time // its request's first byte read (its span's start)
+	reauthFrom instant   // its request's first byte read (its span's start)
 	revoked    string    // set by a reload: why the next request closes (S2)
 	state      authState
 	legacySASL bool // SaslHandshake v0: the next frame is a raw SASL token
@@ -108,7 +108,7 @@ type budgetWait struct {
 	// an answer and held again is not listed twice)
 	listed bool
 	// since: held for the tenant's share since then (the wait histogram)
-	since time.Time
+	since instant
 	// replica: held for the replica's budget, the wait counted (ReplicaWaits)
 	replica bool
 	// inListed: in lp.reading, paused until what it sent fits its
@@ -121,25 +121,25 @@ type budgetWait struct {
 
 // clientClock is what the sweep's deadlines (sweep.go) are measured from.
 type clientClock struct {
-	opened     time.Time // auth_timeout runs from here
-	lastActive time.Time // the last bytes read: idle_timeout runs from here
+	opened     instant // auth_timeout runs from here
+	lastActive instant // the last bytes read: idle_timeout runs from here
 	// frameSince: bytes of a request not yet whole have waited since then
 	// (zero: none). The sweep closes an authenticated connection whose
 	// request is not whole within idle_timeout: a client that trickles a
 	// frame, one byte at a time, is active but never done.
-	frameSince time.Time
+	frameSince instant
 	// outLast: the client's unread bytes at the last sweep (B3); outSince:
 	// they have not decreased, nor its socket taken any, since then: the
 	// write timeout runs from here.
 	outLast  int
-	outSince time.Time
+	outSince instant
 	took     uint32 // the socket's Took at the last sweep: it reads if it moved
 	// reqSince: the read that brought the first byte of the request at
 	// the head of the input (its span's start, O5; zero: not known, the
 	// span starts at its judgement). older: the bytes at the head of the
 	// input that came before the last read, with the read at prevRead or
 	// earlier; left: what the input held after the last processing.
-	reqSince, prevRead time.Time
+	reqSince, prevRead instant
 	older, left        int
 }
 
@@ -159,7 +159,7 @@ type clientDrain struct {
 // newClient makes the client of a connection gnet opened (nil: refused
 // for a bound); its handle is made in OnOpen, once it is kept.
 func newClient(env *Env, c gnet.Conn, route Route) *Client {
-	now := time.Now()
+	now := nowInstant()
 	cl := &Client{env: env, route: route, clock: clientClock{opened: now, lastActive: now}}
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		cl.ip = a.IP.String()
@@ -188,7 +188,7 @@ func newClient(env *Env, c gnet.Conn, route Route) *Client {
 
 // onTraffic: the client sent bytes.
 func (cl *Client) onTraffic() {
-	cl.clock.prevRead, cl.clock.lastActive = cl.clock.lastActive, time.Now()
+	cl.clock.prevRead, cl.clock.lastActive = cl.clock.lastActive, nowInstant()
 	if hook := cl.env.Hooks.Traffic.Load(); hook != nil {
 		(*hook)(cl)
 	}
@@ -305,8 +305,8 @@ func (cl *Client) process() {
 		ok := cl.handle(frame[codec.SizeLen:])
 		cl.lp.out.lone = false
 		if !ok {
-			cl.clock.frameSince = time.Time{} // whole: the wait is the gateway's
-			return                            // waiting: the frame stays in the buffer
+			cl.clock.frameSince = 0 // whole: the wait is the gateway's
+			return                  // waiting: the frame stays in the buffer
 		}
 		if cl.closed {
 			return

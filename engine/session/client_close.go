@@ -110,7 +110,7 @@ func (cl *Client) keepForDrain() bool {
 		return false
 	}
 	u.draining = true
-	u.drainSince = time.Now()
+	u.drainSince = nowInstant()
 	cl.lp.draining = append(cl.lp.draining, u)
 	if u.ready {
 		u.drainOrphans()

@@ -90,7 +90,7 @@ func (cl *Client) Above() {
 		return
 	}
 	cl.env.Series.BrokerPauses.Add(1)
-	u.flowSince = time.Now()
+	u.flowSince = nowInstant()
 	u.c.Pause(conn.PeerFull)
 }
 
@@ -100,7 +100,7 @@ func (cl *Client) Below() {
 	if u == nil || u.c == nil || !u.c.PausedFor(conn.PeerFull) {
 		return
 	}
-	cl.env.Series.pausedFor(time.Since(u.flowSince))
+	cl.env.Series.pausedFor(u.flowSince.age(time.Now()))
 	if u.closed || u.spliceDetached() || u.closed { // the pass may close it
 		return // closed, or held on: the client's socket is full again
 	}

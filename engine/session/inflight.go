@@ -52,8 +52,8 @@ func (inFlightStage) grant(cl *Client, key int16) (int64, bool) {
 	case relay.Go:
 		cl.wait.replica = false
 		if !cl.wait.since.IsZero() {
-			cl.env.Signals.TenantWait(cl.ts, time.Since(cl.wait.since))
-			cl.wait.since = time.Time{}
+			cl.env.Signals.TenantWait(cl.ts, cl.wait.since.age(time.Now()))
+			cl.wait.since = 0
 		}
 		return v.Grant, true
 	case relay.Close: // relay.CauseTenantShare, the one cause a budget closes for
@@ -63,7 +63,7 @@ func (inFlightStage) grant(cl *Client, key int16) (int64, bool) {
 	case relay.WaitBytes:
 		if v.By == relay.LevelTenant && cl.wait.since.IsZero() {
 			cl.env.Signals.TenantBudget(cl.ts, true)
-			cl.wait.since = time.Now()
+			cl.wait.since = nowInstant()
 		}
 		if v.By == relay.LevelReplica && !cl.wait.replica {
 			cl.wait.replica = true

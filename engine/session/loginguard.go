@@ -60,7 +60,7 @@ func (cl *authn) loginDelay(now time.Time) time.Duration {
 	if d <= 0 {
 		return 0
 	}
-	left := cl.clock.opened.Add(cl.env.Snap.Load().Listener.AuthTimeout.D()).Sub(now) - authAnswerMargin
+	left := cl.clock.opened.Time().Add(cl.env.Snap.Load().Listener.AuthTimeout.D()).Sub(now) - authAnswerMargin
 	return min(d, left)
 }
 

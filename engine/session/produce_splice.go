@@ -20,7 +20,6 @@ package session
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/engine/signals"
@@ -100,7 +99,7 @@ func (cl *producer) spliceOn() {
 		if !cl.spliceNext() {
 			return
 		}
-		cl.clock.lastActive = time.Now()
+		cl.clock.lastActive = nowInstant()
 	}
 }
 
@@ -138,7 +137,7 @@ func (cl *producer) spliceNext() bool {
 		(*produceEnds)(cl).Failed(fmt.Sprintf("the socket gave %d of the %d bytes it held (%v)", got, codec.SizeLen, err))
 		return true
 	}
-	cl.clock.frameSince = time.Now()
+	cl.clock.frameSince = nowInstant()
 	pp.Unit(cl.ps.s, (*produceEnds)(cl), cfd) // the head, and the first partition's header
 	return true
 }

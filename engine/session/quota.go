@@ -168,7 +168,7 @@ func (cl *quotas) quotaHold(key int16, size int) bool {
 	}
 	if d > 0 {
 		if q.heldSince.IsZero() {
-			q.heldSince = q.waitedFrom(cl.clock.frameSince, now)
+			q.heldSince = q.waitedFrom(cl.clock.frameSince.Time(), now)
 		}
 		if left := q.lim.MaxThrottle - now.Sub(q.heldSince); left > 0 {
 			cl.mute(q, now.Add(min(d, left)))
@@ -474,7 +474,7 @@ func (env *Env) unmute(l *Loop, cl *Client, now time.Time) {
 	}
 	delete(l.muted, cl)
 	if q.paced && cl.ps.s != nil {
-		cl.clock.frameSince = now // the pause was the gateway's (idle_timeout's partial frame, sweep.go)
+		cl.clock.frameSince = instantOf(now) // the pause was the gateway's (idle_timeout's partial frame, sweep.go)
 	}
 	q.listed, q.muted, q.paced = false, false, false
 	cl.flow().unpause(conn.Quota)

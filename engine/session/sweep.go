@@ -34,7 +34,7 @@ func (env *Env) sweep(l *Loop) {
 	if len(l.draining) > 0 {
 		keep := l.draining[:0]
 		for _, u := range l.draining {
-			if !u.closeIfFlushed(now.Sub(u.drainSince) > env.WriteTimeout) {
+			if !u.closeIfFlushed(u.drainSince.age(now) > env.WriteTimeout) {
 				keep = append(keep, u)
 			}
 		}
@@ -49,7 +49,7 @@ func (env *Env) sweep(l *Loop) {
 	for cl := range l.clients {
 		switch {
 		case cl.auth.state != stAuthed:
-			if now.Sub(cl.clock.opened) > lim.AuthTimeout.D() {
+			if cl.clock.opened.age(now) > lim.AuthTimeout.D() {
 				cl.close(signals.CloseAuthTimeout)
 			}
 			continue
@@ -58,7 +58,7 @@ func (env *Env) sweep(l *Loop) {
 			// closed at the session's end (S3).
 			cl.close(signals.CloseCertSessionEnded, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "principal", cl.auth.ident.Principal)
 			continue
-		case !cl.clock.frameSince.IsZero() && !cl.waitsOnGateway() && now.Sub(cl.clock.frameSince) > lim.IdleTimeout.D():
+		case !cl.clock.frameSince.IsZero() && !cl.waitsOnGateway() && cl.clock.frameSince.age(now) > lim.IdleTimeout.D():
 			// A request begun and not finished within the idle bound: the
 			// bytes keep coming (so the connection is not idle) but never
 			// make a frame. Before authentication auth_timeout bounds it;
@@ -66,7 +66,7 @@ func (env *Env) sweep(l *Loop) {
 			// is whole and the clock restarts when it goes on.
 			cl.close(signals.ClosePartialFrame, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "idle_timeout", lim.IdleTimeout.String(), "buffered_bytes", cl.inBuffered())
 			continue
-		case cl.queue.Len() == 0 && cl.c.Queued() == 0 && !cl.waitsOnGateway() && now.Sub(cl.clock.lastActive) > lim.IdleTimeout.D():
+		case cl.queue.Len() == 0 && cl.c.Queued() == 0 && !cl.waitsOnGateway() && cl.clock.lastActive.age(now) > lim.IdleTimeout.D():
 			// Not a client whose request waits on the gateway: it is not
 			// read meanwhile (flow.go), so its activity does not show.
 			cl.close(signals.CloseIdle)
@@ -85,11 +85,11 @@ func (env *Env) sweep(l *Loop) {
 			continue
 		}
 		if took := cl.c.Took(); cl.clock.outLast == 0 || out < cl.clock.outLast || took != cl.clock.took {
-			cl.clock.outSince = now
+			cl.clock.outSince = instantOf(now)
 			cl.clock.took = took
 		}
 		cl.clock.outLast = out
-		if now.Sub(cl.clock.outSince) >= env.WriteTimeout {
+		if cl.clock.outSince.age(now) >= env.WriteTimeout {
 			// RST, not FIN: a peer that reads nothing would keep the socket
 			// in FIN-WAIT-1 with its unsent bytes for minutes.
 			cl.reset(signals.CloseWriteTimeout, "cluster", cl.route.Cluster.Name, "tenant", cl.auth.ident.Tenant, "unread_bytes", out, "after", env.WriteTimeout.String())

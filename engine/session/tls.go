@@ -107,7 +107,7 @@ func (cl *authn) onTLSHello() {
 	cl.auth.tlsHS = ad
 	cl.client().flow().feedHandshake()
 	conn := tls.Server(ad, cl.env.Sec.TLSConfig)
-	deadline := cl.clock.opened.Add(cl.snap.Listener.AuthTimeout.D())
+	deadline := cl.clock.opened.Time().Add(cl.snap.Listener.AuthTimeout.D())
 	err = cl.env.Pools.Handshake.Submit(func() {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		herr := conn.HandshakeContext(ctx)

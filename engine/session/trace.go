@@ -31,7 +31,7 @@ func (cl *auditor) sampled() bool {
 func (cl *auditor) count(key int16, dec signals.Decision, cause signals.Cause, throttleMs int32) {
 	cl.ts.Request(key, dec, cause)
 	if cl.sampled() {
-		cl.span(key, dec, cause, throttleMs, &decide.Life{Since: cl.clock.reqSince})
+		cl.span(key, dec, cause, throttleMs, &decide.Life{Since: cl.clock.reqSince.Time()})
 	}
 }
 
@@ -56,13 +56,13 @@ func (cl *auditor) countLocal(key int16, p *decide.Pending, dec signals.Decision
 // (requestDone).
 func (cl *auditor) countAt(key int16, p *decide.Pending, dec signals.Decision, cause signals.Cause) {
 	cl.ts.Request(key, dec, cause)
-	p.Life = decide.Life{Since: cl.clock.reqSince, Sampled: cl.sampled(), Counted: true, Decision: uint8(dec), Cause: uint8(cause)}
+	p.Life = decide.Life{Since: cl.clock.reqSince.Time(), Sampled: cl.sampled(), Counted: true, Decision: uint8(dec), Cause: uint8(cause)}
 }
 
 // countLater keeps in p what a request forwarded needs to be counted and
 // traced when its answer leaves (requestDone).
 func (cl *auditor) countLater(p *decide.Pending) {
-	p.Life = decide.Life{Since: cl.clock.reqSince, Sampled: cl.sampled()}
+	p.Life = decide.Life{Since: cl.clock.reqSince.Time(), Sampled: cl.sampled()}
 }
 
 // requestDone ends the life of the request p once its answer's last byte is
@@ -110,7 +110,7 @@ func (cl *auditor) span(key int16, dec signals.Decision, cause signals.Cause, th
 func (cl *auditor) nextRequest() {
 	switch {
 	case cl.client().inBuffered() == 0:
-		cl.clock.frameSince, cl.clock.reqSince = time.Time{}, time.Time{}
+		cl.clock.frameSince, cl.clock.reqSince = 0, 0
 		if cl.recordPart() > 0 {
 			cl.clock.reqSince = cl.clock.lastActive
 		}

@@ -128,13 +128,13 @@ func TestTraceSpanAttributes(t *testing.T) {
 func TestTraceSpanFromFirstByteToAnswer(t *testing.T) {
 	cl, rec := traceTestClient(t, 1)
 	read := time.Now().Add(-200 * time.Millisecond) // its first byte, 200 ms ago
-	cl.clock.reqSince = read
+	cl.clock.reqSince = instantOf(read)
 	p := &decide.Pending{Key: codec.KeyProduce}
 	cl.auditor().countRequest(codec.KeyProduce, p, decide.Forward)
-	cl.clock.reqSince = time.Time{} // the next request's, not yet read
+	cl.clock.reqSince = 0 // the next request's, not yet read
 	answer := time.Now()
 	cl.auditor().requestDone(p)
-	cl.clock.reqSince = read
+	cl.clock.reqSince = instantOf(read)
 	cl.auditor().countRequest(codec.KeyProduce, &decide.Pending{Key: codec.KeyProduce}, decide.Disconnect)
 	spans := rec.Ended()
 	if len(spans) != 2 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"time"
 
 	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/decide"
@@ -28,7 +27,7 @@ type upstreamConn struct {
 	// draining: the client is gone; its last requests are forwarded, then
 	// the connection closes once flushed (see client.keepForDrain).
 	draining   bool
-	drainSince time.Time
+	drainSince instant
 	// fs relays the Fetch answer fp as it arrives (nil: none under way);
 	// carry is what the last Feed left unconsumed (a unit not yet whole),
 	// which gnet keeps in its ring between reads.
@@ -36,7 +35,7 @@ type upstreamConn struct {
 	fp    *decide.Pending
 	carry int
 	// flowSince: paused until the client reads (conn.PeerFull, flow.go) since then
-	flowSince time.Time
+	flowSince instant
 	// sec: TLS and SASL towards the broker (upstream_secure.go); nil
 	// in clear text without SASL.
 	sec *upSecure

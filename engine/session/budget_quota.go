@@ -19,7 +19,8 @@ import (
 )
 
 // tenantQuota is a client's handles on its tenant's budget counters, made
-// at its first Produce and again when the policy or the tenant changes.
+// at its first Produce and again when the policy or the tenant changes (a
+// Client keeps a pointer: most have no budget, invariant 56).
 type tenantQuota struct {
 	policy, tenant string
 	day, month     quota.Counter
@@ -69,11 +70,12 @@ func (cl *Client) budgetCounters() (*tenantQuota, *configs.QuotaLimits) {
 	if pol == nil || pol.Config.Limits == nil {
 		return nil, nil
 	}
-	tq := &cl.quota
-	if tq.day == nil || tq.policy != q.Quota || tq.tenant != cl.auth.ident.Tenant {
+	tq := cl.quota
+	if tq == nil || tq.policy != q.Quota || tq.tenant != cl.auth.ident.Tenant {
 		name := q.Quota + ":" + cl.auth.ident.Tenant
-		*tq = tenantQuota{policy: q.Quota, tenant: cl.auth.ident.Tenant,
+		tq = &tenantQuota{policy: q.Quota, tenant: cl.auth.ident.Tenant,
 			day: cl.env.Quotas.Counters.Counter(name, quota.Day), month: cl.env.Quotas.Counters.Counter(name, quota.Month)}
+		cl.quota = tq
 	}
 	return tq, pol.Config.Limits
 }

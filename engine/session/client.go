@@ -63,8 +63,9 @@ type Client struct {
 	budget relay.Budget
 	wait   budgetWait // held for its budgets (hold, resume)
 
-	// quota: its tenant's day/month budget counters (budget_quota.go)
-	quota tenantQuota
+	// quota: its tenant's day/month budget counters (budget_quota.go), nil
+	// until a budget applies to its first Produce
+	quota *tenantQuota
 
 	clock clientClock   // what the sweep's deadlines run from (sweep.go)
 	ps    produceStream // a large Produce relayed as it arrives (produce_stream.go)

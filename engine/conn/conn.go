@@ -101,16 +101,20 @@ func (c *Conn) LocalAddr() net.Addr {
 	if c.live != nil {
 		return c.live.LocalAddr()
 	}
-	local, _ := kernel.Addrs(c.fd)
-	return local
+	if c.fd < 0 {
+		return nil
+	}
+	return kernel.LocalAddr(c.fd)
 }
 
 func (c *Conn) RemoteAddr() net.Addr {
 	if c.live != nil {
 		return c.live.RemoteAddr()
 	}
-	_, remote := kernel.Addrs(c.fd)
-	return remote
+	if c.fd < 0 {
+		return nil
+	}
+	return kernel.PeerAddr(c.fd)
 }
 
 // Closed reports whether the socket ended.

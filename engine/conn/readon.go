@@ -80,8 +80,7 @@ func (c *Conn) ReadOn(most int) int {
 	if room < readOnMin {
 		return 0
 	}
-	held = c.intoMore()
-	room = min(room, len(l.more)-held)
+	held = c.intoMore() // the same bytes, now at the buffer's front
 	n, _ := kernel.Read(c.live.Fd(), l.more[held:held+room])
 	n = max(n, 0)
 	c.rd.in = l.more[: held+n : held+n]

@@ -26,22 +26,15 @@ func Read(fd int, b []byte) (int, error) { return unix.Read(fd, b) }
 // Close closes fd.
 func Close(fd int) error { return unix.Close(fd) }
 
-// Addrs are a TCP socket's own address and its peer's (getsockname,
-// getpeername); nil for the one a call does not give.
-func Addrs(fd int) (local, remote net.Addr) {
-	if fd < 0 {
-		return nil, nil
-	}
-	if sa, err := unix.Getsockname(fd); err == nil {
-		local = tcpAddr(sa)
-	}
-	if sa, err := unix.Getpeername(fd); err == nil {
-		remote = tcpAddr(sa)
-	}
-	return local, remote
-}
+// LocalAddr and PeerAddr are a TCP socket's own address (getsockname) and
+// its peer's (getpeername); nil where the call does not give one.
+func LocalAddr(fd int) net.Addr { return tcpAddr(unix.Getsockname(fd)) }
+func PeerAddr(fd int) net.Addr  { return tcpAddr(unix.Getpeername(fd)) }
 
-func tcpAddr(sa unix.Sockaddr) net.Addr {
+func tcpAddr(sa unix.Sockaddr, err error) net.Addr {
+	if err != nil {
+		return nil
+	}
 	switch a := sa.(type) {
 	case *unix.SockaddrInet4:
 		return &net.TCPAddr{IP: append(net.IP(nil), a.Addr[:]...), Port: a.Port}

@@ -328,7 +328,7 @@ func (cl *authn) reauthDone(res auth.Result, h *codec.RequestHeader, snap *confi
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed")
 		p := cl.client().answers().answerLocal(cl.frameKmsg(codec.KeySASLAuthenticate, h.Version, h.Correlation, resp))
-		cl.client().auditor().countLocal(codec.KeySASLAuthenticate, p, signals.Refused, signals.CauseAuthentication, cl.auth.reauthFrom.Time())
+		cl.client().auditor().countLocal(codec.KeySASLAuthenticate, p, signals.Refused, signals.CauseAuthentication, cl.auth.reauthFrom)
 		cl.client().auditor().auditAuthRefused(&res)
 		cl.client().close(signals.CloseReauthRefused)
 		return
@@ -342,7 +342,7 @@ func (cl *authn) reauthDone(res auth.Result, h *codec.RequestHeader, snap *confi
 	}
 	resp.SessionLifetimeMillis = lifetime.Milliseconds()
 	p := cl.client().answers().answerLocal(cl.frameKmsg(36, h.Version, h.Correlation, resp))
-	cl.client().auditor().countLocal(codec.KeySASLAuthenticate, p, signals.Allowed, signals.CauseNone, cl.auth.reauthFrom.Time())
+	cl.client().auditor().countLocal(codec.KeySASLAuthenticate, p, signals.Allowed, signals.CauseNone, cl.auth.reauthFrom)
 	cl.client().process()
 }
 

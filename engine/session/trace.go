@@ -38,17 +38,19 @@ func (cl *auditor) count(key int16, dec signals.Decision, cause signals.Cause, t
 // countLocal counts a request of key the gateway answered itself, its
 // first byte read at since: its span ends with its answer, now (p nil: it
 // was written) or when p, queued behind the broker's answers, leaves.
-func (cl *auditor) countLocal(key int16, p *decide.Pending, dec signals.Decision, cause signals.Cause, since time.Time) {
+func (cl *auditor) countLocal(key int16, p *decide.Pending, dec signals.Decision, cause signals.Cause, since instant) {
 	if p == nil {
 		cl.ts.Request(key, dec, cause)
 		if cl.sampled() {
-			cl.span(key, dec, cause, 0, &decide.Life{Since: since})
+			cl.span(key, dec, cause, 0, &decide.Life{Since: since.Time()})
 		}
 		return
 	}
 	p.Key = key
 	cl.countAt(key, p, dec, cause)
-	p.Life.Since = since
+	if p.Life.Sampled {
+		p.Life.Since = since.Time()
+	}
 }
 
 // countAt counts a request of key now, its decision known at its
@@ -56,13 +58,24 @@ func (cl *auditor) countLocal(key int16, p *decide.Pending, dec signals.Decision
 // (requestDone).
 func (cl *auditor) countAt(key int16, p *decide.Pending, dec signals.Decision, cause signals.Cause) {
 	cl.ts.Request(key, dec, cause)
-	p.Life = decide.Life{Since: cl.clock.reqSince.Time(), Sampled: cl.sampled(), Counted: true, Decision: uint8(dec), Cause: uint8(cause)}
+	s := cl.sampled()
+	p.Life = decide.Life{Since: cl.spanStart(s), Sampled: s, Counted: true, Decision: uint8(dec), Cause: uint8(cause)}
 }
 
 // countLater keeps in p what a request forwarded needs to be counted and
 // traced when its answer leaves (requestDone).
 func (cl *auditor) countLater(p *decide.Pending) {
-	p.Life = decide.Life{Since: cl.clock.reqSince.Time(), Sampled: cl.sampled()}
+	s := cl.sampled()
+	p.Life = decide.Life{Since: cl.spanStart(s), Sampled: s}
+}
+
+// spanStart is the head request's first byte read, for a span: read
+// against the clock (instant.Time) for a sampled request only.
+func (cl *auditor) spanStart(sampled bool) time.Time {
+	if !sampled {
+		return time.Time{}
+	}
+	return cl.clock.reqSince.Time()
 }
 
 // requestDone ends the life of the request p once its answer's last byte is

@@ -47,6 +47,20 @@ type securedKafka struct {
 	saslAuths  atomic.Int64 // SaslAuthenticate requests read
 	renewals   atomic.Int64 // SaslHandshake requests on an authenticated connection
 	violations atomic.Int64 // requests read after their session's end
+
+	// stalls: the brokers' listeners; stall(true) stops every read of
+	// their connections, a new one's TLS handshake among them.
+	mu     sync.Mutex
+	stalls []*stallListener
+}
+
+// stall stops (true) or resumes every read of the brokers' connections.
+func (k *securedKafka) stall(v bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, l := range k.stalls {
+		l.stall(v)
+	}
 }
 
 type securedOpts struct {
@@ -63,10 +77,13 @@ func newSecuredKafka(t *testing.T, o securedOpts) *securedKafka {
 		kfake.SeedTopics(2, "acme.orders", "acme.payments", "globex.orders", "globex.payments"),
 		kfake.ListenFn(func(network, addr string) (net.Listener, error) {
 			_, port, _ := net.SplitHostPort(addr)
-			ln, err := net.Listen(network, net.JoinHostPort("127.0.0.1", port))
+			ln, err := stallingListen(network, net.JoinHostPort("127.0.0.1", port))
 			if err != nil {
 				return nil, err
 			}
+			k.mu.Lock()
+			k.stalls = append(k.stalls, ln)
+			k.mu.Unlock()
 			return &watchListener{Listener: ln, k: k}, nil
 		}),
 	}

@@ -141,7 +141,7 @@ func (c *Conn) PausedFor(r Reason) bool { return c.why&r != 0 }
 // Fd is the socket's descriptor: gnet's while attached, the Conn's while
 // detached or re-enrolling; -1 once closed.
 func (c *Conn) Fd() int {
-	if c.live != nil {
+	if c.live != nil && c.st != closed {
 		return c.live.Fd()
 	}
 	return c.fd
@@ -294,17 +294,20 @@ func (c *Conn) Traffic() { c.traffic() }
 
 // GnetClosed is OnClose of a gnet connection whose context is c: the owner
 // is told if gc is the Conn's connection of the moment; a detach, or a
-// socket re-enrolled after c was closed, ends nothing.
+// socket re-enrolled after c was closed, ends nothing. While it is told,
+// what it left unread (the stash, gnet's buffer: gnet releases it after
+// OnClose) can still be peeked: a client's last requests (invariant 11).
 func (c *Conn) GnetClosed(gc gnet.Conn, err error) {
 	if c.live == nil || c.live != gc {
 		return
 	}
-	c.live, c.st = nil, closed
+	c.st = closed
 	c.q.Reset()
-	c.rd.unpool(c.l)
-	c.rd.in = nil
 	c.disarm()
 	c.notify(err)
+	c.live = nil
+	c.rd.unpool(c.l)
+	c.rd.in = nil
 }
 
 // closeDetached ends a detached socket: closed once, the owner told as gnet

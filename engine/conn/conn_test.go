@@ -53,6 +53,8 @@ type owner struct {
 	// onTraffic, when set, runs on the loop at each Traffic before the read.
 	onTraffic func(o *owner)
 	keep      bool // read nothing (Traffic leaves the bytes buffered)
+	// atClose, when set, runs on the loop when the owner is told of the close.
+	atClose func(o *owner)
 }
 
 func (o *owner) Traffic() {
@@ -74,10 +76,15 @@ func (o *owner) Traffic() {
 		o.c.Discard(n)
 	}
 }
-func (o *owner) Closed(err error) { o.closed <- err }
-func (o *owner) Above()           { o.above.Add(1) }
-func (o *owner) Below()           { o.below.Add(1) }
-func (o *owner) Drained()         { o.drained.Add(1) }
+func (o *owner) Closed(err error) {
+	if o.atClose != nil {
+		o.atClose(o)
+	}
+	o.closed <- err
+}
+func (o *owner) Above()   { o.above.Add(1) }
+func (o *owner) Below()   { o.below.Add(1) }
+func (o *owner) Drained() { o.drained.Add(1) }
 
 func (o *owner) bytes() []byte {
 	o.mu.Lock()
@@ -444,6 +451,56 @@ func TestPeerClosesWhileDetached(t *testing.T) {
 	case <-o.closed:
 		t.Fatal("told twice")
 	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// Invariant 11: an owner told of its peer's close can still read what it
+// left unread, whether gnet read it (attached) or the tick's look at a
+// detached socket did (the peer wrote, then closed, while paused); the
+// socket itself is gone (Fd -1) and nothing is held after.
+func TestOwnerReadsWhatItLeftAtClose(t *testing.T) {
+	for _, detached := range []bool{false, true} {
+		s := startServer(t, 1<<20, 256<<10)
+		nc, o := s.accept(t)
+		msg := bytes.Repeat([]byte("last request;"), 100)
+		var seen []byte
+		var fd int
+		var held int
+		onLoop(t, o, func() {
+			o.keep = true
+			o.atClose = func(o *owner) {
+				b, err := o.c.Peek(o.c.Buffered())
+				if err != nil {
+					o.s.t.Errorf("peek at close: %v", err)
+				}
+				seen, fd = append([]byte(nil), b...), o.c.Fd()
+			}
+		})
+		if detached {
+			onLoop(t, o, func() { o.c.Pause(Held) })
+			if !paused(t, o) {
+				t.Fatal("not detached")
+			}
+		}
+		if _, err := nc.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		nc.Close()
+		select {
+		case <-o.closed:
+		case <-time.After(wait):
+			t.Fatalf("detached %v: the owner was not told of the peer's close", detached)
+		}
+		if !bytes.Equal(seen, msg) {
+			t.Fatalf("detached %v: the owner read %d bytes at the close, want the %d its peer sent", detached, len(seen), len(msg))
+		}
+		if fd != -1 {
+			t.Fatalf("detached %v: Fd %d at the close, want -1", detached, fd)
+		}
+		onLoop(t, o, func() { held = o.c.Buffered() })
+		if held != 0 {
+			t.Fatalf("detached %v: %d bytes held after the close", detached, held)
+		}
 	}
 }
 

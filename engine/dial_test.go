@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -106,35 +105,42 @@ func TestBrokerUnreachableResetsCertSession(t *testing.T) {
 	}
 }
 
-// D4, invariant 11: a client that sends an acks=0 Produce and closes while
-// its broker connection is still being dialled (the broker's TLS
-// handshake held) loses nothing: the gateway keeps what the client sent
-// and forwards it once the dial ends; the records are read back.
+// D4, invariant 11: a client that sends an acks=0 Produce and closes (or
+// resets) its connection while its broker connection is still being
+// dialled (the broker's TLS handshake held) loses nothing: the gateway
+// keeps what the client sent and forwards it once the dial ends; the
+// records are read back.
 func TestClientClosesWhileItsBrokerDials(t *testing.T) {
 	k := newSecuredKafka(t, securedOpts{tls: true})
 	env := secureEnv(t, k.upstream("", ""))
 	addr := leaderOf0(t, env)
-	k.stall(true)
-	r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
-	cl := clientOf(t, env.e, r)
-	var vals [][]byte
-	for i := 0; i < 10; i++ {
-		vals = append(vals, []byte(fmt.Sprintf("dialing-%d", i)))
-	}
-	if _, err := r.c.Write(produceRequestFrame(r, 7, 0, "orders", batchOf(vals...))); err != nil {
-		t.Fatal(err)
-	}
-	_ = r.c.Close()
-	clientGone(t, cl) // released while its broker connection still dials
-	k.stall(false)
-	c := env.client("acme-app", kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	got := consumeAll(t, c, len(vals), 20*time.Second)
-	if len(got) != len(vals) {
-		t.Fatalf("an acks=0 Produce sent before the client closed, during its broker's dial: %d of its %d records reached the broker", len(got), len(vals))
-	}
-	for i, rec := range got {
-		if !bytes.Equal(rec.Value, vals[i]) {
-			t.Fatalf("record %d is %q, want %q", i, rec.Value, vals[i])
+	var want []string
+	for _, how := range []string{"closes", "resets"} {
+		k.stall(true)
+		r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
+		cl := clientOf(t, env.e, r)
+		var vals [][]byte
+		for i := 0; i < 10; i++ {
+			vals = append(vals, []byte(fmt.Sprintf("%s-%d", how, i)))
+			want = append(want, string(vals[i]))
 		}
+		if _, err := r.c.Write(produceRequestFrame(r, 7, 0, "orders", batchOf(vals...))); err != nil {
+			t.Fatal(err)
+		}
+		if how == "resets" {
+			_ = r.c.(*net.TCPConn).SetLinger(0)
+		}
+		_ = r.c.Close()
+		clientGone(t, cl) // released while its broker connection still dials
+		k.stall(false)
+	}
+	c := env.client("acme-app", kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := consumeAll(t, c, len(want), 20*time.Second)
+	var vals []string
+	for _, rec := range got {
+		vals = append(vals, string(rec.Value))
+	}
+	if !slices.Equal(vals, want) {
+		t.Fatalf("acks=0 Produces sent before their clients closed or reset, during their broker's dial: the broker holds %q, want %q", vals, want)
 	}
 }

@@ -211,7 +211,7 @@ func (c *Conn) reenroll() {
 	c.disarm()
 	fd := c.fd
 	c.fd = -1
-	nc, err := kernel.Adopt(fd)
+	nc, err := kernel.Adopt(fd, c.readRest)
 	if err != nil {
 		c.closeDetached(err, false)
 		return
@@ -238,6 +238,20 @@ func (c *Conn) reenroll() {
 			}
 		})
 	}()
+}
+
+// readRest stashes what a peer that reset its detached socket sent before
+// the reset: told of the close, its owner can still take its last
+// requests (invariant 11). Bounded by the socket's receive buffer.
+func (c *Conn) readRest(fd int) {
+	var b [16 << 10]byte
+	for {
+		n, err := kernel.Read(fd, b[:])
+		if n <= 0 || err != nil {
+			return
+		}
+		c.stash(b[:n])
+	}
 }
 
 // Reattached is OnOpen of the re-enrolled socket gc (its context is c).
@@ -306,8 +320,6 @@ func (c *Conn) GnetClosed(gc gnet.Conn, err error) {
 	c.disarm()
 	c.notify(err)
 	c.live = nil
-	c.rd.unpool(c.l)
-	c.rd.in = nil
 }
 
 // closeDetached ends a detached socket: closed once, the owner told as gnet
@@ -321,8 +333,6 @@ func (c *Conn) closeDetached(err error, now bool) {
 		c.fd = -1
 	}
 	c.q.Reset()
-	c.rd.unpool(c.l)
-	c.rd.in = nil
 	c.st = closed
 	if now {
 		c.notify(err)
@@ -339,6 +349,8 @@ func (c *Conn) notify(err error) {
 	c.notified = true
 	c.l.untrack(c)
 	c.owner.Closed(err)
+	c.rd.unpool(c.l) // what the owner left, peekable until now (invariant 11)
+	c.rd.in = nil
 }
 
 // Close closes the connection; the owner's Closed follows later on the

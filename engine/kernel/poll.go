@@ -77,17 +77,19 @@ func SetLinger(fd, sec int) error {
 // Adopt is a net.Conn of the socket fd, to hand to an event loop again
 // (gnet's Enroll takes a net.Conn): fd is closed, whatever happens (the
 // net.Conn holds its own dup). ErrPeerGone when the socket has no peer
-// any more (getpeername fails: the peer reset the connection).
-func Adopt(fd int) (net.Conn, error) {
+// any more (getpeername fails: the peer reset the connection); rest, if
+// not nil, is given fd first, to read what the peer sent before its reset
+// (the kernel keeps it readable).
+func Adopt(fd int, rest func(fd int)) (net.Conn, error) {
 	f := os.NewFile(uintptr(fd), "")
 	nc, err := net.FileConn(f) // its own dup
-	_ = f.Close()
-	if err != nil {
-		return nil, err
-	}
-	if nc.RemoteAddr() == nil {
+	if err == nil && nc.RemoteAddr() == nil {
+		if rest != nil {
+			rest(fd)
+		}
 		_ = nc.Close()
-		return nil, ErrPeerGone
+		nc, err = nil, ErrPeerGone
 	}
-	return nc, nil
+	_ = f.Close()
+	return nc, err
 }

@@ -89,7 +89,7 @@ func TestAdopt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := Adopt(dup)
+	nc, err := Adopt(dup, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestAdopt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if nc, err := Adopt(dup); !errors.Is(err, ErrPeerGone) {
+	if nc, err := Adopt(dup, nil); !errors.Is(err, ErrPeerGone) {
 		if nc != nil {
 			nc.Close()
 		}

@@ -140,6 +140,7 @@ func TestClientClosesWhileItsBrokerDials(t *testing.T) {
 	for _, rec := range got {
 		vals = append(vals, string(rec.Value))
 	}
+	slices.Sort(vals) // two connections: no order between them
 	if !slices.Equal(vals, want) {
 		t.Fatalf("acks=0 Produces sent before their clients closed or reset, during their broker's dial: the broker holds %q, want %q", vals, want)
 	}

@@ -211,7 +211,11 @@ func (c *Conn) reenroll() {
 	c.disarm()
 	fd := c.fd
 	c.fd = -1
-	nc, err := kernel.Adopt(fd, c.readRest)
+	nc, err := kernel.Adopt(fd, func(fd int) {
+		if rest := readRest(fd); len(rest) > 0 {
+			c.stash(rest)
+		}
+	})
 	if err != nil {
 		c.closeDetached(err, false)
 		return
@@ -240,17 +244,19 @@ func (c *Conn) reenroll() {
 	}()
 }
 
-// readRest stashes what a peer that reset its detached socket sent before
-// the reset: told of the close, its owner can still take its last
-// requests (invariant 11). Bounded by the socket's receive buffer.
-func (c *Conn) readRest(fd int) {
+// readRest is what a peer that reset its socket sent before the reset:
+// stashed, its owner told of the close can still take its last requests
+// (invariant 11). Bounded by the socket's receive buffer; read whole
+// first, so that it is stashed once (a stash never grows in place).
+func readRest(fd int) []byte {
+	var rest []byte
 	var b [16 << 10]byte
 	for {
 		n, err := kernel.Read(fd, b[:])
 		if n <= 0 || err != nil {
-			return
+			return rest
 		}
-		c.stash(b[:n])
+		rest = append(rest, b[:n]...)
 	}
 }
 

@@ -467,7 +467,7 @@ func TestOwnerReadsWhatItLeftAtClose(t *testing.T) {
 	}{{"attached", false, false}, {"detached", true, false}, {"detached, reset", true, true}} {
 		s := startServer(t, 1<<20, 256<<10)
 		nc, o := s.accept(t)
-		msg := bytes.Repeat([]byte("last request;"), 100)
+		msg := bytes.Repeat([]byte("last request;"), 3200) // 41,600 bytes: read in three reads at a reset
 		var seen []byte
 		var fd int
 		var held int

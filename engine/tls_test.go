@@ -211,6 +211,23 @@ func TestMTLS(t *testing.T) {
 	te.waitLog(3*time.Second, "kafka authentication refused", "certificate not declared")
 }
 
+// L4: a certificate refused in the handshake is logged even when its
+// client closes first: a TLS 1.3 client ends its side of the handshake
+// before the gateway judges its certificate, and may close at once.
+func TestMTLSRefusalLoggedAfterClientCloses(t *testing.T) {
+	te := newTLSEnv(t, "")
+	c := te.client["expired"]
+	conn, err := te.dialer(&c, tls.VersionTLS13, tls.VersionTLS13)(context.Background(), "tcp", te.boot)
+	if err != nil {
+		t.Fatalf("the client's side of a TLS 1.3 handshake: %v", err)
+	}
+	conn.Close()
+	line := te.waitLog(5*time.Second, "kafka connection refused", "TLS handshake failed")
+	if !strings.Contains(line, "expired") {
+		t.Fatalf("the refusal does not say why: %s", line)
+	}
+}
+
 // ARCHITECTURE: crypto/tls does not remember a temporary error from the
 // conn under it: the record layer can run on the loop, answering "would
 // block" when gnet holds nothing. If a Go release changes this, this test fails.

@@ -21,6 +21,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 
@@ -113,8 +114,13 @@ func (cl *authn) onTLSHello() {
 		herr := conn.HandshakeContext(ctx)
 		cancel()
 		_ = cl.lp.RunFor("tls", cl, func() {
-			if !cl.closed {
+			switch {
+			case !cl.closed:
 				cl.tlsDone(conn, ad, herr)
+			case herr != nil && !errors.Is(herr, net.ErrClosed) && !errors.Is(herr, context.DeadlineExceeded):
+				// A TLS 1.3 client ends its side before the gateway judges
+				// its certificate, and may have closed since: still refused.
+				cl.env.closingFor(signals.CloseHandshake, cl.ts, cl.handshakeAttrs(herr))
 			}
 		})
 	})
@@ -123,10 +129,15 @@ func (cl *authn) onTLSHello() {
 	}
 }
 
+// handshakeAttrs are a failed handshake's line's pairs.
+func (cl *authn) handshakeAttrs(herr error) []any {
+	return []any{"error", herr.Error(), "cluster", cl.route.Cluster.Name}
+}
+
 // tlsDone runs on the loop when the handshake ends.
 func (cl *authn) tlsDone(conn *tls.Conn, ad *looptls.IO, herr error) {
 	if herr != nil {
-		cl.client().close(signals.CloseHandshake, "error", herr.Error(), "cluster", cl.route.Cluster.Name)
+		cl.client().close(signals.CloseHandshake, cl.handshakeAttrs(herr)...)
 		return
 	}
 	ad.OnLoop()

@@ -28,9 +28,15 @@ func TestQuotaReplicasShareTenantRate(t *testing.T) {
 	defer cancel()
 	var errs atomic.Int64
 	var wg sync.WaitGroup
+	// Both replicas set up before either produces, as in the Redis test
+	// below: on a real broker the second's set-up would start it seconds
+	// late, inside the measured span, from a full bucket.
+	var cls []*kgo.Client
 	for i := 0; i < 2; i++ {
 		env := newTestEnv(t, "    quotas:\n      tenant: { producer_byte_rate: 1MiB }\n", WithCounters(shared))
-		cl := env.client("acme-app", producerOpts(&throttleHook{})...)
+		cls = append(cls, env.client("acme-app", producerOpts(&throttleHook{})...))
+	}
+	for _, cl := range cls {
 		wg.Add(1)
 		go func() { defer wg.Done(); produceFlatOut(ctx, cl, 8<<10, m, &errs) }()
 	}

@@ -77,6 +77,7 @@ type harness struct {
 	profile      bool
 	syscalls     bool            // BENCH_SYSCALLS=1: each relaying run's system calls counted (waits.go)
 	runProfiles  bool            // BENCH_RUN_PROFILE=1: each relaying run's CPU sampled (waits.go)
+	passage      bool            // BENCH_PASSAGE=1: each fixed-rate relaying run's requests split (passage.go)
 	parts        map[string]bool // BENCH_PARTS
 	issueOnly    bool            // BENCH_PARTS=issue: the table's rows of issue 11 only
 	produceOnly  bool            // BENCH_PARTS=produce: of those, the Produce rows only
@@ -162,6 +163,7 @@ func main() {
 	h.profile = os.Getenv("BENCH_PROFILE") != "0"
 	h.syscalls = os.Getenv("BENCH_SYSCALLS") == "1"
 	h.runProfiles = os.Getenv("BENCH_RUN_PROFILE") == "1"
+	h.passage = os.Getenv("BENCH_PASSAGE") == "1"
 	h.parts = parseParts(envStr("BENCH_PARTS", defaultParts(os.Getenv("BENCH_BROKER"))))
 	h.issueOnly = h.parts["issue"]
 	h.produceOnly = h.parts["produce"]

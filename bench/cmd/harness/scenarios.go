@@ -173,6 +173,7 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	}
 	trace := h.startSysTrace(hop)
 	prof := h.startRunProfile(hop, scenario, path, rep)
+	pass := h.startPassage(hop, scenario, path, rep)
 	g0, b0, s0, w0 := cpuSeconds(hop), cpuSeconds(h.brokerPID), schedSeconds(hop), schedSlices(hop)
 	t0 := time.Now()
 	r, err := fn()
@@ -180,6 +181,7 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	g1, b1, s1, w1 := cpuSeconds(hop), cpuSeconds(h.brokerPID), schedSeconds(hop), schedSlices(hop)
 	r.hopSys = trace.stop()
 	prof.stop()
+	split := pass.stop()
 	if counters != nil && h.gatewayAlive() {
 		h.writeCounterDelta(scenario, path, rep, counters, h.engineCounters())
 	}
@@ -215,6 +217,7 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	}
 	h.record(r)
 	h.writeSyscalls(scenario, path, rep, trace, r.bytes)
+	h.recordPassage(scenario, path, rep, split)
 	extra := ""
 	if hop != 0 {
 		extra = fmt.Sprintf(", %s %.2f CPU s/GiB, peak RSS %.0f MiB", path, r.hopCPUPerGiB(), r.hopHWM/1024)
@@ -230,7 +233,7 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	if !math.IsNaN(r.p99) {
 		lat = fmt.Sprintf(", p50/p99/p99.9 %s/%s/%s ms", fmtMS(r.p50), fmtMS(r.p99), fmtMS(r.p999))
 	}
-	h.say("  %-48s %-7s run %d: %9.0f rec/s %7.1f MiB/s%s%s %s", scenario, path, rep, r.recs, r.mibps, lat, extra, r.note)
+	h.say("  %-48s %-7s run %d: %9.0f rec/s %7.1f MiB/s%s%s%s %s", scenario, path, rep, r.recs, r.mibps, lat, extra, split.summary(), r.note)
 	return r
 }
 

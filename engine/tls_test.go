@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"github.com/flexway/flexway/configs"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const sniDomain = "kafka.example.test"
@@ -34,6 +37,18 @@ type tlsEnv struct {
 
 func newTLSEnv(t *testing.T, extra string, opt ...Option) *tlsEnv {
 	t.Helper()
+	return newTLSEnvOn(t, "", extra, opt...)
+}
+
+// newTLSEnvOn is newTLSEnv in front of upstream: the lines under
+// upstreams.events after protocol (4 spaces of indent); "" the embedded
+// cluster.
+func newTLSEnvOn(t *testing.T, upstream, extra string, opt ...Option) *tlsEnv {
+	t.Helper()
+	embedded := upstream == ""
+	if embedded {
+		upstream = "    embedded: { brokers: 3, partitions: 2 }\n"
+	}
 	env := bareEnv(t)
 	dir := env.dir
 	ca := newTestCA(t, "flexway test CA")
@@ -62,8 +77,7 @@ contracts:
 upstreams:
   events:
     protocol: kafka
-    embedded: { brokers: 3, partitions: 2 }
-auth:
+%sauth:
   api_keys:
     store: "file:./api-keys.yaml"
   mtls:
@@ -74,9 +88,11 @@ listeners:
     address: "127.0.0.1:0"
     tls: { cert_file: ./tls.crt, key_file: ./tls.key, client_ca_file: ./ca.crt }
     sni_domain: %s
-%s`, sniDomain, loopbackBounds(extra))
+%s`, upstream, sniDomain, loopbackBounds(extra))
 	e := env.start(env.load(cfg, contract, store), opt...)
-	env.direct = e.EmbeddedBrokers()["events"]
+	if embedded {
+		env.direct = e.EmbeddedBrokers()["events"]
+	}
 	te.testEnv = env
 	te.port = e.TLSPort()
 	env.boot = fmt.Sprintf("bootstrap.shop.%s:%d", sniDomain, te.port)
@@ -391,4 +407,69 @@ func TestMTLSSessionEndsAtNotAfter(t *testing.T) {
 		t.Fatalf("closed %v before NotAfter", leaf.NotAfter.Sub(now))
 	}
 	te.waitLog(3*time.Second, "session ended", "principal=billing")
+}
+
+// D4, invariant 11 over the TLS port: a TLS client that sends an acks=0
+// Produce and closes (or resets) while its broker connection is still
+// being dialled loses nothing: what it left is decrypted at its close and
+// forwarded once the dial ends.
+func TestTLSClientClosesWhileItsBrokerDials(t *testing.T) {
+	k := newSecuredKafka(t, securedOpts{tls: true})
+	te := newTLSEnvOn(t, k.upstream("", ""), "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	mreq := kmsg.NewPtrMetadataRequest()
+	mreq.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("orders")}}
+	mresp, err := mreq.RequestWith(ctx, te.saslClient("acme-app", tls.VersionTLS13))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leader string
+	for _, p := range mresp.Topics[0].Partitions {
+		for _, b := range mresp.Brokers {
+			if p.Partition == 0 && b.NodeID == p.Leader {
+				leader = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+			}
+		}
+	}
+	var want []string
+	for _, how := range []string{"closes", "resets"} {
+		k.stall(true)
+		c, err := te.dialer(nil, tls.VersionTLS12, tls.VersionTLS13)(ctx, "tcp", leader)
+		if err != nil {
+			t.Fatalf("%s: %v", leader, err)
+		}
+		r := &rawConn{t: t, c: c}
+		if hsr := r.saslPlain("acme-app", te.keys["acme-app"]); hsr.ErrorCode != 0 {
+			t.Fatalf("handshake: %d", hsr.ErrorCode)
+		}
+		if aur := r.authAnswer(); aur.ErrorCode != 0 {
+			t.Fatalf("authenticate: %d", aur.ErrorCode)
+		}
+		cl := clientOf(t, te.e, r)
+		var vals [][]byte
+		for i := 0; i < 10; i++ {
+			vals = append(vals, []byte(fmt.Sprintf("tls-%s-%d", how, i)))
+			want = append(want, string(vals[i]))
+		}
+		if _, err := c.Write(produceRequestFrame(r, 7, 0, "orders", batchOf(vals...))); err != nil {
+			t.Fatal(err)
+		}
+		if how == "resets" {
+			_ = c.(*tls.Conn).NetConn().(*net.TCPConn).SetLinger(0)
+		}
+		_ = c.Close()
+		clientGone(t, cl) // released while its broker connection still dials
+		k.stall(false)
+	}
+	c := te.saslClient("acme-app", tls.VersionTLS13, kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := consumeAll(t, c, len(want), 20*time.Second)
+	var vals []string
+	for _, rec := range got {
+		vals = append(vals, string(rec.Value))
+	}
+	slices.Sort(vals) // two connections: no order between them
+	if !slices.Equal(vals, want) {
+		t.Fatalf("acks=0 Produces sent over TLS before their clients closed or reset, during their broker's dial: the broker holds %q, want %q", vals, want)
+	}
 }

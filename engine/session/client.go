@@ -216,6 +216,7 @@ func (cl *Client) onTraffic() {
 		cl.quotas().quotaPause()
 	}
 	cl.process()
+	cl.tlsEnded()
 }
 
 // The client's input: gnet's buffer on a plaintext port, the decrypted

@@ -34,8 +34,9 @@ import (
 // clientTLS is a client's TLS after the handshake: its record layer on
 // the loop (engine/looptls).
 type clientTLS struct {
-	io  *looptls.IO
-	rec *looptls.Record
+	io    *looptls.IO
+	rec   *looptls.Record
+	ended bool // the client's close_notify was read (tlsRead)
 }
 
 // routeSNI maps an SNI name to a cluster and node: bootstrap.<cluster>.<domain>
@@ -151,18 +152,36 @@ func (cl *authn) tlsDone(conn *tls.Conn, ad *looptls.IO, herr error) {
 	}
 	cl.tlsRead()
 	cl.client().process()
+	cl.client().tlsEnded()
 }
 
-// tlsRead decrypts what the socket holds into the plaintext buffer.
+// tlsRead decrypts what the socket holds into the plaintext buffer. A
+// close_notify ends the client's side as a FIN does: what it sent before
+// is processed first, then tlsEnded closes (invariant 11).
 func (cl *authn) tlsRead() {
 	err := cl.auth.tls.rec.Pump()
 	if err == nil || cl.closed {
 		return
 	}
-	if !errors.Is(err, io.EOF) { // a close_notify is a normal close
-		cl.env.Log.Info("kafka connection closed: TLS error", "cluster", cl.route.Cluster.Name, "error", err.Error())
+	if errors.Is(err, io.EOF) {
+		cl.auth.tls.ended = true
+		return
 	}
+	cl.env.Log.Info("kafka connection closed: TLS error", "cluster", cl.route.Cluster.Name, "error", err.Error())
 	cl.client().close(signals.CloseTLSRead)
+}
+
+// tlsEnded closes a client whose close_notify was read, once what came
+// before it was processed: as gnet closes a socket at its FIN, what the
+// client sent and is still owed to the broker kept (invariant 11).
+func (cl *Client) tlsEnded() {
+	if t := cl.auth.tls; t == nil || !t.ended || cl.closed {
+		return
+	}
+	cl.env.closingFor(signals.CloseTLSRead, cl.ts, nil)
+	cl.flushOwn(false)
+	cl.c.Close()
+	cl.releaseAs(true)
 }
 
 // certAuth authenticates a verified client certificate (I3): declared in

@@ -78,6 +78,7 @@ type harness struct {
 	syscalls     bool            // BENCH_SYSCALLS=1: each relaying run's system calls counted (waits.go)
 	runProfiles  bool            // BENCH_RUN_PROFILE=1: each relaying run's CPU sampled (waits.go)
 	passage      bool            // BENCH_PASSAGE=1: each fixed-rate relaying run's requests split (passage.go)
+	e2e          string          // the current run's loadgen -e2e file (passage.go); "" none
 	parts        map[string]bool // BENCH_PARTS
 	issueOnly    bool            // BENCH_PARTS=issue: the table's rows of issue 11 only
 	produceOnly  bool            // BENCH_PARTS=produce: of those, the Produce rows only

@@ -27,8 +27,13 @@ import (
 // pair with one request in flight (franz-go acks=1) splits exactly; with
 // several, only a request alone on the wire is counted (one whose next
 // came before its answer is not).
-// Written to metrics/<run>-passage.txt (the trace kept beside it, .data)
-// and a line of passage.tsv.
+// A franz-go run's producer writes each Produce request's round trip as
+// it sees it (loadgen -e2e, <run>-e2e.txt, every path, direct too): set
+// against the trace (perf's clock is CLOCK_MONOTONIC, as loadgen's), a
+// request's round trip less the broker's window is what the path cost it
+// both ways, the processes' wake-ups and loopback included. Written to
+// metrics/<run>-passage.txt (the trace kept beside it, .data) and a line
+// of passage.tsv.
 
 // passageCalls are the system calls that move a socket's bytes.
 var passageCalls = []string{"read", "readv", "recvfrom", "write", "writev", "sendmsg", "splice"}
@@ -45,9 +50,13 @@ type passage struct {
 	broker   int // the busiest broker-facing fd seen, -1 none
 }
 
-// passageSplit is a run's per-request times, in ms.
+// passageSplit is a run's per-request times, in ms; reqs are the
+// requests' last byte out and answer's first byte in, in seconds of
+// CLOCK_MONOTONIC.
 type passageSplit struct {
 	added, broker, answer []float64
+	reqs                  [][2]float64
+	trips, path           []float64 // the client's round trips; less the broker's window, where matched
 }
 
 // startPassage attaches perf record to pid's byte-moving calls; nil when
@@ -65,7 +74,7 @@ func (h *harness) startPassage(pid int, scenario, path string, rep int) *passage
 	for _, c := range passageCalls {
 		ev = append(ev, "syscalls:sys_enter_"+c, "syscalls:sys_exit_"+c)
 	}
-	cmd := exec.Command("perf", "record", "-q", "-m", "4M", "-e", strings.Join(ev, ","), "-p", strconv.Itoa(pid), "-o", data)
+	cmd := exec.Command("perf", "record", "-q", "-m", "4M", "-k", "CLOCK_MONOTONIC", "-e", strings.Join(ev, ","), "-p", strconv.Itoa(pid), "-o", data)
 	cmd.SysProcAttr = dieWith(syscall.SIGKILL)
 	if err := cmd.Start(); err != nil {
 		return nil
@@ -191,11 +200,8 @@ func (p *passage) stop() passageSplit {
 	if err != nil || cmd.Start() != nil {
 		return passageSplit{}
 	}
-	evs := moves(bufio.NewScanner(out), c, b)
+	s := split(moves(bufio.NewScanner(out), c, b))
 	_ = cmd.Wait()
-	s := split(evs)
-	_ = os.WriteFile(strings.TrimSuffix(p.data, ".data")+".txt",
-		[]byte(fmt.Sprintf("client fd %d, broker fd %d, %d moves\n%s", c, b, len(evs), s.text())), 0o644)
 	return s
 }
 
@@ -299,6 +305,7 @@ func split(evs []move) passageSplit {
 				if inAtOut > 0 {
 					s.added = append(s.added, (lastOut-inAtOut)*1e3)
 					s.broker = append(s.broker, (e.at-lastOut)*1e3)
+					s.reqs = append(s.reqs, [2]float64{lastOut, e.at})
 				}
 				ansIn, inAnswer = e.at, true
 				lastIn, inAtOut, lastOut = 0, 0, 0
@@ -316,6 +323,44 @@ func split(evs []move) passageSplit {
 	return s
 }
 
+// e2eFile is the file a run's producer writes its round trips to
+// (loadgen -e2e): a franz-go fixed-rate run with BENCH_PASSAGE=1; "" else.
+func (h *harness) e2eFile(scenario, path string, rep int) string {
+	if !h.passage || !strings.Contains(scenario, "fixed") || !strings.HasPrefix(scenario, "franz-go") {
+		return ""
+	}
+	return h.runFile(scenario, path, rep, "-e2e.txt")
+}
+
+// roundTrips reads the producer's round trips and sets each against the
+// trace's last request whose answer came in before the trip's end: the
+// trip less that request's broker window is the path's (one request in
+// flight: the one before was answered before this trip began). The hook
+// runs a moment after the read, so a trip's times are late by it: a
+// request out up to a trip before is taken, one whose window exceeds the
+// trip is not.
+func (s *passageSplit) roundTrips(file string) {
+	data, err := os.ReadFile(file)
+	if file == "" || err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var at, trip int64
+		if _, err := fmt.Sscan(line, &at, &trip); err != nil {
+			continue
+		}
+		s.trips = append(s.trips, float64(trip)/1e6)
+		from, to := float64(at)/1e9, float64(at+trip)/1e9
+		i := sort.Search(len(s.reqs), func(i int) bool { return s.reqs[i][1] > to }) - 1
+		if i < 0 || s.reqs[i][0] < from-(to-from) {
+			continue
+		}
+		if p := float64(trip)/1e6 - (s.reqs[i][1]-s.reqs[i][0])*1e3; p >= 0 {
+			s.path = append(s.path, p)
+		}
+	}
+}
+
 // text is the split's percentiles, a line each.
 func (s passageSplit) text() string {
 	var b strings.Builder
@@ -324,7 +369,9 @@ func (s passageSplit) text() string {
 		v    []float64
 	}{{"added: a request's last byte in to its last byte out", s.added},
 		{"broker: a request's last byte out to its answer's first byte in", s.broker},
-		{"answer: its first byte in to its write to the client", s.answer}} {
+		{"answer: its first byte in to its write to the client", s.answer},
+		{"trip: the client's round trip, its write's end to its answer read", s.trips},
+		{"path: a trip less its broker window (matched by time)", s.path}} {
 		fmt.Fprintf(&b, "%s: n %d, p50 %.3f ms, p90 %.3f, p99 %.3f, max %.3f\n", x.name, len(x.v),
 			percentile(x.v, .5), percentile(x.v, .9), percentile(x.v, .99), percentile(x.v, 1))
 	}
@@ -333,18 +380,29 @@ func (s passageSplit) text() string {
 
 // summary is the split's short form for the run's line; "" when empty.
 func (s passageSplit) summary() string {
-	if len(s.added) == 0 {
-		return ""
+	out := ""
+	if len(s.added) > 0 {
+		out += fmt.Sprintf("; passage (%d requests) added p50 / p99 %.3f / %.3f ms, broker %.2f / %.2f ms, answer %.3f / %.3f ms",
+			len(s.added), percentile(s.added, .5), percentile(s.added, .99), percentile(s.broker, .5), percentile(s.broker, .99),
+			percentile(s.answer, .5), percentile(s.answer, .99))
 	}
-	return fmt.Sprintf("; passage (%d requests) added p50 / p99 %.3f / %.3f ms, broker %.2f / %.2f ms, answer %.3f / %.3f ms",
-		len(s.added), percentile(s.added, .5), percentile(s.added, .99), percentile(s.broker, .5), percentile(s.broker, .99),
-		percentile(s.answer, .5), percentile(s.answer, .99))
+	if len(s.trips) > 0 {
+		out += fmt.Sprintf("; client round trip p50 / p99 %.2f / %.2f ms", percentile(s.trips, .5), percentile(s.trips, .99))
+	}
+	if len(s.path) > 0 {
+		out += fmt.Sprintf(", the path's share (%d matched) %.3f / %.3f ms", len(s.path), percentile(s.path, .5), percentile(s.path, .99))
+	}
+	return out
 }
 
-// recordPassage appends a run's split to passage.tsv in the results.
+// recordPassage appends a run's split to passage.tsv in the results, and
+// writes it whole beside its trace (a direct run: its round trips alone).
 func (h *harness) recordPassage(scenario, path string, rep int, s passageSplit) {
-	if len(s.added) == 0 {
+	if len(s.added) == 0 && len(s.trips) == 0 {
 		return
+	}
+	if f := h.runFile(scenario, path, rep, "-passage.txt"); f != "" {
+		_ = os.WriteFile(f, []byte(s.text()), 0o644)
 	}
 	name := filepath.Join(h.out, "passage.tsv")
 	_, err := os.Stat(name)
@@ -354,10 +412,16 @@ func (h *harness) recordPassage(scenario, path string, rep int, s passageSplit) 
 	}
 	defer f.Close()
 	if err != nil {
-		fmt.Fprintln(f, "scenario\tpath\trun\trequests\tadded_p50_ms\tadded_p90_ms\tadded_p99_ms\tbroker_p50_ms\tbroker_p90_ms\tbroker_p99_ms\tanswer_p50_ms\tanswer_p99_ms")
+		fmt.Fprintln(f, "scenario\tpath\trun\trequests\tadded_p50_ms\tadded_p90_ms\tadded_p99_ms\tbroker_p50_ms\tbroker_p90_ms\tbroker_p99_ms\tanswer_p50_ms\tanswer_p99_ms\ttrips\ttrip_p50_ms\ttrip_p90_ms\ttrip_p99_ms\tmatched\tpath_p50_ms\tpath_p90_ms\tpath_p99_ms")
 	}
-	fmt.Fprintf(f, "%s\t%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\n", scenario, path, rep, len(s.added),
-		percentile(s.added, .5), percentile(s.added, .9), percentile(s.added, .99),
-		percentile(s.broker, .5), percentile(s.broker, .9), percentile(s.broker, .99),
-		percentile(s.answer, .5), percentile(s.answer, .99))
+	q := func(v []float64, p float64) string {
+		if len(v) == 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(percentile(v, p), 'f', 3, 64)
+	}
+	fmt.Fprintf(f, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", scenario, path, rep, len(s.added),
+		q(s.added, .5), q(s.added, .9), q(s.added, .99), q(s.broker, .5), q(s.broker, .9), q(s.broker, .99),
+		q(s.answer, .5), q(s.answer, .99), len(s.trips), q(s.trips, .5), q(s.trips, .9), q(s.trips, .99),
+		len(s.path), q(s.path, .5), q(s.path, .9), q(s.path, .99))
 }

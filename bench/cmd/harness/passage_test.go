@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -68,4 +70,16 @@ func TestPassageSplitsRequests(t *testing.T) {
 	want("added", s.added, 0.3, 0.07)
 	want("broker", s.broker, 2.01, 1.01)
 	want("answer", s.answer, 0.03, 0.03) // at each call's exit
+	// The client's round trips: the first spans request 1's broker window
+	// (2.01 ms of its 2.6); the second ends before request 2's answer
+	// came (no request of its own); the third is request 2's, its times
+	// late by the hook (its start after the request went out): 1.01 ms of
+	// its 1.2.
+	file := filepath.Join(t.TempDir(), "e2e.txt")
+	if err := os.WriteFile(file, []byte("100000100000 2600000\n100003000000 500000\n100003150000 1200000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.roundTrips(file)
+	want("trips", s.trips, 2.6, 0.5, 1.2)
+	want("path", s.path, 0.59, 0.19)
 }

@@ -174,6 +174,7 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	trace := h.startSysTrace(hop)
 	prof := h.startRunProfile(hop, scenario, path, rep)
 	pass := h.startPassage(hop, scenario, path, rep)
+	h.e2e = h.e2eFile(scenario, path, rep)
 	g0, b0, s0, w0 := cpuSeconds(hop), cpuSeconds(h.brokerPID), schedSeconds(hop), schedSlices(hop)
 	t0 := time.Now()
 	r, err := fn()
@@ -182,6 +183,8 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	r.hopSys = trace.stop()
 	prof.stop()
 	split := pass.stop()
+	split.roundTrips(h.e2e)
+	h.e2e = ""
 	if counters != nil && h.gatewayAlive() {
 		h.writeCounterDelta(scenario, path, rep, counters, h.engineCounters())
 	}
@@ -403,6 +406,9 @@ func (h *harness) loadgen(path, phase string, n, size, rate int, linger time.Dur
 		"-produce=" + strconv.FormatBool(phase == "produce"), "-consume=" + strconv.FormatBool(phase == "consume")}
 	if rate > 0 {
 		args = append(args, "-rate", strconv.Itoa(rate))
+	}
+	if h.e2e != "" && phase == "produce" {
+		args = append(args, "-e2e", h.e2e)
 	}
 	args = append(args, extra...)
 	var env []string

@@ -31,6 +31,10 @@
 // -rate R paces the producer at R records/s (checked about every ms), for
 // latency at a fixed load; latencies are measured in microseconds, finer
 // than kafka-producer-perf-test's milliseconds.
+//
+// -e2e FILE writes each Produce request's round trip as franz-go's hook
+// sees it, a line each: the CLOCK_MONOTONIC ns its write ended, the ns until
+// its answer was read (the harness's BENCH_PASSAGE=1).
 package main
 
 import (
@@ -42,12 +46,14 @@ import (
 	"net"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -67,6 +73,7 @@ func main() {
 	fetchMax := flag.Int("fetch-max-bytes", 0, "consumer fetch.max.bytes (0: franz-go's default, 50 MiB)")
 	partFetch := flag.Int("partition-fetch-bytes", 0, "consumer max.partition.fetch.bytes (0: franz-go's default, 1 MiB)")
 	clients := flag.Int("clients", 1, "consumers at once, each its own client reading -n records (consume phase)")
+	e2e := flag.String("e2e", "", "write each Produce request's round trip to this file (produce phase): per line, the CLOCK_MONOTONIC ns its write ended, the ns until its answer was read")
 	flag.Parse()
 	if *pass == "" {
 		*pass = os.Getenv("LOADGEN_PASS")
@@ -77,7 +84,17 @@ func main() {
 		opts = append(opts, kgo.SASL(plain.Auth{User: *user, Pass: *pass}.AsMechanism()))
 	}
 	if *produce {
-		if err := runProduce(opts, *topic, *n, *size, *acks, *linger, *batch, *rate, *timeout); err != nil {
+		popts := opts
+		var trips *roundTrips
+		if *e2e != "" {
+			trips = &roundTrips{}
+			popts = append(popts, kgo.WithHooks(trips))
+		}
+		err := runProduce(popts, *topic, *n, *size, *acks, *linger, *batch, *rate, *timeout)
+		if err == nil && trips != nil {
+			err = trips.write(*e2e)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "loadgen produce:", err)
 			os.Exit(1)
 		}
@@ -345,4 +362,35 @@ func (h *connHooks) OnBrokerRead(_ kgo.BrokerMetadata, _ int16, _ int, _, _ time
 	if err != nil {
 		h.readErrs.Add(1)
 	}
+}
+
+// roundTrips keeps each Produce request's round trip as franz-go's hook
+// sees it (-e2e): the end of its write on the CLOCK_MONOTONIC clock (perf
+// record -k CLOCK_MONOTONIC's), and the time from there to its answer read
+// whole (ReadWait + TimeToRead), for the harness to set against the
+// relaying process's trace (bench/cmd/harness/passage.go).
+type roundTrips struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (h *roundTrips) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.BrokerE2E) {
+	if key != 0 || e.Err() != nil { // Produce only
+		return
+	}
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return
+	}
+	trip := e.ReadWait + e.TimeToRead
+	line := fmt.Sprintf("%d %d", ts.Nano()-trip.Nanoseconds(), trip.Nanoseconds())
+	h.mu.Lock()
+	h.lines = append(h.lines, line)
+	h.mu.Unlock()
+}
+
+func (h *roundTrips) write(name string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return os.WriteFile(name, []byte(strings.Join(h.lines, "\n")+"\n"), 0o644)
 }

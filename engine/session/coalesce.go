@@ -19,7 +19,12 @@ package session
 
 // coalesceMax: a frame up to this size is copied into the batch; larger,
 // it is written from its slices (a copy would cost more than the call).
-const coalesceMax = 32 << 10
+// 64 KiB, the largest frame not streamed (codec.MaxStreamUnit): the Java
+// producer's pipelined requests of 16 KiB batches (some 46 KB) read
+// together leave in one write rather than one each, and each write
+// to a broker on two cores gives the broker's thread the loop's core
+// (BENCHMARKS.md, "2026-12-08: frames up to 64 KiB coalesced").
+const coalesceMax = 64 << 10
 
 // BatchMax bounds a batch: a frame that would take it past this flushes
 // it first. The loop keeps the buffer between events up to this size.

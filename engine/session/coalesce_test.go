@@ -6,6 +6,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/flexway/flexway/codec"
 	"github.com/flexway/flexway/engine/conn"
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -155,10 +156,23 @@ func (r *coalesceRig) onePerEvent(t *testing.T) {
 	}
 }
 
-// largeFrame: a frame too large to copy is written from its slices, after
-// the frame batched before it and before the one after.
+// largeFrame: a frame of codec.MaxStreamUnit (the largest not streamed) is
+// batched with those around it: a read's pipelined requests leave in one
+// write; one byte over coalesceMax is written from its slices, after the
+// frame batched before it and before the one after.
 func (r *coalesceRig) largeFrame(t *testing.T) {
 	lp, cl, cc := r.lp, r.cl, r.cc
+	cc.reset()
+	lp.out.begin()
+	cl.answers().write(frameOf('s', 40))
+	atMax := frameOf('M', codec.MaxStreamUnit)
+	cl.answers().writev([][]byte{atMax[:100], atMax[100:]})
+	cl.answers().write(frameOf('t', 40))
+	lp.out.end()
+	cc.read()
+	if want := string(frameOf('s', 40)) + string(atMax) + string(frameOf('t', 40)); len(cc.writes) != 1 || string(cc.writes[0]) != want {
+		t.Fatalf("a frame of codec.MaxStreamUnit: %d writes, want 1 of the three frames in order", len(cc.writes))
+	}
 	cc.reset()
 	lp.out.begin()
 	cl.answers().write(frameOf('s', 40))

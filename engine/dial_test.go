@@ -114,28 +114,42 @@ func TestClientClosesWhileItsBrokerDials(t *testing.T) {
 	k := newSecuredKafka(t, securedOpts{tls: true})
 	env := secureEnv(t, k.upstream("", ""))
 	addr := leaderOf0(t, env)
+	closesWhileItsBrokerDials(t, k, env.e, "",
+		func() *rawConn { return dialRaw(t, addr, "acme-app", env.keys["acme-app"]) },
+		func(c net.Conn) *net.TCPConn { return c.(*net.TCPConn) },
+		func() *kgo.Client {
+			return env.client("acme-app", kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		})
+}
+
+// closesWhileItsBrokerDials: with k's handshakes held, a client from dial
+// (authenticated; tcp its socket) sends an acks=0 Produce of 10 records
+// named by prefix and closes, then another that resets; each is released
+// while its broker connection dials; the consumer reads all 20 back.
+func closesWhileItsBrokerDials(t *testing.T, k *securedKafka, e *Engine, prefix string, dial func() *rawConn,
+	tcp func(net.Conn) *net.TCPConn, consumer func() *kgo.Client) {
+	t.Helper()
 	var want []string
 	for _, how := range []string{"closes", "resets"} {
 		k.stall(true)
-		r := dialRaw(t, addr, "acme-app", env.keys["acme-app"])
-		cl := clientOf(t, env.e, r)
+		r := dial()
+		cl := clientOf(t, e, r)
 		var vals [][]byte
 		for i := 0; i < 10; i++ {
-			vals = append(vals, []byte(fmt.Sprintf("%s-%d", how, i)))
+			vals = append(vals, []byte(fmt.Sprintf("%s%s-%d", prefix, how, i)))
 			want = append(want, string(vals[i]))
 		}
 		if _, err := r.c.Write(produceRequestFrame(r, 7, 0, "orders", batchOf(vals...))); err != nil {
 			t.Fatal(err)
 		}
 		if how == "resets" {
-			_ = r.c.(*net.TCPConn).SetLinger(0)
+			_ = tcp(r.c).SetLinger(0)
 		}
 		_ = r.c.Close()
 		clientGone(t, cl) // released while its broker connection still dials
 		k.stall(false)
 	}
-	c := env.client("acme-app", kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	got := consumeAll(t, c, len(want), 20*time.Second)
+	got := consumeAll(t, consumer(), len(want), 20*time.Second)
 	var vals []string
 	for _, rec := range got {
 		vals = append(vals, string(rec.Value))

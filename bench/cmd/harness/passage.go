@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -404,16 +403,11 @@ func (h *harness) recordPassage(scenario, path string, rep int, s passageSplit) 
 	if f := h.runFile(scenario, path, rep, "-passage.txt"); f != "" {
 		_ = os.WriteFile(f, []byte(s.text()), 0o644)
 	}
-	name := filepath.Join(h.out, "passage.tsv")
-	_, err := os.Stat(name)
-	f, ferr := os.OpenFile(name, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if ferr != nil {
+	f := h.appendTSV("passage.tsv", "scenario\tpath\trun\trequests\tadded_p50_ms\tadded_p90_ms\tadded_p99_ms\tbroker_p50_ms\tbroker_p90_ms\tbroker_p99_ms\tanswer_p50_ms\tanswer_p99_ms\ttrips\ttrip_p50_ms\ttrip_p90_ms\ttrip_p99_ms\tmatched\tpath_p50_ms\tpath_p90_ms\tpath_p99_ms")
+	if f == nil {
 		return
 	}
 	defer f.Close()
-	if err != nil {
-		fmt.Fprintln(f, "scenario\tpath\trun\trequests\tadded_p50_ms\tadded_p90_ms\tadded_p99_ms\tbroker_p50_ms\tbroker_p90_ms\tbroker_p99_ms\tanswer_p50_ms\tanswer_p99_ms\ttrips\ttrip_p50_ms\ttrip_p90_ms\ttrip_p99_ms\tmatched\tpath_p50_ms\tpath_p90_ms\tpath_p99_ms")
-	}
 	q := func(v []float64, p float64) string {
 		if len(v) == 0 {
 			return "-"

@@ -999,18 +999,13 @@ func (r reachedRun) cpuPerGiB() float64 {
 // saveMeter appends a run's meter to quota-reached-meters.tsv (each
 // count at its time), from which the rates can be computed again.
 func (h *harness) saveMeter(lib, dir, gw string, rep int, m *meter) {
-	p := filepath.Join(h.out, "quota-reached-meters.tsv")
-	_, statErr := os.Stat(p)
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
+	f := h.appendTSV("quota-reached-meters.tsv", "library\tdirection\tgateway\trun\tunix_ns\tbytes")
+	if f == nil {
 		return
 	}
 	defer f.Close()
 	w := bufio.NewWriter(f)
 	defer w.Flush()
-	if statErr != nil {
-		fmt.Fprintln(w, "library\tdirection\tgateway\trun\tunix_ns\tbytes")
-	}
 	for _, e := range m.ev {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%.0f\n", lib, dir, gw, rep, e.t.UnixNano(), e.b)
 	}

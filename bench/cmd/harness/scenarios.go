@@ -240,19 +240,32 @@ func (h *harness) measure(scenario, path string, rep int, fn func() (result, err
 	return r
 }
 
+// appendTSV opens the results' file name to append rows, its header
+// written first when the file is new; nil when it cannot.
+func (h *harness) appendTSV(name, header string) *os.File {
+	p := filepath.Join(h.out, name)
+	_, statErr := os.Stat(p)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil
+	}
+	if statErr != nil {
+		if _, err := fmt.Fprintln(f, header); err != nil {
+			f.Close()
+			return nil
+		}
+	}
+	return f
+}
+
 func (h *harness) record(r result) {
-	p := filepath.Join(h.out, "runs.tsv")
-	_, err := os.Stat(p)
-	f, ferr := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if ferr != nil {
+	// hop_*: the relaying process of the path (gateway or relay; 0 direct)
+	// later_max_ms: perf-test's producer, the highest window maximum after its first 5 s
+	f := h.appendTSV("runs.tsv", "scenario\tpath\trun\trecords_s\tmib_s\tp50_ms\tp99_ms\tp999_ms\tbytes\thop_cpu_s\thop_cpu_s_per_gib\thop_peak_rss_kib\tbroker_cpu_s\twall_s\tnote\tlater_max_ms\tp90_ms\tp95_ms")
+	if f == nil {
 		return
 	}
 	defer f.Close()
-	if err != nil {
-		// hop_*: the relaying process of the path (gateway or relay; 0 direct)
-		// later_max_ms: perf-test's producer, the highest window maximum after its first 5 s
-		fmt.Fprintln(f, "scenario\tpath\trun\trecords_s\tmib_s\tp50_ms\tp99_ms\tp999_ms\tbytes\thop_cpu_s\thop_cpu_s_per_gib\thop_peak_rss_kib\tbroker_cpu_s\twall_s\tnote\tlater_max_ms\tp90_ms\tp95_ms")
-	}
 	fmt.Fprintf(f, "%s\t%s\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.3f\t%.3f\t%.0f\t%.3f\t%.2f\t%s\t%.1f\t%.2f\t%.2f\n",
 		r.scenario, r.path, r.rep, r.recs, r.mibps, r.p50, r.p99, r.p999, r.bytes, r.hopCPU, r.hopCPUPerGiB(), r.hopHWM, r.brCPU, r.wall, r.note, r.later, r.p90, r.p95)
 	h.results = append(h.results, r)
